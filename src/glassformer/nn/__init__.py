@@ -1,0 +1,60 @@
+"""The transformer's components, each from its formula in the lecture notes."""
+
+from .attention import attention
+from .blocks import DecoderBlock, EncoderBlock
+from .embedding import TokenEmbedding, Unembedding
+from .feedforward import ACTIVATIONS, FeedForward
+from .kv_cache import DecoderCache, KVCache
+from .masks import (
+    causal_mask,
+    combine_masks,
+    cross_attention_mask,
+    padding_mask,
+    padding_mask_from_ids,
+)
+from .multihead import MultiHeadAttention
+from .norms import NORM_KINDS, BatchNorm, LayerNorm, RMSNorm, make_norm
+from .positional import (
+    POSITIONAL_KINDS,
+    LearnedPositionalEncoding,
+    NoPositionalEncoding,
+    PositionalEncoding,
+    RotaryEmbedding,
+    SinusoidalPositionalEncoding,
+    apply_rotary,
+    make_positional_encoding,
+)
+from .transformer import Decoder, Encoder
+
+__all__ = [
+    "ACTIVATIONS",
+    "NORM_KINDS",
+    "POSITIONAL_KINDS",
+    "BatchNorm",
+    "Decoder",
+    "DecoderBlock",
+    "DecoderCache",
+    "Encoder",
+    "EncoderBlock",
+    "FeedForward",
+    "KVCache",
+    "LayerNorm",
+    "LearnedPositionalEncoding",
+    "MultiHeadAttention",
+    "NoPositionalEncoding",
+    "PositionalEncoding",
+    "RMSNorm",
+    "RotaryEmbedding",
+    "SinusoidalPositionalEncoding",
+    "TokenEmbedding",
+    "Unembedding",
+    "apply_rotary",
+    "attention",
+    "causal_mask",
+    "combine_masks",
+    "cross_attention_mask",
+    "make_norm",
+    "make_positional_encoding",
+    "padding_mask",
+    "padding_mask_from_ids",
+]

@@ -1,0 +1,162 @@
+"""Scaled dot-product attention, Eq. (1) of the notes:
+
+    Attention(Q, K, V) = Softmax(Q Kᵀ / √d_k) V                                   (1)
+    a_nm = q_nᵀ k_m / √d_k                                                          (2)
+    y_n  = (1 / Z_n) Σ_m e^{a_nm} v_m,   Z_n = Σ_m e^{a_nm}                         (3)
+
+with a mask b added to the scores (â_nm = a_nm + b_nm, b_nm ∈ {0, -inf}) so that the sum in
+Eq. (3) only runs over the keys a query may attend to.
+
+Notation used across glassformer.nn:
+    B batch, T query (target) length, S key (source) length, C = d_model,
+    H query heads, G = H / H_kv queries per key/value head, D head size (d_k), V vocabulary.
+
+Two paths compute the same function:
+  * explicit: scores, mask, softmax, weighted sum written out; returns the weights A;
+  * fused: ``torch.nn.functional.scaled_dot_product_attention`` (flash / memory-efficient
+    kernels), used when the weights are not asked for.
+Both return zeros, never NaN, for a query row with nothing to attend to.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .masks import causal_mask
+
+__all__ = ["attention"]
+
+
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    *,
+    causal: bool = False,
+    need_weights: bool = True,
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor | None]:
+    """Eq. (1) over heads: returns ``(output, weights)``.
+
+    Args:
+        q: (B, H, T, D) queries.
+        k: (B, H_kv, S, D) keys; H_kv divides H (grouped-query attention when H_kv < H).
+        v: (B, H_kv, S, D_v) values.
+        mask: boolean, True = may attend, or float (added to the scores, -inf = masked);
+            broadcastable to (B, H, T, S).
+        dropout_p: dropout on the attention weights (pass 0.0 in eval mode).
+        causal: also apply the causal mask; with S > T the queries are the last T positions
+            (decoding with a KV cache).
+        need_weights: True runs the explicit path and returns the weights A (B, H, T, S),
+            before dropout; False runs the fused kernel and returns ``(output, None)``.
+        scale: score scale, default 1/√D.
+
+    Returns:
+        output (B, H, T, D_v) and the weights (B, H, T, S) or None.
+    """
+    _check_inputs(q, k, v, mask)
+    t, s = q.shape[-2], k.shape[-2]
+    if need_weights:
+        return _explicit(q, k, v, _with_causal(mask, causal, t, s, q.device), dropout_p, scale)
+    if causal and mask is None and t == s:
+        out = F.scaled_dot_product_attention(
+            q, k, v, dropout_p=dropout_p, is_causal=True, scale=scale, enable_gqa=_gqa(q, k)
+        )
+        return out, None
+    return _fused(q, k, v, _with_causal(mask, causal, t, s, q.device), dropout_p, scale), None
+
+
+def _explicit(q, k, v, mask, dropout_p, scale):
+    d = q.shape[-1]
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    if _gqa(q, k):  # each key/value head serves G consecutive query heads
+        g = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)  # (B, H, S, D)
+    scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, T, S): a_nm, Eq. (2)
+    dead = None
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            scores = scores.masked_fill(~mask, float("-inf"))  # â_nm = a_nm + b_nm
+        else:
+            scores = scores + mask
+        dead = scores.amax(dim=-1, keepdim=True) == float("-inf")  # (B, H, T, 1) nothing to see
+        scores = scores.masked_fill(dead, 0.0)
+    weights = scores.softmax(dim=-1)  # (B, H, T, S): e^{â_nm} / Z_n, Eq. (3)
+    if dead is not None:
+        weights = weights.masked_fill(dead, 0.0)
+    dropped = F.dropout(weights, dropout_p) if dropout_p > 0.0 else weights
+    return dropped @ v, weights  # (B, H, T, D_v): y_n = Σ_m A_nm v_m
+
+
+def _fused(q, k, v, mask, dropout_p, scale):
+    dead = None
+    if mask is not None:
+        # A row with nothing to attend to would make the kernel divide 0 by 0. Let such rows
+        # attend everywhere (finite), then zero their output: same result as the explicit path.
+        if mask.dtype == torch.bool:
+            dead = ~mask.any(dim=-1, keepdim=True)  # (..., T, 1)
+            mask = mask | dead
+        else:
+            mask = mask.to(q.dtype)
+            dead = (mask == float("-inf")).all(dim=-1, keepdim=True)
+            mask = mask.masked_fill(dead, 0.0)
+    out = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale, enable_gqa=_gqa(q, k)
+    )  # (B, H, T, D_v)
+    return out if dead is None else out.masked_fill(dead, 0.0)
+
+
+def _gqa(q: Tensor, k: Tensor) -> bool:
+    return q.shape[1] != k.shape[1]
+
+
+def _with_causal(mask, causal, t, s, device):
+    if not causal or t == 1:  # a single newest query may see every key
+        return mask
+    tri = causal_mask(t, s, device=device)  # (T, S)
+    if mask is None:
+        return tri
+    if mask.dtype == torch.bool:
+        return mask & tri
+    return mask.masked_fill(~tri, float("-inf"))
+
+
+def _check_inputs(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> None:
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        raise ValueError(
+            "attention: q, k, v must be 4-D (B, H, T, D), got shapes "
+            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
+    b, h, t, d = q.shape
+    if k.shape[0] != b or k.shape[-1] != d or k.shape[:3] != v.shape[:3]:
+        raise ValueError(
+            f"attention: k must be (B={b}, H_kv, S, D={d}) and v (B, H_kv, S, D_v) with the same "
+            f"B, H_kv, S; got k {tuple(k.shape)}, v {tuple(v.shape)}"
+        )
+    if h % k.shape[1] != 0:
+        raise ValueError(
+            f"attention: the {h} query heads must be a multiple of the {k.shape[1]} key/value heads"
+        )
+    if mask is None:
+        return
+    if mask.dtype != torch.bool and not mask.dtype.is_floating_point:
+        raise ValueError(
+            f"attention: mask dtype {mask.dtype} is not allowed; use bool (True = may attend) "
+            "or a float additive mask"
+        )
+    full = (b, h, t, k.shape[2])
+    try:
+        ok = mask.dim() <= 4 and torch.broadcast_shapes(mask.shape, full) == full
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"attention: mask of shape {tuple(mask.shape)} does not broadcast to "
+            f"(B, H, T, S) = {full}"
+        )

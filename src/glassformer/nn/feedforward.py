@@ -1,0 +1,54 @@
+"""The position-wise feed-forward sub-layer (the "MLP across features" of the notes):
+
+    FeedForward(X) = W_2 · a(W_1 · X + b_1) + b_2,   W_1 ∈ R^{d×d_ff}, W_2 ∈ R^{d_ff×d}
+
+applied to every token independently. ``a`` is relu, gelu (erf form), gelu_tanh (GPT-2's
+approximation) or swiglu, the gated form a(X) = silu(X W_gate) ⊙ (X W_up) used by Llama, for
+which W_1 holds [W_gate; W_up] stacked (one matmul computes both).
+"""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = ["ACTIVATIONS", "FeedForward"]
+
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu")
+
+
+class FeedForward(nn.Module):
+    """x (B, T, C) -> fc2(dropout(a(fc1(x)))) (B, T, C)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        activation: str = "gelu",
+        *,
+        bias: bool = True,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation {activation!r} is not known; choose one of {ACTIVATIONS}")
+        if d_ff < 1:
+            raise ValueError(f"d_ff must be a positive int, got {d_ff}")
+        self.activation = activation
+        gated = activation == "swiglu"
+        self.fc1 = nn.Linear(d_model, 2 * d_ff if gated else d_ff, bias=bias)  # W_1, b_1
+        self.fc2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, b_2
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.fc1(x)  # (B, T, d_ff), or (B, T, 2 d_ff) for swiglu
+        if self.activation == "relu":
+            h = F.relu(h)
+        elif self.activation == "gelu":
+            h = F.gelu(h)
+        elif self.activation == "gelu_tanh":
+            h = F.gelu(h, approximate="tanh")
+        else:
+            gate, up = h.chunk(2, dim=-1)  # (B, T, d_ff) each
+            h = F.silu(gate) * up
+        return self.fc2(self.dropout(h))  # (B, T, C)

@@ -1,0 +1,157 @@
+"""Positional encodings: how a token's position n enters the model.
+
+Self-attention is equivariant to permutations of its rows (notes, appendix "Positional
+encoding"), so position must be injected. Additive encodings add a vector r_n to each token
+embedding, x̃_n = x_n + r_n:
+
+  * sinusoidal (fixed, L = 10000, D = d_model):
+        r_n^(i) = sin(n / L^{i/D})        for even i
+        r_n^(i) = cos(n / L^{(i-1)/D})    for odd i
+  * learned: r_n = W_p[:, n], a trained matrix (max_len, d_model)
+  * none: r_n = 0 (the model is then permutation-equivariant unless it is causal).
+
+Rotary (RoPE, Su et al. 2021) instead rotates each query and key: pairs of coordinates
+(x_j, x_{j+D/2}) of the head vector are rotated by the angle n·θ_j, θ_j = L^{-2j/D}, so that
+q_nᵀ k_m depends only on n - m. It is applied inside attention (``apply_rotary``).
+
+Positions count from 0. ``positions`` may be (T,) shared by the batch or (B, T) per example
+(e.g. left-padded prompts).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+__all__ = [
+    "POSITIONAL_KINDS",
+    "LearnedPositionalEncoding",
+    "NoPositionalEncoding",
+    "PositionalEncoding",
+    "RotaryEmbedding",
+    "SinusoidalPositionalEncoding",
+    "apply_rotary",
+    "make_positional_encoding",
+]
+
+POSITIONAL_KINDS = ("sinusoidal", "learned", "rotary", "none")
+
+
+class PositionalEncoding(nn.Module):
+    """Common interface: ``forward(x, positions)`` adds r_n (identity for rotary and none);
+    ``rotary(positions)`` gives the (cos, sin) tables to rotate q and k (None unless RoPE)."""
+
+    max_len: int
+
+    def forward(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
+        return x
+
+    def rotary(self, positions: Tensor) -> tuple[Tensor, Tensor] | None:
+        return None
+
+    def positions(self, t: int, offset: int = 0, device=None) -> Tensor:
+        """(T,) positions offset..offset+T-1, checked against max_len."""
+        if offset + t > self.max_len:
+            raise ValueError(
+                f"sequence of {offset + t} positions exceeds max_len={self.max_len}; "
+                "shorten the input or build the model with a larger max_len"
+            )
+        return torch.arange(offset, offset + t, device=device)
+
+    def _resolve(self, x: Tensor, positions: Tensor | None) -> Tensor:
+        """Default positions 0..T-1 for x (B, T, C); given ones are checked."""
+        if positions is None:
+            return self.positions(x.shape[1], device=x.device)
+        return self._check(positions)
+
+    def _check(self, positions: Tensor) -> Tensor:
+        if positions.numel() and int(positions.max()) >= self.max_len:
+            raise ValueError(
+                f"position {int(positions.max())} is out of range for max_len={self.max_len}"
+            )
+        return positions
+
+
+class NoPositionalEncoding(PositionalEncoding):
+    """r_n = 0."""
+
+    def __init__(self, max_len: int) -> None:
+        super().__init__()
+        self.max_len = max_len
+
+
+class SinusoidalPositionalEncoding(PositionalEncoding):
+    """x̃_n = x_n + r_n with r_n^(i) = sin(n / L^{i/D}) (i even), cos(n / L^{(i-1)/D}) (i odd)."""
+
+    def __init__(self, d_model: int, max_len: int, base: float = 10000.0) -> None:
+        super().__init__()
+        self.max_len, self.base = max_len, base
+        n = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
+        i = torch.arange(d_model)  # (C,)
+        angle = n / base ** ((i - i % 2).double() / d_model)  # (max_len, C): n / L^{2⌊i/2⌋/D}
+        table = torch.where(i % 2 == 0, angle.sin(), angle.cos()).float()  # (max_len, C)
+        self.register_buffer("table", table, persistent=False)
+
+    def forward(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
+        r = self.table[self._resolve(x, positions)]  # (T, C) or (B, T, C)
+        return x + r.to(x.dtype)
+
+
+class LearnedPositionalEncoding(PositionalEncoding):
+    """x̃_n = x_n + W_p[:, n], W_p a trained (max_len, d_model) matrix."""
+
+    def __init__(self, d_model: int, max_len: int) -> None:
+        super().__init__()
+        self.max_len = max_len
+        self.weight = nn.Parameter(torch.empty(max_len, d_model))
+        nn.init.normal_(self.weight, std=0.02)
+
+    def forward(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
+        return x + self.weight[self._resolve(x, positions)]  # (B, T, C)
+
+
+class RotaryEmbedding(PositionalEncoding):
+    """RoPE: rotate (x_j, x_{j+D/2}) of each query/key head vector by n·θ_j, θ_j = L^{-2j/D}."""
+
+    def __init__(self, head_dim: int, max_len: int, base: float = 10000.0) -> None:
+        super().__init__()
+        if head_dim % 2:
+            raise ValueError(f"rotary positional encoding needs an even head size, got {head_dim}")
+        self.max_len, self.base = max_len, base
+        theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # (D/2,)
+        angle = torch.arange(max_len, dtype=torch.float64)[:, None] * theta  # (max_len, D/2)
+        angle = torch.cat([angle, angle], dim=-1)  # (max_len, D): same angle for j and j + D/2
+        self.register_buffer("cos", angle.cos().float(), persistent=False)
+        self.register_buffer("sin", angle.sin().float(), persistent=False)
+
+    def rotary(self, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """(cos, sin) of shape (T, D), or (B, 1, T, D) for per-example positions (B, T)."""
+        positions = self._check(positions)
+        cos, sin = self.cos[positions], self.sin[positions]
+        if positions.dim() == 2:
+            cos, sin = cos[:, None], sin[:, None]  # (B, 1, T, D): broadcast over heads
+        return cos, sin
+
+
+def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """Rotate x (B, H, T, D) by the position angles: x·cos + rotate_half(x)·sin."""
+    x1, x2 = x.chunk(2, dim=-1)  # (B, H, T, D/2) each
+    rotated = torch.cat([-x2, x1], dim=-1)  # (B, H, T, D)
+    return x * cos.to(x.dtype) + rotated * sin.to(x.dtype)
+
+
+def make_positional_encoding(
+    kind: str, d_model: int, max_len: int, *, n_head: int = 1, base: float = 10000.0
+) -> PositionalEncoding:
+    """Build the encoding named ``kind`` (one of POSITIONAL_KINDS)."""
+    if max_len < 1:
+        raise ValueError(f"max_len must be a positive int, got {max_len}")
+    if kind == "sinusoidal":
+        return SinusoidalPositionalEncoding(d_model, max_len, base)
+    if kind == "learned":
+        return LearnedPositionalEncoding(d_model, max_len)
+    if kind == "rotary":
+        return RotaryEmbedding(d_model // n_head, max_len, base)
+    if kind == "none":
+        return NoPositionalEncoding(max_len)
+    raise ValueError(f"positional encoding {kind!r} is not known; choose one of {POSITIONAL_KINDS}")

@@ -1,0 +1,121 @@
+"""Stacks of blocks: X^(m) = TransformerBlock(X^(m-1)) for m = 1..L (notes: "Transformer Block"),
+with an optional final norm (needed after pre-norm blocks, whose output is not normalised).
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from .blocks import DecoderBlock, EncoderBlock
+from .kv_cache import DecoderCache
+from .norms import make_norm
+
+__all__ = ["Decoder", "Encoder"]
+
+
+def _final_norm(final_norm: bool | None, options: dict, d_model: int) -> nn.Module | None:
+    if final_norm is None:
+        final_norm = options.get("norm_first", False)
+    if not final_norm:
+        return None
+    bias = options.get("bias", True)
+    return make_norm(options.get("norm", "layer"), d_model, options.get("eps", 1e-5), bias)
+
+
+def _check_layers(n_layer: int) -> None:
+    if n_layer < 0:
+        raise ValueError(f"n_layer must be >= 0, got {n_layer}")
+
+
+class Encoder(nn.Module):
+    """``n_layer`` EncoderBlocks (same options) and a final norm (default: when norm_first)."""
+
+    def __init__(
+        self,
+        n_layer: int,
+        d_model: int,
+        n_head: int,
+        d_ff: int,
+        *,
+        final_norm: bool | None = None,
+        **block_options,
+    ) -> None:
+        super().__init__()
+        _check_layers(n_layer)
+        self.layers = nn.ModuleList(
+            EncoderBlock(d_model, n_head, d_ff, **block_options) for _ in range(n_layer)
+        )
+        self.norm = _final_norm(final_norm, block_options, d_model)
+
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        *,
+        causal: bool = False,
+        token_mask: Tensor | None = None,
+        rope: tuple[Tensor, Tensor] | None = None,
+    ) -> Tensor:
+        """x (B, T, C) -> (B, T, C); mask broadcastable to (B, H, T, T), True = may attend."""
+        for layer in self.layers:
+            x = layer(x, mask, causal=causal, token_mask=token_mask, rope=rope)
+        return x if self.norm is None else self.norm(x, token_mask)
+
+
+class Decoder(nn.Module):
+    """``n_layer`` DecoderBlocks (with cross-attention unless ``cross_attention=False``)."""
+
+    def __init__(
+        self,
+        n_layer: int,
+        d_model: int,
+        n_head: int,
+        d_ff: int,
+        *,
+        cross_attention: bool = True,
+        final_norm: bool | None = None,
+        **block_options,
+    ) -> None:
+        super().__init__()
+        _check_layers(n_layer)
+        self.cross_attention = cross_attention
+        self.layers = nn.ModuleList(
+            DecoderBlock(d_model, n_head, d_ff, cross_attention=cross_attention, **block_options)
+            for _ in range(n_layer)
+        )
+        self.norm = _final_norm(final_norm, block_options, d_model)
+
+    def new_cache(self, max_len: int | None = None) -> DecoderCache:
+        """An empty KV cache for incremental decoding with this stack."""
+        return DecoderCache(len(self.layers), max_len, cross_attention=self.cross_attention)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor | None = None,
+        mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        *,
+        causal: bool = True,
+        token_mask: Tensor | None = None,
+        rope: tuple[Tensor, Tensor] | None = None,
+        cache: DecoderCache | None = None,
+    ) -> Tensor:
+        """x (B, T, C), memory (B, S, C) -> (B, T, C). With a cache, x holds only the new
+        positions and attends to the cached ones as well."""
+        n = len(self.layers)
+        self_caches = [None] * n if cache is None else cache.self_attn
+        cross_caches = [None] * n if cache is None or cache.cross_attn is None else cache.cross_attn
+        for layer, c_self, c_cross in zip(self.layers, self_caches, cross_caches, strict=True):
+            x = layer(
+                x,
+                memory,
+                mask,
+                memory_mask,
+                causal=causal,
+                token_mask=token_mask,
+                rope=rope,
+                cache=c_self,
+                memory_cache=c_cross,
+            )
+        return x if self.norm is None else self.norm(x, token_mask)

@@ -1,0 +1,89 @@
+"""Positional encodings: the notes' sinusoid, learned, rotary (relative), none."""
+
+import math
+
+import pytest
+import torch
+
+from glassformer.nn import (
+    LearnedPositionalEncoding,
+    RotaryEmbedding,
+    SinusoidalPositionalEncoding,
+    apply_rotary,
+    make_positional_encoding,
+)
+
+
+def test_sinusoidal_is_the_notes_formula():
+    d, L = 6, 10000.0
+    pe = SinusoidalPositionalEncoding(d, max_len=20)
+    for n in range(20):
+        for i in range(d):
+            r = math.sin(n / L ** (i / d)) if i % 2 == 0 else math.cos(n / L ** ((i - 1) / d))
+            assert abs(pe.table[n, i].item() - r) < 1e-6
+    x = torch.randn(2, 5, d)
+    torch.testing.assert_close(pe(x), x + pe.table[:5])
+    torch.testing.assert_close(pe(x, torch.arange(3, 8)), x + pe.table[3:8])
+
+
+def test_sinusoidal_odd_width():
+    pe = SinusoidalPositionalEncoding(5, max_len=4)
+    assert pe.table[3, 4].item() == pytest.approx(math.sin(3 / 10000 ** (4 / 5)), abs=1e-6)
+
+
+def test_learned_adds_rows_of_w_p_per_example_positions():
+    pe = LearnedPositionalEncoding(4, max_len=8)
+    x = torch.zeros(2, 3, 4)
+    positions = torch.tensor([[0, 1, 2], [5, 6, 7]])
+    torch.testing.assert_close(pe(x, positions), pe.weight[positions])
+
+
+def test_rotary_scores_depend_only_on_relative_position():
+    rope = RotaryEmbedding(8, max_len=64)
+    q, k = torch.randn(8, dtype=torch.float64), torch.randn(8, dtype=torch.float64)
+
+    def score(n, m):
+        cq, sq = rope.rotary(torch.tensor([n]))
+        ck, sk = rope.rotary(torch.tensor([m]))
+        qn = apply_rotary(q.view(1, 1, 1, 8), cq.double(), sq.double())
+        km = apply_rotary(k.view(1, 1, 1, 8), ck.double(), sk.double())
+        return (qn * km).sum().item()
+
+    assert score(5, 2) == pytest.approx(score(40, 37), abs=1e-5)
+    assert score(5, 2) != pytest.approx(score(5, 3), abs=1e-3)
+    assert score(0, 0) == pytest.approx((q @ k).item(), abs=1e-6)  # position 0 is no rotation
+
+
+def test_rotary_preserves_norm_and_per_example_positions():
+    rope = RotaryEmbedding(8, max_len=16)
+    x = torch.randn(2, 3, 4, 8)
+    cos, sin = rope.rotary(torch.tensor([[0, 1, 2, 3], [4, 5, 6, 7]]))
+    assert cos.shape == (2, 1, 4, 8)
+    y = apply_rotary(x, cos, sin)
+    torch.testing.assert_close(y.norm(dim=-1), x.norm(dim=-1))
+    c1, s1 = rope.rotary(torch.arange(4, 8))
+    torch.testing.assert_close(y[1:], apply_rotary(x[1:], c1, s1))
+
+
+def test_none_and_rotary_add_nothing():
+    x = torch.randn(2, 3, 8)
+    for kind in ("none", "rotary"):
+        pe = make_positional_encoding(kind, 8, 16, n_head=2)
+        assert torch.equal(pe(x), x)
+    assert make_positional_encoding("sinusoidal", 8, 16).rotary(torch.arange(3)) is None
+
+
+def test_positions_beyond_max_len_are_refused():
+    pe = SinusoidalPositionalEncoding(4, max_len=4)
+    with pytest.raises(ValueError, match="exceeds max_len=4"):
+        pe(torch.zeros(1, 5, 4))
+    with pytest.raises(ValueError, match="out of range for max_len=4"):
+        pe(torch.zeros(1, 2, 4), torch.tensor([3, 4]))
+    with pytest.raises(ValueError, match="even head size"):
+        RotaryEmbedding(5, 8)
+
+
+def test_unknown_kind():
+    with pytest.raises(ValueError) as err:
+        make_positional_encoding("alibi", 8, 16)
+    assert "'alibi'" in str(err.value) and "'rotary'" in str(err.value)
