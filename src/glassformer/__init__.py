@@ -1,3 +1,32 @@
 """glassformer: transformers built from their formulas, and made to be looked inside."""
 
+from . import nn
+from .config import ModelConfig
+from .models import (
+    DecoderLM,
+    EncoderClassifier,
+    EncoderDecoder,
+    EncoderMLM,
+    EncoderModel,
+    GlassformerModel,
+    ModelOutput,
+    load_model,
+)
+from .presets import PRESETS, preset
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "PRESETS",
+    "DecoderLM",
+    "EncoderClassifier",
+    "EncoderDecoder",
+    "EncoderMLM",
+    "EncoderModel",
+    "GlassformerModel",
+    "ModelConfig",
+    "ModelOutput",
+    "load_model",
+    "nn",
+    "preset",
+]

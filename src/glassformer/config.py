@@ -1,0 +1,222 @@
+"""ModelConfig: one validated, JSON-serialisable description of any of the three families.
+
+    family="decoder"          GPT-like, Algorithm 10 (DTransformer): causal LM
+    family="encoder"          BERT-like, Algorithm 9 (ETransformer): masked LM / classification
+    family="encoder-decoder"  Vaswani et al., Algorithm 8 (EDTransformer): sequence-to-sequence
+
+Choices are strings checked against fixed lists, so a saved ``config.json`` rebuilds the model
+and a typo is refused with the allowed values. Sizes are checked against generous upper bounds
+before anything is allocated (a vocabulary of 10^12 is refused, not attempted).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .nn.feedforward import ACTIVATIONS
+from .nn.norms import NORM_KINDS
+from .nn.positional import POSITIONAL_KINDS
+
+__all__ = ["FAMILIES", "POOLINGS", "ModelConfig"]
+
+FAMILIES = ("decoder", "encoder", "encoder-decoder")
+POOLINGS = ("cls", "mean")
+_LIMITS = {  # far beyond any model this library can train, far below an absurd allocation
+    "vocab_size": 2**24,
+    "tgt_vocab_size": 2**24,
+    "max_len": 2**20,
+    "d_model": 2**16,
+    "d_ff": 2**18,
+    "n_layer": 1024,
+    "n_decoder_layer": 1024,
+    "n_head": 1024,
+    "n_classes": 2**20,
+    "type_vocab_size": 2**10,
+}
+
+
+@dataclass
+class ModelConfig:
+    """Hyper-parameters of a glassformer model. Defaults describe a small pre-norm GPT."""
+
+    family: str = "decoder"
+    vocab_size: int = 256
+    tgt_vocab_size: int | None = None  # encoder-decoder: target vocabulary (None: = vocab_size)
+    max_len: int = 256  # ℓ_max, the longest sequence (positions 0..max_len-1)
+    d_model: int = 128
+    n_layer: int = 4  # blocks of the decoder (decoder), encoder (encoder, encoder-decoder)
+    n_decoder_layer: int | None = None  # encoder-decoder: decoder blocks (None: = n_layer)
+    n_head: int = 4
+    n_kv_head: int | None = None  # grouped-query attention (None: = n_head)
+    d_ff: int | None = None  # feed-forward width (None: 4 · d_model)
+    activation: str = "gelu"
+    norm: str = "layer"
+    norm_first: bool = True  # pre-norm (GPT-2) or post-norm (Vaswani, BERT)
+    norm_eps: float = 1e-5
+    final_norm: bool | None = None  # norm after the last block (None: = norm_first)
+    embed_norm: bool = False  # norm right after the input embedding (BERT, BART)
+    positional: str = "learned"
+    position_offset: int = 0  # learned positions start at this row (BART uses 2)
+    rope_base: float = 10000.0
+    embed_scale: bool = False  # multiply token embeddings by √d_model (Vaswani)
+    type_vocab_size: int = 0  # BERT's segment embeddings (0: none)
+    dropout: float = 0.0  # on embeddings, residual branches and in the feed-forward
+    attn_dropout: float | None = None  # on attention weights (None: = dropout)
+    bias: bool = True  # biases in attention, feed-forward and norms
+    tie_embeddings: bool = True  # unembedding W_u = W_eᵀ
+    share_embeddings: bool = True  # encoder-decoder: one token embedding for source and target
+    head_bias: bool = False  # bias on the unembedding (BERT's MLM head, BART's final_logits_bias)
+    mlm_transform: bool = False  # BERT's dense + activation + norm before the MLM unembedding
+    n_classes: int = 2  # classification head
+    pooling: str = "cls"  # classification: the first (<BOS>/CLS) position, or mean over tokens
+    pooler: bool = False  # BERT's dense + tanh on the pooled vector
+    pad_id: int = 0
+    decoder_start_id: int = 1  # encoder-decoder: first decoder input (<BOS>; BART uses </s>)
+    init_std: float = 0.02
+    extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (e.g. converted from)
+
+    def __post_init__(self) -> None:
+        _choice("family", self.family, FAMILIES)
+        _choice("activation", self.activation, ACTIVATIONS)
+        _choice("norm", self.norm, NORM_KINDS)
+        _choice("positional", self.positional, POSITIONAL_KINDS)
+        _choice("pooling", self.pooling, POOLINGS)
+        for name in ("vocab_size", "max_len", "d_model", "n_head", "n_classes"):
+            _check_int(name, getattr(self, name), 1)
+        for name in ("tgt_vocab_size", "d_ff", "n_kv_head", "n_decoder_layer"):
+            if getattr(self, name) is not None:
+                _check_int(name, getattr(self, name), 1)
+        _check_int("n_layer", self.n_layer, 0)
+        _check_int("type_vocab_size", self.type_vocab_size, 0)
+        _check_int("position_offset", self.position_offset, 0)
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model={self.d_model} must be divisible by n_head={self.n_head}")
+        if self.n_head % self.kv_heads:
+            raise ValueError(
+                f"n_head={self.n_head} must be divisible by n_kv_head={self.n_kv_head}"
+            )
+        if self.positional == "rotary" and self.head_dim % 2:
+            raise ValueError(f"positional='rotary' needs an even head size, got {self.head_dim}")
+        for name in ("dropout", "attn_dropout"):
+            p = getattr(self, name)
+            if p is not None and not (isinstance(p, int | float) and 0.0 <= p < 1.0):
+                raise ValueError(f"{name}={p!r} must be in [0, 1)")
+        for name in ("norm_eps", "init_std", "rope_base"):
+            v = getattr(self, name)
+            if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
+                raise ValueError(f"{name}={v!r} must be a positive finite number")
+        for name in ("pad_id", "decoder_start_id"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and 0 <= v < min(self.vocab_size, self.target_vocab_size)):
+                raise ValueError(f"{name}={v!r} must be an id in [0, vocab_size)")
+        if self.share_embeddings and self.tgt_vocab_size not in (None, self.vocab_size):
+            raise ValueError(
+                f"share_embeddings=True needs tgt_vocab_size ({self.tgt_vocab_size}) equal to "
+                f"vocab_size ({self.vocab_size}); set share_embeddings=False"
+            )
+
+    # Derived sizes -----------------------------------------------------------------------------
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_head
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_head if self.n_kv_head is None else self.n_kv_head
+
+    @property
+    def ff_dim(self) -> int:
+        return 4 * self.d_model if self.d_ff is None else self.d_ff
+
+    @property
+    def target_vocab_size(self) -> int:
+        return self.vocab_size if self.tgt_vocab_size is None else self.tgt_vocab_size
+
+    @property
+    def decoder_layers(self) -> int:
+        return self.n_layer if self.n_decoder_layer is None else self.n_decoder_layer
+
+    def block_options(self) -> dict[str, Any]:
+        """Keyword arguments for glassformer.nn.Encoder / Decoder."""
+        return dict(
+            n_kv_head=self.n_kv_head,
+            activation=self.activation,
+            norm=self.norm,
+            norm_first=self.norm_first,
+            dropout=self.dropout,
+            attn_dropout=self.attn_dropout,
+            bias=self.bias,
+            eps=self.norm_eps,
+            final_norm=self.final_norm,
+        )
+
+    # Serialisation -----------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        if not isinstance(data, dict):
+            raise ValueError(f"a model config must be a JSON object, got {type(data).__name__}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown model config keys {unknown}; allowed: {sorted(known)}")
+        _check_types(data)
+        return cls(**data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json_file(cls, path: str | Path) -> ModelConfig:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ValueError(f"{path}: no such file") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ValueError(f"{path}: not a valid JSON model config ({err})") from None
+        try:
+            return cls.from_dict(data)
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
+
+    def replace(self, **changes: Any) -> ModelConfig:
+        return dataclasses.replace(self, **changes)
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not known; choose one of {allowed}")
+
+
+def _check_int(name: str, value: Any, low: int) -> None:
+    high = _LIMITS.get(name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name}={value!r} must be an int >= {low}")
+    if high is not None and value > high:
+        raise ValueError(f"{name}={value} is absurdly large (limit {high})")
+
+
+def _check_types(data: dict[str, Any]) -> None:
+    """JSON gives ints, floats, bools, strings: refuse e.g. a string where a size belongs."""
+    for f in dataclasses.fields(ModelConfig):
+        if f.name not in data or data[f.name] is None:
+            continue
+        value, kind = data[f.name], str(f.type)
+        if kind.startswith("bool") and not isinstance(value, bool):
+            raise ValueError(f"{f.name}={value!r} must be true or false")
+        if kind.startswith("str") and not isinstance(value, str):
+            raise ValueError(f"{f.name}={value!r} must be a string")
+        if kind.startswith("float") and (
+            isinstance(value, bool) or not isinstance(value, int | float)
+        ):
+            raise ValueError(f"{f.name}={value!r} must be a number")
+        if kind.startswith("dict") and not isinstance(value, dict):
+            raise ValueError(f"{f.name}={value!r} must be an object")

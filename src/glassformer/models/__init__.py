@@ -1,0 +1,21 @@
+"""The three families of the notes, assembled only from glassformer.nn components."""
+
+from .base import ARCHITECTURES, GlassformerModel
+from .checkpoint import load_pretrained as load_model
+from .decoder import DecoderLM
+from .encoder import EncoderClassifier, EncoderMLM, EncoderModel
+from .encoder_decoder import EncoderDecoder
+from .outputs import IGNORE_INDEX, ModelOutput
+
+__all__ = [
+    "ARCHITECTURES",
+    "IGNORE_INDEX",
+    "DecoderLM",
+    "EncoderClassifier",
+    "EncoderDecoder",
+    "EncoderMLM",
+    "EncoderModel",
+    "GlassformerModel",
+    "ModelOutput",
+    "load_model",
+]

@@ -1,0 +1,101 @@
+"""What every glassformer model shares: its config, size, cost, initialisation and checkpoints."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, ClassVar
+
+from torch import nn
+
+from ..config import ModelConfig
+from ..nn import LearnedPositionalEncoding, MultiHeadAttention, TokenEmbedding
+
+__all__ = ["ARCHITECTURES", "GlassformerModel"]
+
+ARCHITECTURES: dict[str, type[GlassformerModel]] = {}
+
+
+class GlassformerModel(nn.Module):
+    """Base class: ``config``, ``num_parameters``, ``flops_per_token``, ``save_pretrained`` /
+    ``from_pretrained``. Subclasses register under their class name (the ``architecture``
+    written to config.json)."""
+
+    family: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.family:
+            ARCHITECTURES[cls.__name__] = cls
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        if config.family != self.family:
+            raise ValueError(
+                f"{type(self).__name__} needs family={self.family!r}, the config has "
+                f"family={config.family!r}"
+            )
+        self.config = config
+        self.tokenizer = None  # attached tokenizer, saved with the model
+
+    # Size and cost ------------------------------------------------------------------------------
+    def num_parameters(self, *, exclude_embeddings: bool = False) -> int:
+        """Trainable parameters, a tied matrix counted once (as Hugging Face counts them)."""
+        skip = set()
+        if exclude_embeddings:
+            for m in self.modules():
+                if isinstance(m, TokenEmbedding | LearnedPositionalEncoding | nn.Embedding):
+                    skip.add(id(m.weight))
+        return sum(p.numel() for p in self.parameters() if id(p) not in skip)
+
+    def flops_per_token(self, seq_len: int | None = None) -> int:
+        """Training FLOPs per token (forward + backward = 3 × forward), Kaplan et al. style:
+
+            6 · N_matmul  +  12 · n_attention · T · d_model
+
+        N_matmul counts every weight matrix a token is multiplied by (projections,
+        feed-forward, the unembedding even when tied); the second term is QKᵀ and AV over a
+        context of T = ``seq_len`` (default max_len) keys for each attention layer (self and
+        cross), counted in full even under a causal mask, as nanoGPT and PaLM count it."""
+        t = self.config.max_len if seq_len is None else seq_len
+        n_matmul = sum(m.weight.numel() for m in self.modules() if isinstance(m, nn.Linear))
+        n_attention = sum(1 for m in self.modules() if isinstance(m, MultiHeadAttention))
+        return 6 * n_matmul + 12 * n_attention * t * self.config.d_model
+
+    # Initialisation -------------------------------------------------------------------------------
+    def init_weights(self) -> None:
+        """N(0, init_std) for every weight matrix and embedding, zero biases, unit norms;
+        the projections that write into the residual stream (attention ``out_proj``,
+        feed-forward ``fc2``) get std init_std / √(2 · n_layer), as in GPT-2, so the
+        residual stream's variance does not grow with depth."""
+        std = self.config.init_std
+        depth = max(self.config.n_layer, self.config.decoder_layers if self.family else 0, 1)
+        residual_std = std / math.sqrt(2 * depth)
+        for name, m in self.named_modules():
+            if isinstance(m, nn.Linear):
+                last = name.rsplit(".", 1)[-1]
+                nn.init.normal_(m.weight, 0.0, residual_std if last in ("out_proj", "fc2") else std)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, TokenEmbedding | LearnedPositionalEncoding | nn.Embedding):
+                nn.init.normal_(m.weight, 0.0, std)
+
+    # Checkpoints ---------------------------------------------------------------------------------
+    def save_pretrained(self, directory: str | Path, tokenizer=None) -> Path:
+        """Write model.safetensors + config.json (+ tokenizer.json) into ``directory``."""
+        from .checkpoint import save_pretrained
+
+        return save_pretrained(self, directory, tokenizer)
+
+    @classmethod
+    def from_pretrained(cls, directory: str | Path, *, device=None) -> GlassformerModel:
+        """Rebuild a model saved by ``save_pretrained``; no pickle is ever loaded."""
+        from .checkpoint import load_pretrained
+
+        model = load_pretrained(directory, device=device)
+        if cls is not GlassformerModel and not isinstance(model, cls):
+            raise ValueError(
+                f"{directory}: holds a {type(model).__name__}, not a {cls.__name__}; load it "
+                f"with {type(model).__name__}.from_pretrained or glassformer.load_model"
+            )
+        return model

@@ -1,0 +1,147 @@
+"""Checkpoints: ``model.safetensors`` (weights) + ``config.json`` (architecture and config)
++ ``tokenizer.json`` when a tokenizer is attached. Safetensors holds raw tensors only, so
+loading never runs code from a file (no pickle). Each file is written to a temporary name and
+renamed, so a crash leaves either the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+
+from ..config import ModelConfig
+from .base import ARCHITECTURES, GlassformerModel
+
+__all__ = ["CONFIG_FILE", "TOKENIZER_FILE", "WEIGHTS_FILE", "load_pretrained", "save_pretrained"]
+
+WEIGHTS_FILE, CONFIG_FILE, TOKENIZER_FILE = "model.safetensors", "config.json", "tokenizer.json"
+FORMAT = "glassformer-model"
+
+
+def save_pretrained(model: GlassformerModel, directory: str | Path, tokenizer=None) -> Path:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    tensors = _unique_tensors(model)
+    _atomic(directory / WEIGHTS_FILE, lambda p: save_file(tensors, p, metadata={"format": "pt"}))
+    meta = {
+        "format": FORMAT,
+        "version": 1,
+        "architecture": type(model).__name__,
+        "config": model.config.to_dict(),
+    }
+    text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
+    _atomic(directory / CONFIG_FILE, lambda p: Path(p).write_text(text, encoding="utf-8"))
+    tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
+    if tokenizer is not None:
+        tokenizer.save(directory / TOKENIZER_FILE)
+    return directory
+
+
+def load_pretrained(directory: str | Path, *, device=None) -> GlassformerModel:
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ValueError(f"{directory}: not a checkpoint directory (no such directory)")
+    cls, config = read_config(directory / CONFIG_FILE)
+    with torch.device(device or "cpu"):
+        model = cls(config)
+    load_weights(model, directory / WEIGHTS_FILE)
+    tok_path = directory / TOKENIZER_FILE
+    if tok_path.exists():
+        from ..tokenizers import load_tokenizer
+
+        model.tokenizer = load_tokenizer(tok_path)
+    return model
+
+
+def read_config(path: Path) -> tuple[type[GlassformerModel], ModelConfig]:
+    """(model class, ModelConfig) from a config.json, with errors naming the file."""
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{path}: missing; a checkpoint needs {CONFIG_FILE}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a glassformer model config (format != {FORMAT!r})")
+    arch = meta.get("architecture")
+    if arch not in ARCHITECTURES:
+        raise ValueError(
+            f"{path}: architecture {arch!r} is not known; allowed {sorted(ARCHITECTURES)}"
+        )
+    try:
+        config = ModelConfig.from_dict(meta.get("config"))
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{path}: {err}") from None
+    return ARCHITECTURES[arch], config
+
+
+def load_weights(model: GlassformerModel, path: Path) -> None:
+    """Check every tensor's name, shape and dtype against the model, then copy it in."""
+    expected = _unique_tensors(model)
+    try:
+        with safe_open(path, framework="pt") as f:
+            names = set(f.keys())
+            missing, unexpected = sorted(set(expected) - names), sorted(names - set(expected))
+            if missing or unexpected:
+                raise ValueError(
+                    f"{path}: weights do not match the config: missing {missing[:5]}, "
+                    f"unexpected {unexpected[:5]}"
+                )
+            for name, want in expected.items():
+                got = f.get_slice(name)
+                shape, dtype = tuple(got.get_shape()), got.get_dtype()
+                if shape != tuple(want.shape):
+                    raise ValueError(
+                        f"{path}: tensor {name!r} has shape {shape}, the config needs "
+                        f"{tuple(want.shape)}"
+                    )
+                if dtype != _ST_DTYPES.get(want.dtype):
+                    raise ValueError(
+                        f"{path}: tensor {name!r} has dtype {dtype}, the model needs {want.dtype}"
+                    )
+            with torch.no_grad():
+                for name, want in expected.items():
+                    want.copy_(f.get_tensor(name))
+    except FileNotFoundError:
+        raise ValueError(f"{path}: missing; a checkpoint needs {WEIGHTS_FILE}") from None
+    except (SafetensorError, OSError) as err:
+        raise ValueError(f"{path}: not a readable safetensors file ({err})") from None
+
+
+_ST_DTYPES = {
+    torch.float32: "F32",
+    torch.float16: "F16",
+    torch.bfloat16: "BF16",
+    torch.float64: "F64",
+    torch.int64: "I64",
+}
+
+
+def _unique_tensors(model: GlassformerModel) -> dict[str, torch.Tensor]:
+    """state_dict without the second name of a tied tensor (and without buffers that are
+    rebuilt from the config)."""
+    seen: set[int] = set()
+    out = {}
+    for name, t in model.state_dict(keep_vars=True).items():
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        out[name] = t.detach()
+    return out
+
+
+def _atomic(path: Path, write) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,72 @@
+"""DecoderLM: the GPT-like decoder-only transformer, Algorithm 10 (DTransformer).
+
+    X ← W_e[:, x] + W_p          token and position embedding
+    for l = 1..L:  X ← X + MHAttention(Norm(X), causal mask);  X ← X + MLP(Norm(X))
+    X ← Norm(X);   P = softmax(W_u X)     next-token distribution at every position
+
+(pre-norm shown; ``norm_first=False`` gives post-norm). Trained with DTraining: minimise
+-Σ_t log P(x[t+1] | x[1:t]); ``labels`` are aligned with ``input_ids`` and shifted inside.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from ..config import ModelConfig
+from ..nn import Decoder, DecoderCache
+from .base import GlassformerModel
+from .heads import LMHead
+from .inputs import InputEmbedding, key_mask, positions_from_mask
+from .outputs import IGNORE_INDEX, ModelOutput, lm_loss
+
+__all__ = ["DecoderLM"]
+
+
+class DecoderLM(GlassformerModel):
+    family = "decoder"
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.embed = InputEmbedding(config, config.vocab_size)
+        self.decoder = Decoder(
+            config.n_layer,
+            config.d_model,
+            config.n_head,
+            config.ff_dim,
+            cross_attention=False,
+            **config.block_options(),
+        )
+        self.head = LMHead(config, config.vocab_size, self.embed.token)
+        self.init_weights()
+
+    def new_cache(self, max_len: int | None = None) -> DecoderCache:
+        return self.decoder.new_cache(self.config.max_len if max_len is None else max_len)
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+        *,
+        positions: Tensor | None = None,
+        cache: DecoderCache | None = None,
+    ) -> ModelOutput:
+        """input_ids (B, T); attention_mask (B, S) with 1 = real token, covering the cached
+        positions too (S = cached + T); labels (B, T), -100 = not scored."""
+        past = 0 if cache is None else cache.length
+        t = input_ids.shape[1]
+        if positions is None:
+            positions = positions_from_mask(
+                attention_mask, t, past, input_ids.device, self.config.max_len
+            )
+        mask, real = key_mask(attention_mask)  # (B, 1, 1, S) keys, (B, S) real tokens
+        token_mask = None if real is None else real[:, -t:]  # (B, T) the new positions
+        x, rope = self.embed(input_ids, positions, token_mask=token_mask)
+        h = self.decoder(x, mask=mask, causal=True, token_mask=token_mask, rope=rope, cache=cache)
+        logits = self.head(h)  # (B, T, V)
+        loss = None
+        if labels is not None:
+            if token_mask is not None:
+                labels = labels.masked_fill(~token_mask, IGNORE_INDEX)
+            loss = lm_loss(logits, labels, shift=True)
+        return ModelOutput(logits=logits, hidden_states=h, loss=loss)

@@ -1,0 +1,95 @@
+"""The input to the first block (notes, "Final input to the Transformer Block"):
+
+    x_n^(0) = W_e[:, x[n]] + W_p[:, n]     (+ W_s[:, segment[n]] for BERT's token types)
+
+followed, where the architecture has one, by a norm (BERT, BART) and dropout. With rotary
+positions nothing is added here; the (cos, sin) tables are handed to every attention layer.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..config import ModelConfig
+from ..nn import TokenEmbedding, make_norm, make_positional_encoding
+
+__all__ = ["InputEmbedding", "key_mask", "positions_from_mask"]
+
+
+class InputEmbedding(nn.Module):
+    """ids (B, T) -> x^(0) (B, T, C), plus the rotary tables when ``positional='rotary'``."""
+
+    def __init__(
+        self, config: ModelConfig, vocab_size: int, token: TokenEmbedding | None = None
+    ) -> None:
+        super().__init__()
+        self.token = (
+            token
+            if token is not None
+            else TokenEmbedding(vocab_size, config.d_model, scale=config.embed_scale)
+        )
+        self.offset = config.position_offset
+        self.pos = make_positional_encoding(
+            config.positional,
+            config.d_model,
+            config.max_len + self.offset,
+            n_head=config.n_head,
+            base=config.rope_base,
+        )
+        self.segment = (
+            nn.Embedding(config.type_vocab_size, config.d_model) if config.type_vocab_size else None
+        )
+        self.norm = (
+            make_norm(config.norm, config.d_model, config.norm_eps, config.bias)
+            if (config.embed_norm)
+            else None
+        )
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(
+        self,
+        ids: Tensor,
+        positions: Tensor,
+        token_type_ids: Tensor | None = None,
+        token_mask: Tensor | None = None,
+    ) -> tuple[Tensor, tuple[Tensor, Tensor] | None]:
+        """ids (B, T), positions (T,) or (B, T) -> (x (B, T, C), rotary tables or None)."""
+        positions = positions + self.offset
+        x = self.pos(self.token(ids), positions)  # W_e[:, x[n]] + W_p[:, n]
+        if self.segment is not None:
+            segments = torch.zeros_like(ids) if token_type_ids is None else token_type_ids
+            x = x + self.segment(segments)
+        if self.norm is not None:
+            x = self.norm(x, token_mask)
+        return self.dropout(x), self.pos.rotary(positions)
+
+
+def positions_from_mask(
+    attention_mask: Tensor | None, t: int, past: int, device, max_len: int
+) -> Tensor:
+    """Positions of the T newest tokens: 0, 1, ... counted over real tokens only, so that a
+    left-padded prompt starts at position 0 like an unpadded one. (T,) or (B, T)."""
+    if past + t > max_len:
+        raise ValueError(
+            f"the input needs {past + t} positions ({past} cached + {t} new) but the model's "
+            f"max_len is {max_len}; shorten the input or use a model with a larger max_len"
+        )
+    if attention_mask is None:
+        return torch.arange(past, past + t, device=device)
+    pos = attention_mask.long().cumsum(-1) - 1  # (B, S): index among the real tokens
+    return pos[:, -t:].clamp(min=0)  # (B, T)
+
+
+def key_mask(attention_mask: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
+    """Hugging Face's attention_mask (B, S), 1 = real token, 0 = padding ->
+    (attention key mask (B, 1, 1, S), real-token mask (B, S)), both bool; (None, None) if None."""
+    if attention_mask is None:
+        return None, None
+    if attention_mask.dim() != 2:
+        raise ValueError(
+            f"attention_mask must be (B, S) with 1 = real token, 0 = padding; got shape "
+            f"{tuple(attention_mask.shape)}"
+        )
+    real = attention_mask.bool()
+    return real[:, None, None, :], real

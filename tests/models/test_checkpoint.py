@@ -1,0 +1,171 @@
+"""save_pretrained / from_pretrained: exact round trip, no pickle, clear refusals."""
+
+import json
+import pickle
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from glassformer.models import (
+    DecoderLM,
+    EncoderClassifier,
+    EncoderDecoder,
+    EncoderMLM,
+    GlassformerModel,
+    load_model,
+)
+from glassformer.presets import preset
+from glassformer.tokenizers import CharTokenizer
+
+torch.manual_seed(0)
+SMALL = dict(vocab_size=40, d_model=32, n_head=4, n_layer=2, max_len=16)
+CASES = [
+    (DecoderLM, "tiny"),
+    (DecoderLM, "tiny-llama"),
+    (EncoderMLM, "tiny-encoder"),
+    (EncoderClassifier, "tiny-encoder"),
+    (EncoderDecoder, "tiny-seq2seq"),
+]
+
+
+def run(model, x):
+    if isinstance(model, EncoderDecoder):
+        return model(x, decoder_input_ids=x).logits
+    return model(x).logits
+
+
+@pytest.mark.parametrize("cls, name", CASES)
+def test_round_trip_is_bit_identical(tmp_path, cls, name):
+    model = cls(preset(name, **SMALL, norm="batch" if cls is EncoderMLM else "layer")).eval()
+    if cls is EncoderMLM:  # running statistics are part of the checkpoint
+        model.train()(torch.randint(0, 40, (4, 8)))
+        model.eval()
+    model.save_pretrained(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "model.safetensors"]
+    loaded = load_model(tmp_path)
+    assert type(loaded) is cls and loaded.config == model.config
+    x = torch.randint(0, 40, (2, 9))
+    assert torch.equal(run(loaded.eval(), x), run(model, x))
+    if model.config.tie_embeddings and hasattr(loaded, "head"):
+        unembed = getattr(loaded.head, "unembed", None)
+        if unembed is not None:  # tying survives the round trip
+            token = loaded.tgt_embed.token if cls is EncoderDecoder else loaded.embed.token
+            assert unembed.proj.weight is token.weight
+
+
+def test_tokenizer_is_saved_and_loaded_with_the_model(tmp_path):
+    tok = CharTokenizer().train("to be or not to be")
+    model = DecoderLM(preset("tiny", **{**SMALL, "vocab_size": tok.vocab_size}))
+    model.tokenizer = tok
+    model.save_pretrained(tmp_path)
+    loaded = DecoderLM.from_pretrained(tmp_path)
+    assert loaded.tokenizer.encode("not to be") == tok.encode("not to be")
+
+
+def test_loading_as_the_wrong_class_is_refused(tmp_path):
+    DecoderLM(preset("tiny", **SMALL)).save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="holds a DecoderLM, not a EncoderMLM"):
+        EncoderMLM.from_pretrained(tmp_path)
+    assert isinstance(GlassformerModel.from_pretrained(tmp_path), DecoderLM)
+
+
+@pytest.fixture
+def saved(tmp_path):
+    DecoderLM(preset("tiny", **SMALL)).save_pretrained(tmp_path)
+    return tmp_path
+
+
+def test_truncated_weights_are_refused(saved):
+    path = saved / "model.safetensors"
+    data = path.read_bytes()
+    for cut in (5, 100, len(data) // 2, len(data) - 1):
+        path.write_bytes(data[:cut])
+        with pytest.raises(ValueError, match="model.safetensors"):
+            load_model(saved)
+
+
+def test_missing_files_are_named(saved):
+    (saved / "model.safetensors").unlink()
+    with pytest.raises(ValueError, match="model.safetensors: missing"):
+        load_model(saved)
+    (saved / "config.json").unlink()
+    with pytest.raises(ValueError, match="config.json: missing"):
+        load_model(saved)
+    with pytest.raises(ValueError, match="not a checkpoint directory"):
+        load_model(saved / "nope")
+
+
+def test_config_that_does_not_match_the_weights(saved):
+    meta = json.loads((saved / "config.json").read_text())
+    meta["config"]["d_model"] = 64
+    (saved / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="has shape .* the config needs"):
+        load_model(saved)
+    meta["config"]["d_model"] = 32
+    meta["config"]["n_layer"] = 3
+    (saved / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="missing \\['decoder.layers.2"):
+        load_model(saved)
+
+
+def test_wrong_dtype_is_refused(saved):
+    model = DecoderLM(preset("tiny", **SMALL))
+    tensors = {
+        k: v.double() for k, v in model.state_dict().items() if k != "head.unembed.proj.weight"
+    }
+    save_file(tensors, saved / "model.safetensors")
+    with pytest.raises(ValueError, match="dtype F64, the model needs torch.float32"):
+        load_model(saved)
+
+
+def test_a_pickle_renamed_as_a_checkpoint_is_never_unpickled(saved, tmp_path):
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    (saved / "model.safetensors").write_bytes(pickle.dumps(Evil()))
+    torch.save({"x": torch.ones(2)}, saved / "other.pt")
+    with pytest.raises(ValueError, match="not a readable safetensors file"):
+        load_model(saved)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"config": {"d_model": 32, "bogus": 1}}, ["unknown model config keys", "bogus"]),
+        ({"config": {"vocab_size": 10**12}}, ["vocab_size=1000000000000", "limit"]),
+        ({"architecture": "Evil"}, ["architecture 'Evil' is not known"]),
+        ({"format": "pickle"}, ["not a glassformer model config"]),
+    ],
+)
+def test_hostile_configs_are_refused_before_building(saved, change, words):
+    meta = json.loads((saved / "config.json").read_text())
+    for key, value in change.items():
+        if isinstance(value, dict):
+            meta[key].update(value)
+        else:
+            meta[key] = value
+    (saved / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError) as err:
+        load_model(saved)
+    assert "config.json" in str(err.value)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_save_replaces_files_atomically(saved, monkeypatch):
+    before = (saved / "model.safetensors").read_bytes()
+    import glassformer.models.checkpoint as ckpt
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ckpt, "save_file", crash)
+    with pytest.raises(KeyboardInterrupt):
+        DecoderLM(preset("tiny", **SMALL)).save_pretrained(saved)
+    assert (saved / "model.safetensors").read_bytes() == before
+    assert sorted(p.name for p in saved.iterdir()) == ["config.json", "model.safetensors"]
