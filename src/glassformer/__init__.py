@@ -2,6 +2,7 @@
 
 from . import nn
 from .config import ModelConfig
+from .interop import from_torch, to_torch
 from .models import (
     DecoderLM,
     EncoderClassifier,
@@ -26,7 +27,9 @@ __all__ = [
     "GlassformerModel",
     "ModelConfig",
     "ModelOutput",
+    "from_torch",
     "load_model",
     "nn",
     "preset",
+    "to_torch",
 ]
