@@ -3,6 +3,7 @@
 from . import nn
 from .config import ModelConfig
 from .interop import from_torch, to_torch
+from .interop.huggingface import from_huggingface, from_huggingface_dir, to_huggingface
 from .models import (
     DecoderLM,
     EncoderClassifier,
@@ -27,9 +28,12 @@ __all__ = [
     "GlassformerModel",
     "ModelConfig",
     "ModelOutput",
+    "from_huggingface",
+    "from_huggingface_dir",
     "from_torch",
     "load_model",
     "nn",
     "preset",
+    "to_huggingface",
     "to_torch",
 ]

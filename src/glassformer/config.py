@@ -100,6 +100,11 @@ class ModelConfig:
             raise ValueError(
                 f"n_head={self.n_head} must be divisible by n_kv_head={self.n_kv_head}"
             )
+        if self.mlm_transform and self.activation == "swiglu":
+            raise ValueError(
+                "mlm_transform=True needs an element-wise activation (relu, gelu, gelu_tanh), "
+                "got activation='swiglu'"
+            )
         if self.positional == "rotary" and self.head_dim % 2:
             raise ValueError(f"positional='rotary' needs an even head size, got {self.head_dim}")
         for name in ("dropout", "attn_dropout"):

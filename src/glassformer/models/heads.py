@@ -9,11 +9,11 @@
 
 from __future__ import annotations
 
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..config import ModelConfig
 from ..nn import TokenEmbedding, Unembedding, make_norm
+from ..nn.feedforward import activation_fn
 
 __all__ = ["ClassificationHead", "LMHead", "pool"]
 
@@ -27,14 +27,14 @@ class LMHead(nn.Module):
         if config.mlm_transform:
             self.transform = nn.Linear(config.d_model, config.d_model)
             self.transform_norm = make_norm(config.norm, config.d_model, config.norm_eps)
-        self.activation = config.activation
+        self.activation = activation_fn(config.activation) if config.mlm_transform else None
         tie = tie_to if config.tie_embeddings else None
         self.unembed = Unembedding(config.d_model, vocab_size, bias=config.head_bias, tie_to=tie)
 
     def forward(self, h: Tensor) -> Tensor:
         if self.transform is not None:
             h = self.transform(h)
-            h = F.gelu(h, approximate="tanh" if self.activation == "gelu_tanh" else "none")
+            h = self.activation(h)
             h = self.transform_norm(h)
         return self.unembed(h)  # (B, T, V)
 

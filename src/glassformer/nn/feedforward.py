@@ -12,9 +12,21 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["ACTIVATIONS", "FeedForward"]
+__all__ = ["ACTIVATIONS", "FeedForward", "activation_fn"]
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu")
+_PLAIN = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda h: F.gelu(h, approximate="tanh"),
+}
+
+
+def activation_fn(name: str):
+    """The element-wise activation ``a`` named ``name`` (relu, gelu, gelu_tanh)."""
+    if name not in _PLAIN:
+        raise ValueError(f"activation {name!r} is not element-wise; choose one of {tuple(_PLAIN)}")
+    return _PLAIN[name]
 
 
 class FeedForward(nn.Module):
@@ -42,13 +54,9 @@ class FeedForward(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         h = self.fc1(x)  # (B, T, d_ff), or (B, T, 2 d_ff) for swiglu
-        if self.activation == "relu":
-            h = F.relu(h)
-        elif self.activation == "gelu":
-            h = F.gelu(h)
-        elif self.activation == "gelu_tanh":
-            h = F.gelu(h, approximate="tanh")
-        else:
+        if self.activation == "swiglu":
             gate, up = h.chunk(2, dim=-1)  # (B, T, d_ff) each
             h = F.silu(gate) * up
+        else:
+            h = _PLAIN[self.activation](h)
         return self.fc2(self.dropout(h))  # (B, T, C)

@@ -1,0 +1,175 @@
+"""BART: ``transformers.BartForConditionalGeneration`` <-> ``glassformer.models.EncoderDecoder``.
+
+Post-norm encoder-decoder; learned positions whose table starts at row 2 (``position_offset=2``);
+a LayerNorm on each side's embeddings (``embed_norm``); token embeddings optionally scaled by
+√d_model (``scale_embedding`` -> ``embed_scale``); one token embedding shared by encoder, decoder
+and the unembedding; logits + ``final_logits_bias`` (the head bias); decoding starts from
+``decoder_start_token_id`` (``decoder_start_id``, </s> in BART). No final norm.
+
+    Hugging Face (BartForConditionalGeneration)   glassformer (EncoderDecoder)
+    model.shared.weight (= model.encoder.embed_tokens, model.decoder.embed_tokens, lm_head)
+                                                  src_embed.token.weight (= tgt_embed.token,
+                                                      head.unembed.proj.weight)
+    model.encoder.embed_positions.weight          src_embed.pos.weight
+    model.encoder.layernorm_embedding.*           src_embed.norm.*
+    model.decoder.embed_positions.weight          tgt_embed.pos.weight
+    model.decoder.layernorm_embedding.*           tgt_embed.norm.*
+    final_logits_bias (1, V), a buffer            head.unembed.proj.bias (V,)
+    and for X = encoder, decoder, each layer i:
+    model.X.layers.i.self_attn.{q,k,v}_proj.*     X.layers.i.self_attn.in_proj.*  [Q; K; V]
+    model.X.layers.i.self_attn.out_proj.*         X.layers.i.self_attn.out_proj.*
+    model.X.layers.i.self_attn_layer_norm.*       X.layers.i.attn_norm.*
+    model.X.layers.i.fc1.*, fc2.*                 X.layers.i.ffn.fc1.*, ffn.fc2.*
+    model.X.layers.i.final_layer_norm.*           X.layers.i.ff_norm.*
+    model.decoder.layers.i.encoder_attn.{q,k,v}_proj.*   decoder.layers.i.cross_attn.in_proj.*
+    model.decoder.layers.i.encoder_attn.out_proj.*       decoder.layers.i.cross_attn.out_proj.*
+    model.decoder.layers.i.encoder_attn_layer_norm.*     decoder.layers.i.cross_norm.*
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...config import ModelConfig
+from ...models import EncoderDecoder, GlassformerModel
+from .common import (
+    ACT_FROM_HF,
+    ACT_TO_HF,
+    Rule,
+    check_option,
+    linear,
+    require_config,
+    rule,
+    stacked,
+    token_id,
+)
+
+__all__ = ["HF_CLASSES", "build_hf", "config_from_hf", "rules"]
+
+HF_CLASSES: dict[str, type[GlassformerModel]] = {"BartForConditionalGeneration": EncoderDecoder}
+_OFFSET = 2  # BartLearnedPositionalEmbedding reads row position + 2
+_EPS = 1e-5  # BART's LayerNorms use torch's default eps
+_TOKEN_KEYS = ("bos_token_id", "eos_token_id", "forced_eos_token_id")
+
+
+def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
+    c, where = hf_model.config, type(hf_model).__name__
+    for flag in ("normalize_before", "add_final_layer_norm"):  # mBART-style options
+        check_option(where, flag, bool(getattr(c, flag, False)), [False])
+    check_option(
+        where, "decoder_attention_heads", c.decoder_attention_heads, [c.encoder_attention_heads]
+    )
+    check_option(where, "decoder_ffn_dim", c.decoder_ffn_dim, [c.encoder_ffn_dim])
+    check_option(where, "activation_function", c.activation_function, list(ACT_FROM_HF))
+    check_option(where, "tie_word_embeddings", bool(c.tie_word_embeddings), [True])
+    config = ModelConfig(
+        family="encoder-decoder",
+        vocab_size=c.vocab_size,
+        max_len=c.max_position_embeddings,
+        d_model=c.d_model,
+        n_layer=c.encoder_layers,
+        n_decoder_layer=c.decoder_layers,
+        n_head=c.encoder_attention_heads,
+        d_ff=c.encoder_ffn_dim,
+        activation=ACT_FROM_HF[c.activation_function],
+        norm="layer",
+        norm_first=False,
+        norm_eps=_EPS,
+        final_norm=False,
+        embed_norm=True,
+        positional="learned",
+        position_offset=_OFFSET,
+        embed_scale=bool(c.scale_embedding),
+        dropout=c.dropout,
+        attn_dropout=c.attention_dropout,
+        bias=True,
+        tie_embeddings=True,
+        share_embeddings=True,
+        head_bias=True,
+        pad_id=token_id(c.pad_token_id, c.vocab_size),
+        decoder_start_id=token_id(c.decoder_start_token_id, c.vocab_size, 1),
+        init_std=c.init_std,
+        extra={
+            "converted_from": where,
+            "hf_token_ids": {k: getattr(c, k, None) for k in _TOKEN_KEYS},
+        },
+    )
+    return EncoderDecoder, config
+
+
+def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
+    out = [
+        rule("src_embed.token.weight", "model.shared.weight"),
+        rule("head.unembed.proj.bias", "final_logits_bias"),
+    ]
+    for side, n in (("encoder", config.n_layer), ("decoder", config.decoder_layers)):
+        emb = "src_embed" if side == "encoder" else "tgt_embed"
+        out += [
+            rule(f"{emb}.pos.weight", f"model.{side}.embed_positions.weight"),
+            *linear(f"{emb}.norm", f"model.{side}.layernorm_embedding"),
+        ]
+        for i in range(n):
+            g, h = f"{side}.layers.{i}", f"model.{side}.layers.{i}"
+            out += _attention(f"{g}.self_attn", f"{h}.self_attn")
+            out += linear(f"{g}.attn_norm", f"{h}.self_attn_layer_norm")
+            if side == "decoder":
+                out += _attention(f"{g}.cross_attn", f"{h}.encoder_attn")
+                out += linear(f"{g}.cross_norm", f"{h}.encoder_attn_layer_norm")
+            out += [
+                *linear(f"{g}.ffn.fc1", f"{h}.fc1"),
+                *linear(f"{g}.ffn.fc2", f"{h}.fc2"),
+                *linear(f"{g}.ff_norm", f"{h}.final_layer_norm"),
+            ]
+    return out
+
+
+def _attention(glass: str, hf: str) -> list[Rule]:
+    qkv = (f"{hf}.{x}_proj" for x in ("q", "k", "v"))
+    return [*stacked(f"{glass}.in_proj", qkv), *linear(f"{glass}.out_proj", f"{hf}.out_proj")]
+
+
+def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
+    """An untrained BartForConditionalGeneration shaped like ``model`` (weights copied later)."""
+    c = model.config
+    require_config(
+        hf_class,
+        c,
+        positional=("learned",),
+        position_offset=(_OFFSET,),
+        norm=("layer",),
+        norm_eps=(_EPS,),
+        norm_first=(False,),
+        final_norm=(None, False),
+        embed_norm=(True,),
+        activation=tuple(ACT_TO_HF),
+        bias=(True,),
+        share_embeddings=(True,),
+        tie_embeddings=(True,),
+        head_bias=(True,),
+        type_vocab_size=(0,),
+        mlm_transform=(False,),
+    )
+    require_config(hf_class, c, n_kv_head=(None, c.n_head))
+    ids = c.extra.get("hf_token_ids", dict.fromkeys(_TOKEN_KEYS))
+    hf_config = transformers.BartConfig(
+        vocab_size=c.vocab_size,
+        max_position_embeddings=c.max_len,
+        d_model=c.d_model,
+        encoder_layers=c.n_layer,
+        decoder_layers=c.decoder_layers,
+        encoder_attention_heads=c.n_head,
+        decoder_attention_heads=c.n_head,
+        encoder_ffn_dim=c.ff_dim,
+        decoder_ffn_dim=c.ff_dim,
+        activation_function=ACT_TO_HF[c.activation],
+        dropout=c.dropout,
+        attention_dropout=c.dropout if c.attn_dropout is None else c.attn_dropout,
+        activation_dropout=c.dropout,
+        init_std=c.init_std,
+        scale_embedding=c.embed_scale,
+        pad_token_id=c.pad_id,
+        decoder_start_token_id=c.decoder_start_id,
+        tie_word_embeddings=True,
+        **ids,
+    )
+    return transformers.BartForConditionalGeneration(hf_config)

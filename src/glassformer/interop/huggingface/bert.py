@@ -1,0 +1,192 @@
+"""BERT: ``transformers.BertModel`` / ``BertForMaskedLM`` / ``BertForSequenceClassification``
+<-> ``glassformer.models.EncoderModel`` / ``EncoderMLM`` / ``EncoderClassifier``.
+
+Post-norm encoder with learned absolute positions, token-type (segment) embeddings and a
+LayerNorm on the embeddings; no final norm. The separate query/key/value Linears are stacked
+into glassformer's fused ``in_proj`` = [W^Q; W^K; W^V].
+
+    Hugging Face (prefix "bert." except in BertModel)   glassformer
+    embeddings.word_embeddings.weight                   embed.token.weight
+    embeddings.position_embeddings.weight               embed.pos.weight
+    embeddings.token_type_embeddings.weight             embed.segment.weight
+    embeddings.LayerNorm.*                              embed.norm.*
+    encoder.layer.i.attention.self.{query,key,value}.*  encoder.layers.i.self_attn.in_proj.*
+    encoder.layer.i.attention.output.dense.*            encoder.layers.i.self_attn.out_proj.*
+    encoder.layer.i.attention.output.LayerNorm.*        encoder.layers.i.attn_norm.*
+    encoder.layer.i.intermediate.dense.*                encoder.layers.i.ffn.fc1.*
+    encoder.layer.i.output.dense.*                      encoder.layers.i.ffn.fc2.*
+    encoder.layer.i.output.LayerNorm.*                  encoder.layers.i.ff_norm.*
+    pooler.dense.*                   (BertModel)        pooler.*
+    cls.predictions.transform.dense.*     (MLM)         head.transform.*
+    cls.predictions.transform.LayerNorm.* (MLM)         head.transform_norm.*
+    cls.predictions.decoder.weight        (MLM, tied)   head.unembed.proj.weight
+    cls.predictions.bias                  (MLM)         head.unembed.proj.bias
+    bert.pooler.dense.*              (classifier)       head.pooler.*
+    classifier.*                     (classifier)       head.classifier.*
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...config import ModelConfig
+from ...models import EncoderClassifier, EncoderMLM, EncoderModel, GlassformerModel
+from .common import (
+    ACT_FROM_HF,
+    ACT_TO_HF,
+    Rule,
+    check_option,
+    linear,
+    require_config,
+    rule,
+    stacked,
+    token_id,
+)
+
+__all__ = ["HF_CLASSES", "build_hf", "config_from_hf", "rules"]
+
+HF_CLASSES: dict[str, type[GlassformerModel]] = {
+    "BertModel": EncoderModel,
+    "BertForMaskedLM": EncoderMLM,
+    "BertForSequenceClassification": EncoderClassifier,
+}
+# glassformer's MLM transform applies GELU (erf, or tanh for "gelu_tanh") whatever the encoder's
+# activation, so a BERT masked LM must use a GELU
+_MLM_ACTS = ("gelu", "gelu_new", "gelu_pytorch_tanh")
+
+
+def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
+    c, where = hf_model.config, type(hf_model).__name__
+    pos_type = getattr(c, "position_embedding_type", "absolute")
+    check_option(where, "position_embedding_type", pos_type, ["absolute"])
+    check_option(where, "is_decoder", bool(c.is_decoder), [False])
+    check_option(where, "add_cross_attention", bool(c.add_cross_attention), [False])
+    mlm = where == "BertForMaskedLM"
+    check_option(where, "hidden_act", c.hidden_act, _MLM_ACTS if mlm else list(ACT_FROM_HF))
+    if mlm:
+        check_option(where, "tie_word_embeddings", bool(c.tie_word_embeddings), [True])
+    classifier = where == "BertForSequenceClassification"
+    pooler = classifier or (where == "BertModel" and hf_model.pooler is not None)
+    config = ModelConfig(
+        family="encoder",
+        vocab_size=c.vocab_size,
+        max_len=c.max_position_embeddings,
+        d_model=c.hidden_size,
+        n_layer=c.num_hidden_layers,
+        n_head=c.num_attention_heads,
+        d_ff=c.intermediate_size,
+        activation=ACT_FROM_HF[c.hidden_act],
+        norm="layer",
+        norm_first=False,
+        norm_eps=c.layer_norm_eps,
+        final_norm=False,
+        embed_norm=True,
+        positional="learned",
+        type_vocab_size=c.type_vocab_size,
+        dropout=c.hidden_dropout_prob,
+        attn_dropout=c.attention_probs_dropout_prob,
+        bias=True,
+        tie_embeddings=True,
+        head_bias=mlm,
+        mlm_transform=mlm,
+        n_classes=c.num_labels if classifier else 2,
+        pooling="cls",
+        pooler=pooler,
+        pad_id=token_id(c.pad_token_id, c.vocab_size),
+        init_std=c.initializer_range,
+        extra={"converted_from": where},
+    )
+    return HF_CLASSES[where], config
+
+
+def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
+    p = "" if hf_class == "BertModel" else "bert."
+    e = f"{p}embeddings"
+    out = [
+        rule("embed.token.weight", f"{e}.word_embeddings.weight"),
+        rule("embed.pos.weight", f"{e}.position_embeddings.weight"),
+        rule("embed.segment.weight", f"{e}.token_type_embeddings.weight"),
+        *linear("embed.norm", f"{e}.LayerNorm"),
+    ]
+    for i in range(config.n_layer):
+        g, h = f"encoder.layers.{i}", f"{p}encoder.layer.{i}"
+        qkv = (f"{h}.attention.self.{x}" for x in ("query", "key", "value"))
+        out += [
+            *stacked(f"{g}.self_attn.in_proj", qkv),
+            *linear(f"{g}.self_attn.out_proj", f"{h}.attention.output.dense"),
+            *linear(f"{g}.attn_norm", f"{h}.attention.output.LayerNorm"),
+            *linear(f"{g}.ffn.fc1", f"{h}.intermediate.dense"),
+            *linear(f"{g}.ffn.fc2", f"{h}.output.dense"),
+            *linear(f"{g}.ff_norm", f"{h}.output.LayerNorm"),
+        ]
+    if hf_class == "BertModel" and config.pooler:
+        out += linear("pooler", "pooler.dense")
+    elif hf_class == "BertForMaskedLM":
+        out += [
+            *linear("head.transform", "cls.predictions.transform.dense"),
+            *linear("head.transform_norm", "cls.predictions.transform.LayerNorm"),
+            rule("head.unembed.proj.weight", "cls.predictions.decoder.weight"),
+            rule("head.unembed.proj.bias", "cls.predictions.decoder.bias"),
+        ]
+    elif hf_class == "BertForSequenceClassification":
+        out += [
+            *linear("head.pooler", "bert.pooler.dense"),
+            *linear("head.classifier", "classifier"),
+        ]
+    return out
+
+
+def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
+    """An untrained BERT model of the same shape as ``model`` (weights copied later)."""
+    c = model.config
+    require_config(
+        hf_class,
+        c,
+        positional=("learned",),
+        position_offset=(0,),
+        norm=("layer",),
+        norm_first=(False,),
+        final_norm=(None, False),
+        embed_norm=(True,),
+        embed_scale=(False,),
+        bias=(True,),
+        activation=tuple(ACT_TO_HF),
+    )
+    require_config(hf_class, c, n_kv_head=(None, c.n_head))
+    if c.type_vocab_size < 1:
+        raise ValueError(
+            f"{hf_class} cannot express the glassformer option type_vocab_size=0; BERT always "
+            "has token-type embeddings (type_vocab_size >= 1)"
+        )
+    if hf_class == "BertForMaskedLM":
+        require_config(
+            hf_class,
+            c,
+            mlm_transform=(True,),
+            head_bias=(True,),
+            tie_embeddings=(True,),
+            activation=("gelu", "gelu_tanh"),
+        )
+    if hf_class == "BertForSequenceClassification":
+        require_config(hf_class, c, pooler=(True,), pooling=("cls",))
+    elif hf_class == "BertModel" and c.pooler:
+        require_config(hf_class, c, pooling=("cls",))  # BertPooler reads the first token
+    hf_config = transformers.BertConfig(
+        vocab_size=c.vocab_size,
+        hidden_size=c.d_model,
+        num_hidden_layers=c.n_layer,
+        num_attention_heads=c.n_head,
+        intermediate_size=c.ff_dim,
+        hidden_act=ACT_TO_HF[c.activation],
+        hidden_dropout_prob=c.dropout,
+        attention_probs_dropout_prob=c.dropout if c.attn_dropout is None else c.attn_dropout,
+        max_position_embeddings=c.max_len,
+        type_vocab_size=c.type_vocab_size,
+        layer_norm_eps=c.norm_eps,
+        initializer_range=c.init_std,
+        pad_token_id=c.pad_id,
+        num_labels=c.n_classes,
+    )
+    if hf_class == "BertModel":
+        return transformers.BertModel(hf_config, add_pooling_layer=c.pooler)
+    return getattr(transformers, hf_class)(hf_config)

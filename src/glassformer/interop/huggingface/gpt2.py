@@ -1,0 +1,142 @@
+"""GPT-2: ``transformers.GPT2LMHeadModel`` <-> ``glassformer.models.DecoderLM``.
+
+Pre-norm decoder, learned positions, LayerNorm, tanh-approximated GELU ("gelu_new" =
+activation "gelu_tanh"), a final norm ``ln_f`` and an unembedding tied to ``wte``.
+GPT-2's Conv1D stores each weight as (in, out), so every matrix is transposed.
+
+    Hugging Face (GPT2LMHeadModel)          glassformer (DecoderLM)
+    transformer.wte.weight                  embed.token.weight (= head.unembed.proj.weight)
+    transformer.wpe.weight                  embed.pos.weight
+    transformer.h.i.ln_1.*                  decoder.layers.i.attn_norm.*
+    transformer.h.i.attn.c_attn.*  (Wᵀ)     decoder.layers.i.self_attn.in_proj.*  [Q; K; V]
+    transformer.h.i.attn.c_proj.*  (Wᵀ)     decoder.layers.i.self_attn.out_proj.*
+    transformer.h.i.ln_2.*                  decoder.layers.i.ff_norm.*
+    transformer.h.i.mlp.c_fc.*     (Wᵀ)     decoder.layers.i.ffn.fc1.*
+    transformer.h.i.mlp.c_proj.*   (Wᵀ)     decoder.layers.i.ffn.fc2.*
+    transformer.ln_f.*                      decoder.norm.*
+    lm_head.weight                          head.unembed.proj.weight
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...config import ModelConfig
+from ...models import DecoderLM, GlassformerModel
+from .common import (
+    ACT_FROM_HF,
+    ACT_TO_HF,
+    Rule,
+    check_option,
+    linear,
+    require_config,
+    rule,
+    token_id,
+)
+
+__all__ = ["HF_CLASSES", "build_hf", "config_from_hf", "rules"]
+
+HF_CLASSES: dict[str, type[GlassformerModel]] = {"GPT2LMHeadModel": DecoderLM}
+
+
+def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
+    c, where = hf_model.config, type(hf_model).__name__
+    check_option(where, "add_cross_attention", getattr(c, "add_cross_attention", False), [False])
+    check_option(where, "scale_attn_weights", c.scale_attn_weights, [True])
+    check_option(
+        where, "scale_attn_by_inverse_layer_idx", c.scale_attn_by_inverse_layer_idx, [False]
+    )
+    check_option(where, "reorder_and_upcast_attn", c.reorder_and_upcast_attn, [False])
+    check_option(where, "activation_function", c.activation_function, list(ACT_FROM_HF))
+    config = ModelConfig(
+        family="decoder",
+        vocab_size=c.vocab_size,
+        max_len=c.n_positions,
+        d_model=c.n_embd,
+        n_layer=c.n_layer,
+        n_head=c.n_head,
+        d_ff=c.n_inner,
+        activation=ACT_FROM_HF[c.activation_function],
+        norm="layer",
+        norm_first=True,
+        norm_eps=c.layer_norm_epsilon,
+        final_norm=True,
+        positional="learned",
+        dropout=c.resid_pdrop,
+        attn_dropout=c.attn_pdrop,
+        bias=True,
+        tie_embeddings=bool(c.tie_word_embeddings),
+        pad_id=token_id(c.pad_token_id, c.vocab_size),
+        init_std=c.initializer_range,
+        extra={"converted_from": where, "hf_token_ids": _token_ids(c)},
+    )
+    return DecoderLM, config
+
+
+def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
+    out = [
+        rule("embed.token.weight", "transformer.wte.weight"),
+        rule("embed.pos.weight", "transformer.wpe.weight"),
+        *linear("decoder.norm", "transformer.ln_f"),
+        rule("head.unembed.proj.weight", "lm_head.weight"),
+    ]
+    for i in range(config.n_layer):
+        g, h = f"decoder.layers.{i}", f"transformer.h.{i}"
+        out += [
+            *linear(f"{g}.attn_norm", f"{h}.ln_1"),
+            *linear(f"{g}.ff_norm", f"{h}.ln_2"),
+            rule(f"{g}.self_attn.in_proj.weight", f"{h}.attn.c_attn.weight", op="t"),
+            rule(f"{g}.self_attn.in_proj.bias", f"{h}.attn.c_attn.bias"),
+            rule(f"{g}.self_attn.out_proj.weight", f"{h}.attn.c_proj.weight", op="t"),
+            rule(f"{g}.self_attn.out_proj.bias", f"{h}.attn.c_proj.bias"),
+            rule(f"{g}.ffn.fc1.weight", f"{h}.mlp.c_fc.weight", op="t"),
+            rule(f"{g}.ffn.fc1.bias", f"{h}.mlp.c_fc.bias"),
+            rule(f"{g}.ffn.fc2.weight", f"{h}.mlp.c_proj.weight", op="t"),
+            rule(f"{g}.ffn.fc2.bias", f"{h}.mlp.c_proj.bias"),
+        ]
+    return out
+
+
+def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
+    """An untrained GPT2LMHeadModel of the same shape as ``model`` (weights copied later)."""
+    c = model.config
+    require_config(
+        hf_class,
+        c,
+        positional=("learned",),
+        position_offset=(0,),
+        norm=("layer",),
+        norm_first=(True,),
+        final_norm=(None, True),
+        activation=tuple(ACT_TO_HF),
+        bias=(True,),
+        embed_norm=(False,),
+        embed_scale=(False,),
+        head_bias=(False,),
+        mlm_transform=(False,),
+        type_vocab_size=(0,),
+    )
+    require_config(hf_class, c, n_kv_head=(None, c.n_head))
+    ids = c.extra.get("hf_token_ids", {"bos_token_id": None, "eos_token_id": None})
+    hf_config = transformers.GPT2Config(
+        vocab_size=c.vocab_size,
+        n_positions=c.max_len,
+        n_embd=c.d_model,
+        n_layer=c.n_layer,
+        n_head=c.n_head,
+        n_inner=c.d_ff,
+        activation_function=ACT_TO_HF[c.activation],
+        resid_pdrop=c.dropout,
+        embd_pdrop=c.dropout,
+        attn_pdrop=c.dropout if c.attn_dropout is None else c.attn_dropout,
+        layer_norm_epsilon=c.norm_eps,
+        initializer_range=c.init_std,
+        tie_word_embeddings=c.tie_embeddings,
+        **ids,
+    )
+    return transformers.GPT2LMHeadModel(hf_config)
+
+
+def _token_ids(c: Any) -> dict[str, Any]:
+    """The special-token ids of the HF config, kept in ``extra`` for the way back."""
+    return {k: getattr(c, k, None) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}

@@ -1,0 +1,146 @@
+"""The public entry points: pick the converter for a class, build the other side, copy weights.
+
+from_huggingface(hf_model)         loaded transformers model -> glassformer model
+from_huggingface_dir(path)         local HF directory (config.json + weights) -> glassformer
+to_huggingface(model)              glassformer model -> transformers model
+huggingface_key_map(model)         {glassformer tensor: HF tensor(s)} for either side
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from ...models import DecoderLM, GlassformerModel
+from . import bart, bert, gpt2, llama
+from .common import require_transformers, transfer
+
+__all__ = [
+    "SUPPORTED",
+    "from_huggingface",
+    "from_huggingface_dir",
+    "huggingface_key_map",
+    "to_huggingface",
+]
+
+_CONVERTERS: dict[str, ModuleType] = {
+    name: module for module in (gpt2, bert, bart, llama) for name in module.HF_CLASSES
+}
+SUPPORTED: tuple[str, ...] = tuple(_CONVERTERS)  # the Hugging Face classes that convert
+_BY_MODEL_TYPE = {  # the class to load when config.json names no architectures (as AutoModel*)
+    "gpt2": "GPT2LMHeadModel",
+    "bert": "BertModel",
+    "bart": "BartForConditionalGeneration",
+    "llama": "LlamaForCausalLM",
+}
+
+
+def from_huggingface(hf_model: Any) -> GlassformerModel:
+    """The glassformer model equal to a loaded ``transformers`` model, same weights, dtype,
+    device and train/eval mode. ``config.extra["converted_from"]`` names the source class."""
+    require_transformers()
+    name = type(hf_model).__name__
+    module = _converter(name)
+    cls, config = module.config_from_hf(hf_model)
+    param = next(hf_model.parameters())
+    with torch.device(param.device):
+        model = cls(config).to(param.dtype)
+    transfer(module.rules(config, name), hf_model, model, to_glass=True, where=name)
+    return model.train(hf_model.training)
+
+
+def from_huggingface_dir(path: str | Path, *, architecture: str | None = None) -> GlassformerModel:
+    """Load a local Hugging Face model directory (``config.json`` + safetensors, as written by
+    ``save_pretrained``) and convert it. Nothing is downloaded (``local_files_only=True``).
+    ``architecture`` overrides the class named in config.json's ``architectures`` (without
+    either, the ``model_type`` decides: gpt2, bert (BertModel), bart, llama)."""
+    path = Path(path)
+    config_file = path / "config.json"
+    if not path.is_dir():
+        raise ValueError(f"{path}: not a Hugging Face model directory (no such directory)")
+    if not config_file.is_file():
+        raise ValueError(f"{path}: not a Hugging Face model directory (no config.json)")
+    try:
+        meta = json.loads(config_file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{config_file}: not valid JSON ({err})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{config_file}: not a Hugging Face model config (not a JSON object)")
+    if meta.get("format") == "glassformer-model":
+        raise ValueError(
+            f"{path}: a glassformer checkpoint, not a Hugging Face one; load it with "
+            "glassformer.models.load_model"
+        )
+    names = [architecture] if architecture else list(meta.get("architectures") or [])
+    if not names and meta.get("model_type") in _BY_MODEL_TYPE:  # a config without architectures
+        names = [_BY_MODEL_TYPE[meta["model_type"]]]
+    name = next((n for n in names if n in _CONVERTERS), None)
+    if name is None:
+        raise ValueError(
+            f"{path}: architectures={names} (model_type={meta.get('model_type')!r}) is not "
+            f"supported; supported: {list(SUPPORTED)}"
+        )
+    transformers = require_transformers()
+    try:
+        hf_model = getattr(transformers, name).from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: cannot load it as {name}: {err}") from None
+    return from_huggingface(hf_model.eval())
+
+
+def to_huggingface(model: GlassformerModel, *, architecture: str | None = None) -> Any:
+    """The ``transformers`` model equal to a glassformer model (same weights, dtype, device,
+    mode). ``architecture`` picks the HF class where several fit (DecoderLM: GPT2LMHeadModel or
+    LlamaForCausalLM; default: the class it was converted from, else by its positions)."""
+    transformers = require_transformers()
+    name = _hf_class_for(model, architecture)
+    module = _CONVERTERS[name]
+    param = next(model.parameters())
+    hf_model = module.build_hf(model, name, transformers).to(param.device, param.dtype)
+    transfer(module.rules(model.config, name), model, hf_model, to_glass=False, where=name)
+    return hf_model.train(model.training)
+
+
+def huggingface_key_map(model: Any, *, architecture: str | None = None) -> dict[str, tuple]:
+    """{glassformer tensor name: Hugging Face tensor name(s)} for a model of either library
+    (several HF names: stacked by rows, e.g. q/k/v -> in_proj)."""
+    if isinstance(model, GlassformerModel):
+        name, config = _hf_class_for(model, architecture), model.config
+    else:
+        name = type(model).__name__
+        _, config = _converter(name).config_from_hf(model)
+    return {r.glass: r.hf for r in _CONVERTERS[name].rules(config, name)}
+
+
+def _converter(name: str) -> ModuleType:
+    if name not in _CONVERTERS:
+        raise ValueError(
+            f"Hugging Face class {name!r} is not supported; supported: {list(SUPPORTED)}"
+        )
+    return _CONVERTERS[name]
+
+
+def _hf_class_for(model: GlassformerModel, architecture: str | None) -> str:
+    """The HF class a glassformer model converts to."""
+    if not isinstance(model, GlassformerModel):
+        raise ValueError(f"to_huggingface needs a glassformer model, got {type(model).__name__}")
+    fits = [n for n, m in _CONVERTERS.items() if m.HF_CLASSES[n] is type(model)]
+    if not fits:
+        raise ValueError(f"{type(model).__name__} has no Hugging Face counterpart here")
+    if architecture is not None:
+        if architecture not in fits:
+            raise ValueError(
+                f"architecture={architecture!r} cannot hold a {type(model).__name__}; "
+                f"choose one of {fits}"
+            )
+        return architecture
+    source = model.config.extra.get("converted_from")
+    if source in fits:
+        return source
+    if isinstance(model, DecoderLM):
+        return "LlamaForCausalLM" if model.config.positional == "rotary" else "GPT2LMHeadModel"
+    return fits[0]
