@@ -1,0 +1,57 @@
+"""Greedy decoding and sampling, token by token over a decoding session (DInference).
+
+DInference (Phuong & Hutter, "Formal Algorithms for Transformers", Algorithm 14):
+
+    for i = 1, 2, ..., ℓ_gen:
+        P ← DTransformer(x | θ)               next-token distributions
+        p ← P[:, ℓ + i - 1]                   the one after the last token
+        sample a token y from q ∝ p^{1/τ}
+        x ← [x, y]
+
+Here the DTransformer call of step i feeds only the newest token (the KV cache holds the rest,
+see ``decoding``), the draw is made by ``logits.choose_next`` (τ = 0: argmax; top-k / top-p
+filters) with the caller's torch.Generator, and the loop ends early once every sequence is
+finished (``stopping``). The same loop serves the decoder of an encoder-decoder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from torch import Tensor
+
+from .config import GenerationConfig
+from .decoding import Session
+from .logits import choose_next
+from .stopping import StopState
+
+__all__ = ["sample_steps"]
+
+
+def sample_steps(
+    session: Session,
+    config: GenerationConfig,
+    stop: StopState,
+    generator: torch.Generator | None = None,
+    logits_log: list[Tensor] | None = None,
+) -> Iterator[Tensor]:
+    """Yield the next tokens (B,) of every step; finished rows get ``pad_id``.
+
+    ``logits_log``, when given, receives the raw logits (B, V) each step chose from."""
+    temperature, top_k, top_p = config.temperature, config.top_k, config.top_p
+    last = config.max_new_tokens - 1
+    with torch.inference_mode():
+        logits = session.prefill()
+    for i in range(config.max_new_tokens):
+        if logits_log is not None:
+            logits_log.append(logits.float())
+        with torch.inference_mode():
+            tokens = stop.update(choose_next(logits, temperature, top_k, top_p, generator))
+        yield tokens
+        if stop.all_finished or i == last:
+            break
+        with torch.inference_mode():
+            logits = session.step(tokens)
+    if not stop.all_finished:
+        stop.finish_length()
