@@ -81,11 +81,11 @@ class GlassformerModel(nn.Module):
                 nn.init.normal_(m.weight, 0.0, std)
 
     # Checkpoints ---------------------------------------------------------------------------------
-    def save_pretrained(self, directory: str | Path, tokenizer=None) -> Path:
+    def save_pretrained(self, directory: str | Path, tokenizer=None, state_dict=None) -> Path:
         """Write model.safetensors + config.json (+ tokenizer.json) into ``directory``."""
         from .checkpoint import save_pretrained
 
-        return save_pretrained(self, directory, tokenizer)
+        return save_pretrained(self, directory, tokenizer, state_dict)
 
     @classmethod
     def from_pretrained(cls, directory: str | Path, *, device=None) -> GlassformerModel:

@@ -18,16 +18,32 @@ from safetensors.torch import save_file
 from ..config import ModelConfig
 from .base import ARCHITECTURES, GlassformerModel
 
-__all__ = ["CONFIG_FILE", "TOKENIZER_FILE", "WEIGHTS_FILE", "load_pretrained", "save_pretrained"]
+__all__ = [
+    "CONFIG_FILE",
+    "TOKENIZER_FILE",
+    "WEIGHTS_FILE",
+    "load_pretrained",
+    "read_weights",
+    "save_pretrained",
+]
 
 WEIGHTS_FILE, CONFIG_FILE, TOKENIZER_FILE = "model.safetensors", "config.json", "tokenizer.json"
 FORMAT = "glassformer-model"
 
 
-def save_pretrained(model: GlassformerModel, directory: str | Path, tokenizer=None) -> Path:
+def save_pretrained(
+    model: GlassformerModel,
+    directory: str | Path,
+    tokenizer=None,
+    state_dict: dict[str, torch.Tensor] | None = None,
+) -> Path:
+    """``state_dict``: full tensors to write instead of the model's own (e.g. gathered from
+    the shards of a distributed run)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     tensors = _unique_tensors(model)
+    if state_dict is not None:
+        tensors = {name: state_dict[name].detach().contiguous().cpu() for name in tensors}
     _atomic(directory / WEIGHTS_FILE, lambda p: save_file(tensors, p, metadata={"format": "pt"}))
     meta = {
         "format": FORMAT,
@@ -83,6 +99,15 @@ def read_config(path: Path) -> tuple[type[GlassformerModel], ModelConfig]:
 
 def load_weights(model: GlassformerModel, path: Path) -> None:
     """Check every tensor's name, shape and dtype against the model, then copy it in."""
+    tensors = read_weights(model, path)
+    with torch.no_grad():
+        for name, want in _unique_tensors(model).items():
+            want.copy_(tensors[name])
+
+
+def read_weights(model: GlassformerModel, path: Path) -> dict[str, torch.Tensor]:
+    """The tensors of ``path``, each checked (name, shape, dtype) against ``model`` before
+    it is read; a tied tensor is returned under each of its names."""
     expected = _unique_tensors(model)
     try:
         with safe_open(path, framework="pt") as f:
@@ -105,13 +130,16 @@ def load_weights(model: GlassformerModel, path: Path) -> None:
                     raise ValueError(
                         f"{path}: tensor {name!r} has dtype {dtype}, the model needs {want.dtype}"
                     )
-            with torch.no_grad():
-                for name, want in expected.items():
-                    want.copy_(f.get_tensor(name))
+            tensors = {name: f.get_tensor(name) for name in expected}
     except FileNotFoundError:
         raise ValueError(f"{path}: missing; a checkpoint needs {WEIGHTS_FILE}") from None
     except (SafetensorError, OSError) as err:
         raise ValueError(f"{path}: not a readable safetensors file ({err})") from None
+    first = {}  # id of a tensor -> the name it is stored under
+    for name, t in model.state_dict(keep_vars=True).items():
+        first.setdefault(id(t), name)
+        tensors.setdefault(name, tensors[first[id(t)]])
+    return tensors
 
 
 _ST_DTYPES = {

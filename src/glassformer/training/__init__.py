@@ -1,0 +1,22 @@
+"""Training: the notes' DTraining, ETraining, EDTraining and classification, with
+checkpoints that resume exactly."""
+
+from .batches import BatchStream
+from .config import TASKS, TrainConfig
+from .evaluate import evaluate
+from .optim import build_optimizer, build_scheduler, lr_at
+from .trainer import FAMILY, Trainer, TrainingError, resolve_device
+
+__all__ = [
+    "FAMILY",
+    "TASKS",
+    "BatchStream",
+    "TrainConfig",
+    "Trainer",
+    "TrainingError",
+    "build_optimizer",
+    "build_scheduler",
+    "evaluate",
+    "lr_at",
+    "resolve_device",
+]

@@ -1,0 +1,103 @@
+"""Validation metrics for the four objectives.
+
+lm, mlm    loss (mean cross-entropy per scored token, nats) and perplexity e^loss
+classify   loss and accuracy
+seq2seq    loss (teacher forcing), and on greedily decoded outputs: exact match (the whole
+           target, <EOS> included) and token accuracy (target positions decoded right)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..models import IGNORE_INDEX, GlassformerModel
+from .batches import BatchStream
+from .distributed import Cluster
+
+__all__ = ["evaluate"]
+
+
+@torch.no_grad()
+def evaluate(
+    model: GlassformerModel,
+    task: str,
+    stream: BatchStream,
+    n_batches: int,
+    device: torch.device,
+    *,
+    generate_examples: int = 0,
+    cluster: Cluster | None = None,
+) -> dict[str, float]:
+    """Metrics over the first ``n_batches`` validation batches; in a distributed run each
+    process takes an equal share of them and the sums are added up."""
+    was_training = model.training
+    model.eval()
+    total_loss, total_count, correct, seen = 0.0, 0, 0, 0
+    n = min(n_batches, len(stream))
+    world = 1 if cluster is None else cluster.world_size
+    shard = world > 1 and n >= world  # equal shares, so sharded models stay in step
+    ks = range(cluster.rank, n - n % world, world) if shard else range(n)
+    for batch in (stream.batch(k) for k in ks):
+        batch = {k: v.to(device) for k, v in batch.items()}
+        out = model(**batch)
+        labels = batch["labels"]
+        n = int(scored(labels, task).sum())
+        total_loss += float(out.loss) * n
+        total_count += n
+        if task == "classify":
+            correct += int((out.logits.argmax(-1) == labels).sum())
+            seen += labels.numel()
+    if shard:
+        total_loss, total_count, correct, seen = cluster.sum(
+            [total_loss, total_count, correct, seen]
+        )
+    metrics: dict[str, float] = {"loss": total_loss / max(total_count, 1)}
+    if task in ("lm", "mlm"):
+        metrics["perplexity"] = math.exp(min(metrics["loss"], 50.0))
+    if task == "classify":
+        metrics["accuracy"] = correct / max(seen, 1)
+    if task == "seq2seq" and generate_examples:
+        metrics.update(greedy_match(model, stream, generate_examples, device))
+    model.train(was_training)
+    return metrics
+
+
+def scored(labels: torch.Tensor, task: str) -> torch.Tensor:
+    """Which labels the loss scores (the causal LM scores labels[:, 1:])."""
+    if task == "lm":
+        labels = labels[:, 1:]
+    return labels != IGNORE_INDEX
+
+
+def greedy_match(model, stream: BatchStream, n_examples: int, device) -> dict[str, float]:
+    """Exact match and token accuracy of greedy decoding against the labels."""
+    from ..generation import generate
+
+    exact = tokens_right = tokens = examples = 0
+    k = 0
+    while examples < n_examples and k < len(stream):
+        batch = stream.batch(k)
+        k += 1
+        labels = batch["labels"]  # (B, T): target + <EOS>, -100 at padding
+        out = generate(
+            model,
+            batch["input_ids"].to(device),
+            attention_mask=batch["attention_mask"].to(device),
+            max_new_tokens=labels.shape[1],
+            temperature=0.0,
+        )
+        pred = torch.full_like(labels, -1)  # (B, T): the greedy tokens, -1 past their end
+        for i, seq in enumerate(out.tokens):
+            pred[i, : len(seq)] = torch.tensor(seq[: labels.shape[1]], dtype=pred.dtype)
+        real = labels != IGNORE_INDEX
+        hit = (pred == labels) & real
+        exact += int((hit.sum(1) == real.sum(1)).sum())
+        tokens_right += int(hit.sum())
+        tokens += int(real.sum())
+        examples += labels.shape[0]
+    return {
+        "exact_match": exact / max(examples, 1),
+        "token_accuracy": tokens_right / max(tokens, 1),
+    }

@@ -1,0 +1,155 @@
+"""Training checkpoints: everything needed to continue a run exactly.
+
+    <run>/checkpoints/step-000500/
+        model.safetensors, config.json, tokenizer.json   (a loadable model, see models/)
+        trainer.safetensors   optimizer moments by parameter name, RNG states (tensors only)
+        trainer.json          step, optimizer hyper-parameters, scheduler, metrics
+
+A checkpoint is written into a hidden temporary folder and renamed into place when complete,
+so a crash or a kill at any moment leaves the previous checkpoints intact and never a partial
+one under a ``step-*`` name. Nothing is unpickled when loading.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_state_dict,
+    set_state_dict,
+)
+
+from ..models import GlassformerModel
+
+__all__ = ["checkpoints", "latest_checkpoint", "load_checkpoint", "prune", "save_checkpoint"]
+
+PREFIX = "step-"
+# Full (unsharded) tensors keyed by parameter name: the same checkpoint for 1 process, DDP
+# and FSDP.
+_FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
+
+
+def save_checkpoint(
+    run_dir: Path,
+    step: int,
+    model: GlassformerModel,
+    optimizer: torch.optim.Optimizer,
+    scheduler,
+    state: dict[str, Any],
+    tokenizer=None,
+    *,
+    write: bool = True,
+) -> Path:
+    """Gather the full state (a collective call in a distributed run: every process calls
+    it) and, where ``write``, write it."""
+    model_sd, optim_sd = get_state_dict(model, optimizer, options=_FULL)
+    ckpt_root = Path(run_dir) / "checkpoints"
+    final = ckpt_root / f"{PREFIX}{step:06d}"
+    if not write:
+        return final
+    ckpt_root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=ckpt_root))
+    try:
+        model.save_pretrained(tmp, tokenizer, state_dict=model_sd)
+        tensors, opt_meta = _optimizer_tensors(optim_sd)
+        tensors["rng.cpu"] = torch.get_rng_state()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            tensors["rng.cuda"] = torch.cuda.get_rng_state()
+        save_file(tensors, tmp / "trainer.safetensors")
+        meta = {"step": step, "optimizer": opt_meta, "scheduler": scheduler.state_dict(), **state}
+        (tmp / "trainer.json").write_text(json.dumps(meta, indent=2, default=_jsonable))
+        tmp.chmod(0o755)  # mkdtemp makes it private; a checkpoint is an ordinary folder
+        if final.exists():  # re-saving the same step (e.g. final == periodic)
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def checkpoints(run_dir: Path) -> list[Path]:
+    """Complete checkpoints of a run, oldest first."""
+    root = Path(run_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(PREFIX))
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    found = checkpoints(run_dir)
+    return found[-1] if found else None
+
+
+def load_checkpoint(
+    path: Path, model: GlassformerModel, optimizer: torch.optim.Optimizer, scheduler
+) -> dict[str, Any]:
+    """Restore model weights, optimizer, scheduler and RNG (every process of a distributed
+    run calls it); return the saved state dict."""
+    from ..models.checkpoint import WEIGHTS_FILE, read_weights
+
+    path = Path(path)
+    weights = read_weights(model, path / WEIGHTS_FILE)
+    try:
+        meta = json.loads((path / "trainer.json").read_text())
+        tensors = load_file(path / "trainer.safetensors")
+        optim_sd = _optimizer_state(meta["optimizer"], tensors)
+    except (OSError, ValueError, KeyError, SafetensorError) as err:
+        raise ValueError(f"{path}: unreadable training state ({err})") from None
+    set_state_dict(
+        model, optimizer, model_state_dict=weights, optim_state_dict=optim_sd, options=_FULL
+    )
+    scheduler.load_state_dict(meta["scheduler"])
+    torch.set_rng_state(tensors["rng.cpu"])
+    if "rng.cuda" in tensors and torch.cuda.is_available():
+        torch.cuda.set_rng_state(tensors["rng.cuda"])
+    return meta
+
+
+def prune(run_dir: Path, keep_last: int, keep: set[int]) -> None:
+    """Delete all but the newest ``keep_last`` checkpoints and the steps in ``keep``."""
+    found = checkpoints(run_dir)
+    for path in found[: max(len(found) - keep_last, 0)]:
+        if int(path.name[len(PREFIX) :]) not in keep:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _optimizer_tensors(optim_sd) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """Optimizer state keyed by parameter name -> ("opt/<name>/<field>" tensors, the rest)."""
+    tensors, scalars = {}, {}
+    for param, entry in optim_sd["state"].items():
+        for field, value in entry.items():
+            if torch.is_tensor(value):
+                tensors[f"opt/{param}/{field}"] = value.detach().contiguous().cpu()
+            else:
+                scalars[f"{param}/{field}"] = value
+    return tensors, {"param_groups": optim_sd["param_groups"], "scalars": scalars}
+
+
+def _optimizer_state(meta: dict[str, Any], tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
+    state: dict[str, dict[str, Any]] = {}
+    for key, value in tensors.items():
+        if key.startswith("opt/"):
+            param, field = key[4:].rsplit("/", 1)
+            state.setdefault(param, {})[field] = value
+    for key, value in meta["scalars"].items():
+        param, field = key.rsplit("/", 1)
+        state.setdefault(param, {})[field] = value
+    return {"state": state, "param_groups": meta["param_groups"]}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple | set):
+        return list(value)
+    if torch.is_tensor(value):
+        return value.tolist()
+    raise TypeError(f"cannot store {type(value).__name__} in trainer.json")

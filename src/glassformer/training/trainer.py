@@ -1,0 +1,292 @@
+"""The training loop for the notes' DTraining (lm), ETraining (mlm), EDTraining (seq2seq)
+and classification: minimise the cross-entropy of the model's predictions with AdamW.
+
+One optimizer step = ``grad_accum`` micro-batches (forward, backward), gradient clipping,
+AdamW, the learning-rate schedule. Every ``eval_every`` steps the validation metrics are
+computed; every ``save_every`` steps (and at the end) a checkpoint is written. Batches are a
+function of (seed, step), and checkpoints hold the optimizer, scheduler and RNG states, so a
+resumed run continues exactly as an uninterrupted one. Under ``torchrun`` each process trains
+on its share of every batch (see distributed.py); only the first process logs and writes.
+Ctrl-C (SIGINT) or SIGTERM finishes the current step, saves and returns; a loss that is not
+finite stops the run with ``TrainingError`` and leaves the last good checkpoint the newest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..data import TextDataset, encode_dataset, make_collate
+from ..models import GlassformerModel
+from .batches import BatchStream
+from .config import TrainConfig
+from .distributed import Cluster, wrap_model
+from .evaluate import evaluate
+from .optim import build_optimizer, build_scheduler
+from .state import latest_checkpoint, load_checkpoint, prune, save_checkpoint
+
+__all__ = ["Trainer", "TrainingError", "resolve_device"]
+
+LOADER_TASK = {"lm": "lm", "mlm": "mlm", "seq2seq": "seq2seq", "classify": "classification"}
+FAMILY = {"lm": "decoder", "mlm": "encoder", "seq2seq": "encoder-decoder", "classify": "encoder"}
+
+
+class TrainingError(RuntimeError):
+    """The run cannot go on (a loss or gradient that is not finite)."""
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' but CUDA is not available here; use --device cpu")
+    if name == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("device='mps' but MPS is not available here; use --device cpu")
+    return torch.device(name)
+
+
+class Trainer:
+    """Train ``model`` on ``train`` (a TextDataset) for ``config.task``."""
+
+    def __init__(
+        self,
+        model: GlassformerModel,
+        tokenizer,
+        train: TextDataset,
+        validation: TextDataset | None,
+        config: TrainConfig,
+        run_dir: str | Path | None = None,
+        *,
+        progress: bool = True,
+        on_log: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        """``on_log(record)`` is called with every metrics record (also written to
+        ``run_dir/metrics.jsonl``), e.g. to forward it to TensorBoard."""
+        if model.family != FAMILY[config.task]:
+            raise ValueError(
+                f"task {config.task!r} needs a {FAMILY[config.task]} model, got a "
+                f"{type(model).__name__} ({model.family})"
+            )
+        self.config, self.tokenizer, self.on_log = config, tokenizer, on_log
+        self.run_dir = None if run_dir is None else Path(run_dir)
+        self.device = resolve_device(config.device)
+        self.cluster = Cluster.from_env(self.device.type)
+        self.device = self.cluster.device(self.device)
+        if config.batch_size % self.cluster.world_size:
+            raise ValueError(
+                f"batch_size={config.batch_size} (the global batch) must be divisible by the "
+                f"{self.cluster.world_size} processes"
+            )
+        self.progress = progress and self.cluster.is_main
+        torch.manual_seed(config.seed)
+        self.model = model.to(self.device)
+        self.model.tokenizer = tokenizer
+        wrapped = wrap_model(model, config.strategy, self.cluster, self.device)
+        self.ddp = wrapped is not model
+        self.forward = torch.compile(wrapped) if config.compile else wrapped
+        self.train_stream = self._stream(train, shuffle=True)
+        self.val_stream = None if validation is None else self._stream(validation, shuffle=False)
+        self.optimizer = build_optimizer(model, config)
+        self.scheduler = build_scheduler(self.optimizer, config)
+        self.step = 0
+        self.best: dict[str, Any] | None = None  # {"step", "loss"} of the best validation loss
+        self.interrupted = False  # set when Ctrl-C / SIGTERM ended the last fit() early
+
+    def _stream(self, data: TextDataset, shuffle: bool) -> BatchStream:
+        task = LOADER_TASK[self.config.task]
+        encoded = encode_dataset(data, self.tokenizer, task, max_len=self.model.config.max_len)
+        generator = torch.Generator() if task == "mlm" else None
+        collate = make_collate(
+            task, self.tokenizer, generator=generator, mlm_probability=self.config.mlm_probability
+        )
+        return BatchStream(
+            encoded, collate, self.config.batch_size, self.config.seed, shuffle=shuffle
+        )
+
+    # The loop -----------------------------------------------------------------------------------
+    def fit(self, *, resume: bool = False) -> dict[str, Any]:
+        """Train until ``config.steps``; returns the last metrics. ``resume`` continues from
+        the newest checkpoint in ``run_dir``."""
+        if resume:
+            self.resume()
+        elif self.run_dir is not None and self.cluster.is_main:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            (self.run_dir / "metrics.jsonl").write_text("")
+        c = self.config
+        self.interrupted = False
+        bar = _progress(c.steps, self.step, enabled=self.progress)
+        last: dict[str, Any] = {}
+        with self._signals():
+            while self.step < c.steps and not self.interrupted:
+                t0 = time.perf_counter()
+                loss, tokens = self.train_step()
+                self.step += 1
+                rate = tokens / max(time.perf_counter() - t0, 1e-9)
+                last = {"step": self.step, "loss": loss, "lr": self.scheduler.get_last_lr()[0]}
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.4f}", lr=f"{last['lr']:.2e}", tok_s=f"{rate:,.0f}")
+                if self.step % c.log_every == 0 or self.step == c.steps:
+                    self._log({**last, "tokens_per_s": round(rate, 1)})
+                if self.val_stream is not None and c.eval_every and self.step % c.eval_every == 0:
+                    last.update(self._evaluate())
+                if c.save_every and self.step % c.save_every == 0:
+                    self.save()
+        bar.close()
+        if self.interrupted:
+            self._log({"step": self.step, "event": "interrupted"})
+        elif self.val_stream is not None and (not c.eval_every or self.step % c.eval_every):
+            last.update(self._evaluate())
+        if self.run_dir is not None and (
+            not c.save_every or self.step % c.save_every or self.interrupted
+        ):
+            self.save()
+        return last
+
+    def train_step(self) -> tuple[float, int]:
+        """One optimizer step; returns (mean loss over the micro-batches, real tokens seen)."""
+        c, model = self.config, self.model
+        model.train()
+        total, tokens = 0.0, 0
+        rank, world = self.cluster.rank, self.cluster.world_size
+        for j in range(c.grad_accum):
+            batch = self.train_stream.batch(self.step * c.grad_accum + j, rank, world)
+            mask = batch.get("attention_mask")
+            tokens += int(mask.sum()) if mask is not None else batch["input_ids"].numel()
+            batch = self._to_device(batch)
+            last = j == c.grad_accum - 1
+            # DDP: all-reduce the gradients only on the last micro-batch of the step
+            with contextlib.nullcontext() if last or not self.ddp else self.forward.no_sync():
+                with _autocast(self.device, c.bf16):
+                    out = self.forward(**batch)
+                (out.loss / c.grad_accum).backward()
+            total += float(out.loss.detach())
+        loss = total / c.grad_accum
+        if self.cluster.distributed:  # the mean over processes, and all their tokens
+            loss, tokens = self.cluster.sum([loss, tokens])
+            loss, tokens = loss / world, int(tokens)
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip or math.inf)
+        if not (math.isfinite(loss) and math.isfinite(float(norm))):
+            self.optimizer.zero_grad(set_to_none=True)
+            where = f"; the last good checkpoint is in {self.run_dir}" if self.run_dir else ""
+            raise TrainingError(
+                f"step {self.step + 1}: the loss ({loss}) or gradient norm ({float(norm)}) is "
+                f"not finite; lower --set train.lr or enable clipping{where}"
+            )
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss, tokens
+
+    def evaluate(self) -> dict[str, float]:
+        if self.val_stream is None:
+            raise ValueError("no validation data was given")
+        c = self.config
+        return evaluate(
+            self.model,
+            c.task,
+            self.val_stream,
+            c.eval_batches,
+            self.device,
+            generate_examples=c.eval_generate,
+            cluster=self.cluster,
+        )
+
+    def _evaluate(self) -> dict[str, Any]:
+        metrics = {f"val_{k}": v for k, v in self.evaluate().items()}
+        self._log({"step": self.step, **metrics})
+        if self.best is None or metrics["val_loss"] < self.best["loss"]:
+            self.best = {"step": self.step, "loss": metrics["val_loss"]}
+        return metrics
+
+    # Checkpoints ----------------------------------------------------------------------------
+    def save(self) -> Path:
+        if self.run_dir is None:
+            raise ValueError("this Trainer has no run_dir to save into")
+        state = {"best": self.best, "train_config": self.config.to_dict()}
+        main = self.cluster.is_main  # every process gathers, the first one writes
+        path = save_checkpoint(
+            self.run_dir,
+            self.step,
+            self.model,
+            self.optimizer,
+            self.scheduler,
+            state,
+            self.tokenizer,
+            write=main,
+        )
+        if main:
+            prune(self.run_dir, self.config.keep_last, {self.best["step"]} if self.best else set())
+        self.cluster.barrier()
+        return path
+
+    def resume(self) -> None:
+        path = None if self.run_dir is None else latest_checkpoint(self.run_dir)
+        if path is None:
+            raise ValueError(f"nothing to resume: no checkpoint in {self.run_dir}")
+        meta = load_checkpoint(path, self.model, self.optimizer, self.scheduler)
+        self.step, self.best = meta["step"], meta.get("best")
+        if self.cluster.is_main:
+            _truncate_metrics(self.run_dir / "metrics.jsonl", self.step)
+
+    # Helpers -------------------------------------------------------------------------------------
+    def _to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        if self.config.task == "lm" and bool(batch["attention_mask"].all()):
+            del batch["attention_mask"]  # no padding: the causal kernel needs no mask
+        return {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+
+    def _log(self, record: dict[str, Any]) -> None:
+        if not self.cluster.is_main:
+            return
+        if self.on_log is not None:
+            self.on_log(record)
+        if self.run_dir is not None:
+            with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+
+    @contextlib.contextmanager
+    def _signals(self):
+        """SIGINT / SIGTERM: finish the current step, then save and return."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def stop(signum, frame):
+            self.interrupted = True
+
+        old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for s, handler in old.items():
+                signal.signal(s, handler)
+
+
+def _autocast(device: torch.device, enabled: bool):
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
+def _progress(total: int, initial: int, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, disable=not enabled, unit="step", dynamic_ncols=True)
+
+
+def _truncate_metrics(path: Path, step: int) -> None:
+    """Drop metric lines written after ``step`` (work lost by the interruption)."""
+    if not path.exists():
+        return
+    keep = [ln for ln in path.read_text().splitlines() if json.loads(ln).get("step", 0) <= step]
+    path.write_text("".join(ln + "\n" for ln in keep))

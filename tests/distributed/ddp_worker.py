@@ -1,0 +1,59 @@
+"""Run by tests/distributed/test_torchrun.py under torchrun (or alone): train a tiny GPT on a
+fixed text; the test compares its final checkpoint, its losses and the examples it saw."""
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from glassformer import DecoderLM, preset
+from glassformer.data import TextDataset
+from glassformer.tokenizers import CharTokenizer
+from glassformer.training import TrainConfig, Trainer
+
+out, strategy, steps, resume = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+stop_at = int(sys.argv[5]) if len(sys.argv) > 5 else None  # end the process after this save
+torch.set_num_threads(1)
+# random letters: no two 16-character windows are alike, so "who saw what" is decidable
+g = torch.Generator().manual_seed(0)
+text = "".join(chr(97 + int(i)) for i in torch.randint(0, 20, (12_000,), generator=g))
+data = TextDataset("toy", "lm", "train", [text])
+tok = CharTokenizer().train(text)
+torch.manual_seed(0)
+model = DecoderLM(preset("tiny", vocab_size=tok.vocab_size, max_len=16, d_model=32, n_layer=2))
+config = TrainConfig(
+    steps=steps, batch_size=8, grad_accum=2, warmup=2, save_every=3, eval_every=0,
+    log_every=1, strategy=strategy, seed=3,
+)  # fmt: skip
+trainer = Trainer(model, tok, data, None, config, out / "run", progress=False)
+seen = []
+draw = trainer.train_stream.batch
+
+
+def recording(k, rank=0, world_size=1):
+    batch = draw(k, rank, world_size)
+    seen.append(batch["input_ids"])
+    return batch
+
+
+trainer.train_stream.batch = recording
+save = trainer.save
+
+
+def save_then_maybe_stop():
+    path = save()
+    if trainer.step == stop_at:  # like a kill right after this checkpoint
+        torch.save(torch.cat(seen), out / f"seen-{trainer.cluster.rank}.pt")
+        sys.exit(0)
+    return path
+
+
+trainer.save = save_then_maybe_stop
+trainer.fit(resume=resume == "resume")
+rank = trainer.cluster.rank
+torch.save(torch.cat(seen), out / f"seen-{rank}.pt")
+if trainer.cluster.is_main:  # the parameters are in the final checkpoint
+    (out / "done.json").write_text(json.dumps({"step": trainer.step}))
+if trainer.cluster.distributed:
+    torch.distributed.destroy_process_group()

@@ -1,0 +1,114 @@
+"""Data-parallel training under torchrun (gloo, 2 CPU processes) equals one process.
+
+One optimizer step on a global batch of B split over 2 processes must give the parameters of
+one process on the whole batch: each process's loss is a mean over its B/2 windows (all of
+the same length here), and DDP / FSDP average the gradients.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+WORKER = Path(__file__).with_name("ddp_worker.py")
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(out: Path, strategy: str, steps: int, procs: int, resume=False, stop_at=None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    args = [str(WORKER), str(out), strategy, str(steps), "resume" if resume else "fresh"]
+    args += [] if stop_at is None else [str(stop_at)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    if procs == 1:
+        cmd = [sys.executable, *args]
+        env = {k: v for k, v in env.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    else:
+        cmd = [
+            sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(procs),
+            "--master_addr", "127.0.0.1", "--master_port", str(free_port()), *args,
+        ]  # fmt: skip
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def params(out: Path) -> dict[str, torch.Tensor]:
+    """The parameters in the newest checkpoint (gathered from the shards under FSDP)."""
+    newest = sorted((out / "run" / "checkpoints").iterdir())[-1]
+    return load_file(newest / "model.safetensors")
+
+
+def losses(out: Path) -> list[float]:
+    lines = (out / "run" / "metrics.jsonl").read_text().splitlines()
+    return [json.loads(x)["loss"] for x in lines if "loss" in json.loads(x)]
+
+
+def assert_same(a: dict, b: dict, atol: float) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], atol=atol, rtol=0, msg=k)
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_two_processes_equal_one(tmp_path, strategy):
+    run(tmp_path / "one", strategy, 6, procs=1)
+    run(tmp_path / "two", strategy, 6, procs=2)
+    assert_same(params(tmp_path / "one"), params(tmp_path / "two"), atol=1e-5)
+    assert losses(tmp_path / "one") == pytest.approx(losses(tmp_path / "two"), abs=1e-5)
+    seen0 = torch.load(tmp_path / "two" / "seen-0.pt", weights_only=True)
+    seen1 = torch.load(tmp_path / "two" / "seen-1.pt", weights_only=True)
+    assert seen0.shape == seen1.shape == (6 * 2 * 4, 16)  # steps x micro-batches x B/2
+    rows0, rows1 = {tuple(r) for r in seen0.tolist()}, {tuple(r) for r in seen1.tolist()}
+    assert not rows0 & rows1  # each process saw different examples
+    assert not (tmp_path / "two" / "seen-1.pt").samefile(tmp_path / "two" / "seen-0.pt")
+
+
+def test_only_rank_zero_writes_and_checkpoints_move_between_process_counts(tmp_path):
+    # 2 processes of a 6-step run stop after the checkpoint at step 3; 1 process resumes.
+    run(tmp_path / "mixed", "ddp", 6, procs=2, stop_at=3)
+    written = sorted(p.name for p in (tmp_path / "mixed" / "run").iterdir())
+    assert written == ["checkpoints", "metrics.jsonl"]
+    assert [p.name for p in (tmp_path / "mixed" / "run" / "checkpoints").iterdir()] == [
+        "step-000003"
+    ]
+    run(tmp_path / "mixed", "ddp", 6, procs=1, resume=True)
+    run(tmp_path / "whole", "ddp", 6, procs=2)
+    assert_same(params(tmp_path / "mixed"), params(tmp_path / "whole"), atol=1e-5)
+    assert losses(tmp_path / "mixed") == pytest.approx(losses(tmp_path / "whole"), abs=1e-5)
+
+
+def test_glassformer_train_under_torchrun(tmp_path):
+    """The command itself: 2 processes, one run folder written once, resumable alone."""
+    out = tmp_path / "run"
+    common = [
+        "train", "--data", "sort", "--out", str(out), "--set", "data.num_examples=256",
+        "--set", "model.d_model=32", "--set", "model.n_layer=1", "--set", "train.batch_size=8",
+        "--set", "train.eval_batches=2", "--set", "train.eval_generate=8",
+        "--set", "train.save_every=3",
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+        "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
+        "-m", "glassformer", *common, "--steps", "3", "--strategy", "fsdp",
+    ]  # fmt: skip
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("checkpoints:") == 1  # the summary is printed once
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-000003"]
+    alone = [sys.executable, "-m", "glassformer", "train", "--out", str(out), "--resume"]
+    done = subprocess.run([*alone, "--steps", "5"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    steps = [json.loads(x).get("step") for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert max(steps) == 5

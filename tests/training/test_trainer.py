@@ -1,0 +1,151 @@
+"""The trainer: exact resume, checkpoints kept, NaN stop, Ctrl-C, schedule, weight decay."""
+
+import json
+import signal
+
+import pytest
+import torch
+
+from glassformer import DecoderLM, EncoderMLM, preset
+from glassformer.data import load_dataset
+from glassformer.tokenizers import CharTokenizer
+from glassformer.training import TrainConfig, Trainer, TrainingError, build_optimizer, lr_at
+from glassformer.training.state import checkpoints
+
+TEXT = load_dataset("shakespeare", "validation")
+TOK = CharTokenizer().train(TEXT.texts())
+SMALL = dict(vocab_size=TOK.vocab_size, d_model=32, n_head=4, n_layer=2, max_len=32, dropout=0.1)
+
+
+def make(task, run_dir, **overrides):
+    torch.manual_seed(0)
+    model = (DecoderLM if task == "lm" else EncoderMLM)(
+        preset("tiny" if task == "lm" else "tiny-encoder", **SMALL)
+    )
+    settings = dict(
+        task=task, steps=12, batch_size=4, warmup=3, eval_every=6, eval_batches=2,
+        save_every=4, keep_last=2, log_every=1,
+    )  # fmt: skip
+    cfg = TrainConfig(**{**settings, **overrides})
+    return Trainer(model, TOK, TEXT, TEXT, cfg, run_dir, progress=False)
+
+
+def losses(run_dir):
+    lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [(r["step"], r["loss"]) for r in lines if "loss" in r]
+
+
+@pytest.mark.parametrize("task", ["lm", "mlm"])
+def test_resumed_run_equals_uninterrupted_run(tmp_path, task):
+    whole = make(task, tmp_path / "whole")
+    whole.fit()
+    crashed = make(task, tmp_path / "half")
+    step = crashed.train_step
+
+    def crash_in_step_10():
+        if crashed.step == 9:
+            raise RuntimeError("killed")  # steps 9 and 10 are lost; step 8 was saved
+        return step()
+
+    crashed.train_step = crash_in_step_10
+    with pytest.raises(RuntimeError, match="killed"):
+        crashed.fit()
+    again = make(task, tmp_path / "half")  # a fresh process resumes from step 8
+    again.fit(resume=True)
+    assert again.step == 12
+    for (name, p), q in zip(whole.model.named_parameters(), again.model.parameters(), strict=True):
+        assert torch.equal(p, q), name
+    assert losses(tmp_path / "half") == losses(tmp_path / "whole")
+
+
+def test_checkpoints_kept_are_the_last_k_and_the_best(tmp_path):
+    trainer = make("lm", tmp_path)
+    trainer.fit()
+    kept = [p.name for p in checkpoints(tmp_path)]
+    best = trainer.best["step"]
+    assert kept[-2:] == ["step-000008", "step-000012"]
+    assert f"step-{best:06d}" in kept and len(kept) <= 3
+    ckpt = tmp_path / "checkpoints" / "step-000012"
+    assert {p.name for p in ckpt.iterdir()} >= {
+        "model.safetensors", "config.json", "tokenizer.json", "trainer.safetensors",
+        "trainer.json",
+    }  # fmt: skip
+    assert not list((tmp_path / "checkpoints").glob(".*"))  # no temporary folders left
+
+
+def test_resume_with_nothing_to_resume(tmp_path):
+    with pytest.raises(ValueError, match="nothing to resume"):
+        make("lm", tmp_path).fit(resume=True)
+
+
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+    trainer = make("lm", tmp_path)
+    trainer.config.steps = 4
+    trainer.fit()  # a good checkpoint at step 4
+    good = (tmp_path / "checkpoints" / "step-000004" / "model.safetensors").read_bytes()
+    trainer.config.steps = 12
+    with torch.no_grad():
+        trainer.model.decoder.layers[0].ffn.fc1.weight[0, 0] = float("nan")
+    with pytest.raises(TrainingError, match="step 5: the loss .* not finite"):
+        trainer.fit(resume=False)
+    assert [p.name for p in checkpoints(tmp_path)] == ["step-000004"]
+    assert (tmp_path / "checkpoints" / "step-000004" / "model.safetensors").read_bytes() == good
+
+
+def test_ctrl_c_finishes_the_step_saves_and_returns(tmp_path):
+    trainer = make("lm", tmp_path, save_every=0)
+    step = trainer.train_step
+
+    def interrupted_step():
+        out = step()
+        if trainer.step == 4:  # the 5th step is running
+            signal.raise_signal(signal.SIGINT)
+        return out
+
+    trainer.train_step = interrupted_step
+    trainer.fit()
+    assert trainer.step == 5
+    assert [p.name for p in checkpoints(tmp_path)] == ["step-000005"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_learning_rate_schedule():
+    cfg = TrainConfig(lr=1.0, min_lr=0.1, warmup=10, steps=110)
+    assert lr_at(0, cfg) == pytest.approx(0.1)
+    assert lr_at(9, cfg) == pytest.approx(1.0)
+    assert lr_at(60, cfg) == pytest.approx(0.55)  # half way down the cosine
+    assert lr_at(110, cfg) == pytest.approx(0.1)
+    assert lr_at(500, cfg) == pytest.approx(0.1)
+
+
+def test_weight_decay_only_on_matrices():
+    model = DecoderLM(preset("tiny", **SMALL))
+    opt = build_optimizer(model, TrainConfig(weight_decay=0.1))
+    decayed, plain = opt.param_groups
+    assert decayed["weight_decay"] == 0.1 and plain["weight_decay"] == 0.0
+    assert all(p.dim() >= 2 for p in decayed["params"])
+    assert all(p.dim() == 1 for p in plain["params"])
+    assert len(decayed["params"]) + len(plain["params"]) == len(list(model.parameters()))
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(task="translate"), ["task='translate'", "'seq2seq'"]),
+        (dict(batch_size=0), ["batch_size=0"]),
+        (dict(lr=-1.0), ["lr=-1.0"]),
+        (dict(device="tpu"), ["device='tpu'"]),
+        (dict(steps=-1), ["steps=-1"]),
+    ],
+)
+def test_bad_settings(kwargs, words):
+    with pytest.raises(ValueError) as err:
+        TrainConfig(**kwargs)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_task_and_model_family_must_agree(tmp_path):
+    model = DecoderLM(preset("tiny", **SMALL))
+    with pytest.raises(ValueError, match="task 'mlm' needs a encoder model"):
+        Trainer(model, TOK, TEXT, None, TrainConfig(task="mlm"), tmp_path)
