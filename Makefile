@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint bench clean
+.PHONY: install test lint bench demo clean
 
 # A fresh virtual environment with the CPU build of PyTorch (pinned by constraints.txt)
 # and the package in editable mode with its test and dev extras.
@@ -20,6 +20,11 @@ install: $(STAMP)
 test: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m pytest
+
+# The built-in demo: a character-level GPT on Shakespeare, a few minutes on a CPU; prints the
+# validation loss and a sample, and writes runs/shakespeare-char/ (loss.png, checkpoints).
+demo: $(STAMP)
+	$(VENV)/bin/glassformer train
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -1,0 +1,53 @@
+"""The ``glassformer`` command: ``train``, ``eval``, ``generate``, ``predict``, ``inspect``,
+``trace``.
+
+    glassformer train                     the built-in demo: a character-level Shakespeare GPT
+    glassformer train --data reverse      any task on built-in data or your files
+    glassformer eval --checkpoint DIR     metrics of a checkpoint, printed and as JSON
+    glassformer generate --checkpoint DIR --prompt TEXT
+    glassformer predict --checkpoint DIR --text TEXT
+    glassformer inspect --checkpoint DIR --text TEXT --out DIR     attention maps and more, as PNG
+    glassformer trace --checkpoint DIR --text TEXT                 the forward pass, step by step
+
+Each subcommand lives in its own module (train, evaluate, generate, predict, inspect_cmd);
+errors.py says how the command fails (one line on stderr; exit status 2 for user mistakes).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from .. import __version__
+from . import evaluate, generate, inspect_cmd, predict, train
+from .errors import ArgumentParser, UsageError, guarded
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = ArgumentParser(
+        prog="glassformer",
+        description="Train, evaluate and run transformers built from their formulas.",
+        epilog="`glassformer COMMAND --help` describes each command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"glassformer {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
+    for module in (train, evaluate, generate, predict, inspect_cmd):
+        module.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: sys.argv[1:]); returns the exit status."""
+    parser = build_parser()
+
+    def command() -> int:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            raise UsageError(
+                "choose a command: train, eval, generate, predict, inspect, trace (see --help)"
+            )
+        return args.handler(args)
+
+    return guarded(command)

@@ -1,0 +1,86 @@
+"""How the command line fails: one line on stderr, a fixed exit status, never a traceback.
+
+2    a user mistake (bad option or value, unknown name, missing or corrupt file, a run
+     directory in the wrong state): ``UsageError``, or a ``ValueError`` / missing-file
+     error raised by the library, whose messages name the argument and what is allowed
+1    the run itself failed (``TrainingError``: a loss that is not finite)
+130  interrupted (Ctrl-C)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+from ..training import TrainingError
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_RUN_FAILED",
+    "EXIT_USAGE",
+    "ArgumentParser",
+    "Interrupted",
+    "UsageError",
+    "guarded",
+    "say_error",
+]
+
+EXIT_RUN_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+USER_ERRORS = (
+    ValueError,
+    FileNotFoundError,
+    NotADirectoryError,
+    IsADirectoryError,
+    PermissionError,
+)
+
+
+class UsageError(Exception):
+    """A mistake the user can fix; the message is shown as it is."""
+
+
+class Interrupted(Exception):
+    """Training stopped on Ctrl-C after saving; the message says how to continue."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, but a bad option is one ``UsageError`` line instead of usage + error."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def say_error(message: str) -> None:
+    """Print ``glassformer: error: <message>`` as one line on stderr."""
+    line = " ".join(str(message).split()) or "unknown error"
+    print(f"glassformer: error: {line}", file=sys.stderr)
+
+
+def guarded(command: Callable[[], int]) -> int:
+    """Run ``command``; turn the errors a user can meet into one line and an exit status."""
+    try:
+        return command()
+    except UsageError as err:
+        say_error(str(err))
+        return EXIT_USAGE
+    except TrainingError as err:
+        say_error(str(err))
+        return EXIT_RUN_FAILED
+    except Interrupted as err:
+        print(f"glassformer: {err}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print("glassformer: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except USER_ERRORS as err:
+        say_error(_describe(err))
+        return EXIT_USAGE
+
+
+def _describe(err: Exception) -> str:
+    """An OSError's message with its file name; other errors as they are."""
+    if isinstance(err, OSError) and err.filename is not None:
+        return f"{err.filename}: {err.strerror or err}"
+    return str(err)

@@ -1,0 +1,164 @@
+"""``glassformer eval``: the task's validation metrics of a checkpoint, printed and as JSON.
+
+The task follows the checkpoint's architecture (DecoderLM: lm, EncoderMLM: mlm,
+EncoderDecoder: seq2seq, EncoderClassifier: classify); the metrics are the trainer's
+(``glassformer.training.evaluate``): loss and perplexity, accuracy for a classifier, exact
+match and token accuracy of greedy decoding for seq2seq.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..data import TextDataset, encode_dataset, make_collate
+from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
+from ..training import BatchStream, evaluate
+from .datasets import align_labels, load_split
+from .errors import UsageError
+from .options import add_checkpoint, add_device, non_negative, positive
+from .plan import DATA_TASK, is_builtin
+from .runs import RUN_FILE, load_checkpoint, read_run, write_json
+from .settings import parse_assignment
+
+__all__ = ["TASK_OF", "add_parser", "run"]
+
+TASK_OF = {DecoderLM: "lm", EncoderMLM: "mlm", EncoderDecoder: "seq2seq"}
+TASK_OF[EncoderClassifier] = "classify"
+
+
+def add_parser(commands) -> None:
+    p = commands.add_parser(
+        "eval",
+        help="print a checkpoint's metrics on a dataset and write them as JSON",
+        description="Print a checkpoint's metrics on a dataset (the task follows the "
+        "checkpoint: lm and mlm loss and perplexity, classify accuracy, seq2seq exact match and "
+        "token accuracy of greedy decoding) and write them as JSON.",
+    )
+    add_checkpoint(p)
+    p.add_argument(
+        "--data",
+        metavar="NAME|PATH",
+        help="a built-in dataset or a file in the task's format; default: the run's "
+        "validation data (from run.json)",
+    )
+    p.add_argument(
+        "--split",
+        choices=("train", "validation"),
+        default="validation",
+        help="the split of a built-in dataset (default: validation)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="data.KEY=VALUE",
+        help="a dataset option, e.g. data.num_examples=500 (repeatable)",
+    )
+    p.add_argument(
+        "--batches", type=positive, metavar="N", help="evaluate only the first N batches"
+    )
+    p.add_argument(
+        "--batch-size", type=positive, default=32, metavar="N", help="examples per batch (32)"
+    )
+    p.add_argument(
+        "--seed",
+        type=non_negative,
+        default=1337,
+        metavar="N",
+        help="seed of the masked-LM masks (1337)",
+    )
+    p.add_argument(
+        "--json",
+        type=Path,
+        metavar="PATH",
+        help="where to write the metrics (default: DIR/eval.json)",
+    )
+    add_device(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Evaluate the checkpoint, print the metrics and write them as JSON."""
+    kinds = tuple(TASK_OF)
+    model, folder = load_checkpoint(args.checkpoint, kinds, "eval", args.device)
+    task = TASK_OF[type(model)]
+    dataset = _dataset(args, folder, task)
+    labels = model.config.extra.get("labels")
+    if task == "classify" and labels:
+        dataset = align_labels(dataset, tuple(labels))
+    stream = _stream(model, dataset, task, args, _train_config(folder))
+    n_batches = args.batches or len(stream)
+    n_generate = n_batches * stream.batch_size if task == "seq2seq" else 0
+    device = next(model.parameters()).device
+    metrics = evaluate(model, task, stream, n_batches, device, generate_examples=n_generate)
+    examples = min(n_batches, len(stream)) * stream.batch_size
+    print(f"{task} metrics of {folder} on {dataset.name} ({dataset.split}, {examples} examples):")
+    width = max(map(len, metrics))
+    for name, value in metrics.items():
+        print(f"  {name:<{width}}  {value:.6g}")
+    report = {
+        "checkpoint": str(folder),
+        "task": task,
+        "data": dataset.name,
+        "split": dataset.split,
+        "examples": examples,
+        "metrics": metrics,
+    }
+    path = args.json or args.checkpoint / "eval.json"
+    write_json(path, report)
+    print(f"wrote {path}")
+    return 0
+
+
+def _run_dir(folder: Path) -> Path | None:
+    for candidate in (folder, folder.parent.parent):
+        if (candidate / RUN_FILE).is_file():
+            return candidate
+    return None
+
+
+def _dataset(args: argparse.Namespace, folder: Path, task: str) -> TextDataset:
+    options: dict[str, Any] = {}
+    for text in args.set:
+        section, key, value = parse_assignment(text)
+        if section != "data":
+            raise UsageError(f"--set {text}: eval takes only data.KEY=VALUE settings")
+        options[key] = value
+    if args.data is not None:
+        return load_split(args.data, args.split, task, options)
+    run_dir = _run_dir(folder)
+    if run_dir is None:
+        raise UsageError(f"{folder} is not part of a run with a {RUN_FILE}; name the --data")
+    plan, _ = read_run(run_dir)
+    name = plan.validation if args.split == "validation" else plan.data
+    if name is None:
+        raise UsageError(f"the run in {run_dir} has no validation data; name the --data")
+    same_kind = is_builtin(name) == is_builtin(plan.data)
+    base = plan.data_options if same_kind else {}
+    return load_split(name, args.split, task, {**base, **options})
+
+
+def _train_config(folder: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads((folder / "trainer.json").read_text(encoding="utf-8"))
+        return dict(meta.get("train_config") or {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _stream(model, dataset, task: str, args, train_config: dict[str, Any]) -> BatchStream:
+    loader_task = "mlm" if task == "mlm" else DATA_TASK[task]
+    encoded = encode_dataset(dataset, model.tokenizer, loader_task, max_len=model.config.max_len)
+    generator = torch.Generator() if task == "mlm" else None
+    collate = make_collate(
+        loader_task,
+        model.tokenizer,
+        generator=generator,
+        mlm_probability=train_config.get("mlm_probability", 0.15),
+    )
+    return BatchStream(encoded, collate, args.batch_size, args.seed, shuffle=False)

@@ -1,0 +1,252 @@
+"""``glassformer inspect`` (pictures of attention, masks, residual stream, positions) and
+``glassformer trace`` (the forward pass step by step, with formulas and shapes).
+
+    glassformer inspect --checkpoint DIR --text TEXT --out DIR [--layers L ...] [--heads H ...]
+                        [--cross] [--target TEXT] [--pad-to N]
+    glassformer trace --checkpoint DIR --text TEXT [--layer N] [--target TEXT]
+
+``add_parser(commands)`` registers both; their handlers are ``run_inspect`` and
+``run_trace`` (``run(args)`` dispatches on ``args.command``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from ..inspect import capture, plots
+from ..inspect.trace import format_trace, trace
+from ..models import DecoderLM, EncoderDecoder, EncoderModel
+from .options import add_checkpoint, add_device, non_negative, positive
+from .runs import load_checkpoint
+
+__all__ = ["add_parser", "run", "run_inspect", "run_trace"]
+
+KINDS = (DecoderLM, EncoderModel, EncoderDecoder)
+MAX_TARGET = 32  # tokens generated for an encoder-decoder when --target is not given
+
+
+def add_parser(commands) -> None:
+    """Register ``inspect`` and ``trace`` on the subcommand parsers ``commands``."""
+    p = commands.add_parser(
+        "inspect",
+        help="draw attention maps, masks, the residual stream and positional encodings",
+        description="Run a checkpoint on --text and write PNG pictures into --out: a grid of "
+        "attention heatmaps (layers x heads), enlarged heads, the masks applied, the residual "
+        "stream's norm through the layers and the positional-encoding matrix, with index.md "
+        "saying which file shows what.",
+    )
+    _common(p)
+    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder for the PNGs")
+    p.add_argument("--layers", nargs="+", type=non_negative, metavar="L", help="(all)")
+    p.add_argument(
+        "--heads",
+        nargs="+",
+        type=non_negative,
+        metavar="H",
+        help="heads in the grid, each also drawn enlarged (default all; one enlarged)",
+    )
+    p.add_argument(
+        "--cross", action="store_true", help="also the cross-attention (encoder-decoder)"
+    )
+    p.add_argument(
+        "--pad-to",
+        type=positive,
+        metavar="N",
+        help="pad the input to N tokens, to see the padding mask at work",
+    )
+    p.set_defaults(handler=run_inspect)
+
+    p = commands.add_parser(
+        "trace",
+        help="print each step of the forward pass with its formula and tensor shapes",
+        description="Walk through the forward pass of a checkpoint on --text: embedding, "
+        "positional encoding, each block's norm, Q/K/V projections, scores, mask, softmax, "
+        "weighted sum, output projection, residual and feed-forward, then the head; each step "
+        "computed from the weights, with its formula (Eq. 1-5 of the notes) and shapes.",
+    )
+    _common(p)
+    p.add_argument("--layer", type=non_negative, metavar="N", help="show only block N")
+    p.set_defaults(handler=run_trace)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    add_checkpoint(p)
+    p.add_argument("--text", required=True, help="the input text (an encoder-decoder's source)")
+    p.add_argument(
+        "--target",
+        help="encoder-decoder: the decoder's text (default: the model's greedy output)",
+    )
+    add_device(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_trace(args) if args.command == "trace" else run_inspect(args)
+
+
+# trace ---------------------------------------------------------------------------------------
+def run_trace(args: argparse.Namespace) -> int:
+    model, _ = load_checkpoint(args.checkpoint, KINDS, "trace", args.device)
+    depth = max(len(s.layers) for s in _stacks(model))
+    if args.layer is not None and args.layer >= depth:
+        raise ValueError(f"--layer {args.layer} is out of range: allowed 0..{depth - 1}")
+    inputs = _inputs(model, args.text, args.target, None)
+    model.eval()
+    steps = trace(model, **inputs.kwargs, layer=args.layer)
+    c = model.config
+    placement = "pre-norm" if c.norm_first else "post-norm"
+    print(f"{type(model).__name__}: d_model {c.d_model}, {c.n_head} heads, {placement}")
+    for stack, labels in inputs.tokens.items():
+        print(f"{stack} input ({len(labels)} tokens): {labels}")
+    print(format_trace(steps))
+    return 0
+
+
+# inspect -------------------------------------------------------------------------------------
+def run_inspect(args: argparse.Namespace) -> int:
+    try:
+        plots.require_matplotlib()
+    except ImportError as err:
+        raise ValueError(f"glassformer inspect: {err}") from None
+    if args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"--out {args.out}: exists and is not a directory")
+    model, _ = load_checkpoint(args.checkpoint, KINDS, "inspect", args.device)
+    seq2seq = isinstance(model, EncoderDecoder)
+    if args.cross and not seq2seq:
+        raise ValueError(
+            f"--cross needs an encoder-decoder checkpoint; this one holds a {type(model).__name__}"
+        )
+    layers = _checked("--layers", args.layers, min(len(s.layers) for s in _stacks(model)))
+    heads = _checked("--heads", args.heads, model.config.n_head)
+    inputs = _inputs(model, args.text, args.target, args.pad_to)
+    model.eval()
+    with torch.inference_mode(), capture(model) as rec:
+        model(**inputs.kwargs)
+    files = _draw(rec, model, inputs.tokens, layers, heads, args.cross, args.out)
+    _write_index(args.out, files, type(model).__name__, inputs.tokens)
+    print(f"wrote {len(files)} pictures and index.md to {args.out}")
+    return 0
+
+
+def _draw(rec, model, tokens, layers, heads, cross: bool, out: Path) -> dict[str, str]:
+    """Write the pictures; {file name: what it shows}."""
+    out.mkdir(parents=True, exist_ok=True)
+    files: dict[str, str] = {}
+    kinds = [(s, "self") for s in rec.stacks] + ([("decoder", "cross")] if cross else [])
+    for stack, kind in kinds:
+        stem = f"{kind}_attention_{stack}" if kind == "self" else "cross_attention"
+        opts = dict(kind=kind, stack=stack, tokens=tokens)
+        plots.plot_attention(rec, out / f"{stem}.png", layers=layers, heads=heads, **opts)
+        files[f"{stem}.png"] = f"{stack} {kind}-attention weights A, one heatmap per layer x head"
+        chosen = layers if layers is not None else range(len(rec.records(kind, stack)))
+        pairs = [(lay, h) for lay in chosen for h in heads] if heads else [(chosen[0], 0)]
+        for lay, h in pairs:
+            name = f"{stem}_layer{lay}_head{h}.png"
+            plots.plot_head(rec, out / name, layer=lay, head=h, **opts)
+            files[name] = f"{stack} {kind}-attention, layer {lay}, head {h}, enlarged with values"
+    plots.plot_masks(rec, out / "masks.png", tokens=tokens)
+    cross_mask = " + cross-attention" if "cross" in {r.kind for r in rec.attention} else ""
+    files["masks.png"] = f"the masks applied: causal + padding{cross_mask} (blue = may attend)"
+    for stack in rec.stacks:
+        plots.plot_residual(rec, out / f"residual_{stack}.png", stack=stack, tokens=tokens)
+        files[f"residual_{stack}.png"] = f"{stack} residual stream: ‖x‖ and ‖update‖ per sub-layer"
+    if model.config.positional != "none":
+        plots.plot_positional(model, out / "positional.png")
+        files["positional.png"] = f"the {model.config.positional} positional-encoding matrix"
+    return files
+
+
+def _write_index(out: Path, files: dict[str, str], model: str, tokens) -> None:
+    lines = [f"# Inside a {model}", ""]
+    for stack, labels in tokens.items():
+        lines.append(f"{stack} tokens: {labels}  ")
+    lines += ["", "| file | shows |", "| --- | --- |"]
+    lines += [f"| [{name}]({name}) | {what} |" for name, what in files.items()]
+    (out / "index.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# Inputs --------------------------------------------------------------------------------------
+@dataclass
+class Inputs:
+    kwargs: dict[str, Tensor]  # the model's forward arguments
+    tokens: dict[str, list[str]]  # the labels of each stack's positions
+
+
+def _inputs(model, text: str, target: str | None, pad_to: int | None) -> Inputs:
+    """Encode the text as in training: <BOS> ids for a DecoderLM, <BOS> ids <EOS> for an
+    encoder, ids <EOS> for an encoder-decoder's source (+ decoder_start and the target)."""
+    tok, cfg = model.tokenizer, model.config
+    device = next(model.parameters()).device
+    if target is not None and not isinstance(model, EncoderDecoder):
+        raise ValueError("--target is for encoder-decoder checkpoints only")
+    if isinstance(model, DecoderLM):
+        ids = tok.encode(text, add_bos=True)
+    elif isinstance(model, EncoderModel):
+        ids = tok.encode(text, add_bos=True, add_eos=True, allowed_special=True)
+    else:
+        ids = tok.encode(text, add_eos=True)
+    ids, mask = _padded("--text", ids, pad_to, cfg.max_len, cfg.pad_id)
+    kwargs = {"input_ids": torch.tensor([ids], device=device)}
+    if mask is not None:
+        kwargs["attention_mask"] = torch.tensor([mask], device=device)
+    names = [tok.id_to_token(i) for i in ids]
+    if not isinstance(model, EncoderDecoder):
+        return Inputs(kwargs, {"decoder" if isinstance(model, DecoderLM) else "encoder": names})
+    tgt = _target(model, kwargs, target)
+    kwargs["decoder_input_ids"] = torch.tensor([tgt], device=device)
+    return Inputs(kwargs, {"encoder": names, "decoder": [tok.id_to_token(i) for i in tgt]})
+
+
+def _target(model: EncoderDecoder, kwargs: dict[str, Tensor], target: str | None) -> list[int]:
+    """decoder_start_id + the target's ids (teacher forcing), or + the greedy output."""
+    cfg, tok = model.config, model.tokenizer
+    if target is not None:
+        ids = [cfg.decoder_start_id, *tok.encode(target)]
+    else:
+        from ..generation import generate
+
+        n = min(MAX_TARGET, cfg.max_len - 1)
+        mask = kwargs.get("attention_mask")
+        out = generate(
+            model, kwargs["input_ids"], attention_mask=mask, max_new_tokens=n, temperature=0.0
+        )
+        new = out.tokens[0]
+        ids = [cfg.decoder_start_id, *(new[:-1] if new and new[-1] == tok.eos_id else new)]
+    if len(ids) > cfg.max_len:
+        raise ValueError(
+            f"--target has {len(ids)} tokens with the start token; the model's max_len is "
+            f"{cfg.max_len}: allowed at most {cfg.max_len - 1}"
+        )
+    return ids
+
+
+def _padded(arg: str, ids: list[int], pad_to, max_len: int, pad_id: int):
+    if len(ids) > max_len:
+        raise ValueError(
+            f"{arg} has {len(ids)} tokens; the model's max_len is {max_len}: shorten the text"
+        )
+    if pad_to is None:
+        return ids, None
+    if not len(ids) <= pad_to <= max_len:
+        raise ValueError(
+            f"--pad-to {pad_to} is not allowed: between the input's {len(ids)} tokens and the "
+            f"model's max_len {max_len}"
+        )
+    extra = pad_to - len(ids)
+    return ids + [pad_id] * extra, [1] * len(ids) + [0] * extra
+
+
+def _checked(arg: str, values: list[int] | None, n: int) -> list[int] | None:
+    if values is not None and max(values) >= n:
+        raise ValueError(f"{arg} {max(values)} is out of range: allowed 0..{n - 1}")
+    return values
+
+
+def _stacks(model) -> list:
+    if isinstance(model, EncoderDecoder):
+        return [model.encoder, model.decoder]
+    return [model.decoder] if isinstance(model, DecoderLM) else [model.encoder]

@@ -1,0 +1,177 @@
+"""From settings to a run plan: which task, data, tokenizer, model preset and TrainConfig.
+
+The plan is what run.json records (with the final ModelConfig), so ``--resume`` rebuilds
+exactly the same run. Defaults fill what the settings leave open:
+
+    task        the dataset's own task (a .txt file: lm, a .csv file: classify)
+    model       tiny (lm), tiny-encoder (mlm, classify), tiny-seq2seq (seq2seq)
+    validation  the built-in dataset's "validation" split; none for a user file
+    out         runs/<data>-<tokenizer> (lm) or runs/<data>-<task>-<tokenizer>
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import ModelConfig
+from ..data import list_datasets
+from ..presets import PRESETS
+from ..training import FAMILY, TrainConfig
+from .errors import UsageError
+from .settings import RunSettings, SampleSettings, Settings, merge
+
+__all__ = ["DATA_TASK", "DEFAULT_PRESET", "RunPlan", "make_plan"]
+
+DATA_TASK = {"lm": "lm", "mlm": "lm", "seq2seq": "seq2seq", "classify": "classification"}
+DEFAULT_PRESET = {"lm": "tiny", "mlm": "tiny-encoder", "classify": "tiny-encoder"}
+DEFAULT_PRESET["seq2seq"] = "tiny-seq2seq"
+SUFFIX_TASK = {".txt": "lm", ".csv": "classify"}
+BPE_VOCAB = 512
+
+
+@dataclass
+class RunPlan:
+    """Everything needed to rebuild a run, except the sizes the tokenizer decides."""
+
+    task: str
+    data: str  # a built-in name or an absolute path
+    validation: str | None  # a built-in name (its validation split), a path, or None
+    data_options: dict[str, Any]
+    tokenizer: str
+    tokenizer_options: dict[str, Any]
+    preset: str
+    model_overrides: dict[str, Any]
+    train: TrainConfig
+    sample: SampleSettings
+    out: Path
+    settings: Settings = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d.update(train=self.train.to_dict(), sample=dataclasses.asdict(self.sample))
+        d["out"] = str(self.out)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunPlan:
+        d = dict(d)
+        train = d["train"]
+        d.update(train=TrainConfig.from_dict(train), sample=SampleSettings(**d["sample"]))
+        d["out"] = Path(d["out"])
+        return cls(**d)
+
+
+def is_builtin(name: str) -> bool:
+    return name in {info.name for info in list_datasets()}
+
+
+def make_plan(settings: Settings) -> RunPlan:
+    """Resolve ``settings`` (already checked) into a plan; errors are UsageErrors."""
+    run = RunSettings(**settings.get("run", {}))
+    task = run.task or _task_of(run.data)
+    data = run.data if is_builtin(run.data) else _path(run.data, "--data")
+    if run.val_data is None:
+        validation = run.data if is_builtin(run.data) else None
+    elif run.val_data.lower() == "none":
+        validation = None
+    else:
+        validation = _path(run.val_data, "--val-data")
+    preset_name = run.model or DEFAULT_PRESET[task]
+    _check_preset(preset_name, task)
+    train = _train_config(settings.get("train", {}), task)
+    paths = {"data": data} if data != run.data else {}
+    if validation is not None and run.val_data is not None:
+        paths["val_data"] = validation
+    settings = merge(settings, {"run": paths})  # files as absolute paths
+    return RunPlan(
+        task=task,
+        data=data,
+        validation=validation,
+        data_options=dict(settings.get("data", {})),
+        tokenizer=run.tokenizer,
+        tokenizer_options=_tokenizer_options(run.tokenizer, run.vocab_size),
+        preset=preset_name,
+        model_overrides=dict(settings.get("model", {})),
+        train=train,
+        sample=SampleSettings(**settings.get("sample", {})),
+        out=Path(run.out) if run.out else default_out(run.data, task, run.tokenizer),
+        settings=settings,
+    )
+
+
+def model_config(plan: RunPlan, vocab_size: int, labels: tuple[str, ...] = ()) -> ModelConfig:
+    """The preset with the plan's overrides, sized to the tokenizer (and the labels)."""
+    base = PRESETS[plan.preset].to_dict()
+    sized: dict[str, Any] = {"vocab_size": vocab_size, "tgt_vocab_size": None}
+    if labels:
+        sized.update(n_classes=len(labels), extra={**base["extra"], "labels": list(labels)})
+    try:
+        return ModelConfig.from_dict({**base, **plan.model_overrides, **sized})
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"model settings: {err}") from None
+
+
+def default_out(data: str, task: str, tokenizer: str) -> Path:
+    stem = data if is_builtin(data) else Path(data).stem
+    name = f"{stem}-{tokenizer}" if task == "lm" else f"{stem}-{task}-{tokenizer}"
+    return Path("runs") / name
+
+
+def _task_of(data: str) -> str:
+    for info in list_datasets():
+        if info.name == data:
+            return "classify" if info.task == "classification" else info.task
+    suffix = Path(data).suffix.lower()
+    if suffix == ".tsv":
+        raise UsageError(
+            f"--data {data}: a .tsv file holds seq2seq pairs or labelled texts; "
+            "say which with --task seq2seq or --task classify"
+        )
+    return SUFFIX_TASK.get(suffix, "lm")
+
+
+def _path(name: str, option: str) -> str:
+    path = Path(name).expanduser()
+    if not path.is_file():
+        names = ", ".join(info.name for info in list_datasets())
+        what = "is a directory" if path.is_dir() else "does not exist"
+        raise UsageError(
+            f"{option} {name}: the file {what}; allowed a built-in dataset ({names}) "
+            "or a .txt, .tsv or .csv file"
+        )
+    return str(path.resolve())
+
+
+def _check_preset(name: str, task: str) -> None:
+    if name not in PRESETS:
+        raise UsageError(f"--model {name}: no such preset; choose one of {sorted(PRESETS)}")
+    family, need = PRESETS[name].family, FAMILY[task]
+    if family != need:
+        fits = sorted(n for n, c in PRESETS.items() if c.family == need)
+        raise UsageError(
+            f"--model {name} is a {family} preset but --task {task} needs a {need} model; "
+            f"choose one of {fits}"
+        )
+
+
+def _train_config(table: dict[str, Any], task: str) -> TrainConfig:
+    try:
+        return TrainConfig.from_dict({**table, "task": task})
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"train settings: {err}") from None
+
+
+def _tokenizer_options(kind: str, vocab_size: int | None) -> dict[str, Any]:
+    if kind == "char":
+        if vocab_size is not None:
+            raise UsageError(
+                "--vocab-size applies to the bpe and word tokenizers; a char tokenizer keeps "
+                "every character of the training data"
+            )
+        return {}
+    if kind == "word":
+        return {} if vocab_size is None else {"max_vocab": vocab_size}
+    return {"vocab_size": BPE_VOCAB if vocab_size is None else vocab_size}

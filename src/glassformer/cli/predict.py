@@ -1,0 +1,102 @@
+"""``glassformer predict``: a classifier's label and probability, or a masked LM's top-k
+candidates for every <MASK>; one result per input line, JSON lines with --json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..data.files import read_utf8
+from ..generation import classify, fill_mask
+from ..models import EncoderClassifier, EncoderMLM
+from .options import add_checkpoint, add_device, positive
+from .runs import load_checkpoint
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(commands) -> None:
+    p = commands.add_parser(
+        "predict",
+        help="classify texts, or fill <MASK> with a masked-LM checkpoint",
+        description="With a classifier checkpoint: the predicted label and its probability for "
+        "each text. With a masked-LM checkpoint: the top-k candidates for each <MASK> (written "
+        "literally in the text). One line per input; --json writes JSON lines instead.",
+    )
+    add_checkpoint(p)
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--text", nargs="+", metavar="TEXT", help="one or more input texts")
+    source.add_argument(
+        "--file", type=Path, metavar="PATH", help="a UTF-8 file, one input per non-blank line"
+    )
+    p.add_argument(
+        "--top-k",
+        type=positive,
+        metavar="K",
+        help="candidates per <MASK> (default 5) or labels per text (default 1)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object per input")
+    add_device(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print one prediction per input text."""
+    kinds = (EncoderClassifier, EncoderMLM)
+    model, _ = load_checkpoint(args.checkpoint, kinds, "predict", args.device)
+    texts = args.text if args.text is not None else _read_lines(args.file)
+    if isinstance(model, EncoderClassifier):
+        results = classify(model, texts, tokenizer=model.tokenizer)
+        rows = [_classification(t, r, args.top_k or 1) for t, r in zip(texts, results, strict=True)]
+    else:
+        results = fill_mask(model, model.tokenizer, texts, top_k=args.top_k or 5)
+        rows = [_fill(t, r) for t, r in zip(texts, results, strict=True)]
+    for text, row in zip(texts, rows, strict=True):
+        print(json.dumps(row, ensure_ascii=False) if args.json else _line(text, row))
+    return 0
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        text = read_utf8(path)
+    except ValueError as err:
+        raise ValueError(f"--file: {err}") from None
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def _classification(text: str, result, top_k: int) -> dict[str, Any]:
+    ranked = sorted(result.probabilities.items(), key=lambda kv: -kv[1])[:top_k]
+    return {
+        "text": text,
+        "label": result.label,
+        "probability": result.probability,
+        "top": [{"label": k, "probability": p} for k, p in ranked],
+    }
+
+
+def _fill(text: str, predictions) -> dict[str, Any]:
+    masks = [
+        {
+            "position": p.position,
+            "candidates": [
+                {"token": c.token, "token_id": c.token_id, "probability": c.probability}
+                for c in p.candidates
+            ],
+        }
+        for p in predictions
+    ]
+    return {"text": text, "masks": masks}
+
+
+def _line(text: str, row: dict[str, Any]) -> str:
+    """One human-readable line: ``label  0.973  text`` or ``text  ->  <MASK>1: a 0.41 | ...``."""
+    if "label" in row:
+        top = "  ".join(f"{r['label']} {r['probability']:.4f}" for r in row["top"])
+        return f"{top}\t{text}"
+    parts = []
+    for i, mask in enumerate(row["masks"], 1):
+        cands = " | ".join(f"{c['token']!r} {c['probability']:.4f}" for c in mask["candidates"])
+        parts.append(f"<MASK>{i}: {cands}")
+    return f"{text}\t" + "\t".join(parts)

@@ -1,0 +1,135 @@
+"""Run directories and checkpoints, as the command line finds and writes them.
+
+    <run>/run.json          the plan and the model config: everything to rebuild the run
+    <run>/metrics.jsonl     one JSON object per logged step (written by the trainer)
+    <run>/checkpoints/step-NNNNNN/   loadable models (config.json, model.safetensors,
+                                     tokenizer.json) + trainer state (trainer.json, ...)
+    <run>/loss.png, <run>/tensorboard/, <run>/eval.json   written after the run
+
+``--checkpoint DIR`` accepts a checkpoint folder (it has config.json) or a run folder (its best
+checkpoint when the newest trainer.json records one, else its newest checkpoint).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..config import ModelConfig
+from ..models import GlassformerModel, load_model
+from ..training import resolve_device
+from ..training.state import checkpoints
+from .errors import UsageError
+from .plan import RunPlan
+
+__all__ = [
+    "RUN_FILE",
+    "holds_run",
+    "load_checkpoint",
+    "read_run",
+    "resolve_checkpoint",
+    "write_json",
+    "write_run",
+]
+
+RUN_FILE, FORMAT, VERSION = "run.json", "glassformer-run", 1
+
+
+def holds_run(path: Path) -> bool:
+    """Does ``path`` hold (part of) a training run?"""
+    return any((path / name).exists() for name in (RUN_FILE, "checkpoints", "metrics.jsonl"))
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as indented JSON through a temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_run(plan: RunPlan, model: ModelConfig) -> Path:
+    """Write <out>/run.json for ``plan`` and the final model config."""
+    data = {"format": FORMAT, "version": VERSION, **plan.to_dict(), "model": model.to_dict()}
+    path = plan.out / RUN_FILE
+    write_json(path, data)
+    return path
+
+
+def read_run(run_dir: Path) -> tuple[RunPlan, ModelConfig]:
+    """The plan and model config recorded in <run_dir>/run.json."""
+    path = run_dir / RUN_FILE
+    if not path.is_file():
+        raise UsageError(
+            f"nothing to resume in {run_dir}: it has no {RUN_FILE} "
+            "(start a new run there without --resume)"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT:
+            raise ValueError(f"format is not {FORMAT!r}")
+        model = ModelConfig.from_dict(data.pop("model"))
+        for key in ("format", "version"):
+            data.pop(key)
+        return RunPlan.from_dict(data), model
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
+        raise UsageError(f"{path} is not a readable run file ({err})") from None
+
+
+def checkpoint_step(path: Path) -> int:
+    return int(path.name.rsplit("-", 1)[-1])
+
+
+def best_or_latest(run_dir: Path) -> Path | None:
+    """The best checkpoint of a run (trainer.json's record), else its newest one."""
+    found = checkpoints(run_dir)
+    if not found:
+        return None
+    try:
+        best = json.loads((found[-1] / "trainer.json").read_text(encoding="utf-8")).get("best")
+    except (OSError, ValueError):
+        best = None
+    if isinstance(best, dict) and isinstance(best.get("step"), int):
+        candidate = run_dir / "checkpoints" / f"step-{best['step']:06d}"
+        if candidate.is_dir():
+            return candidate
+    return found[-1]
+
+
+def resolve_checkpoint(path: Path) -> Path:
+    """A checkpoint folder from a checkpoint or run folder (see the module docstring)."""
+    if not path.exists():
+        raise UsageError(f"--checkpoint {path}: no such directory")
+    if (path / "config.json").is_file():
+        return path
+    if (path / "checkpoints").is_dir() or (path / RUN_FILE).is_file():
+        found = best_or_latest(path)
+        if found is None:
+            raise UsageError(f"--checkpoint {path}: the run has no checkpoint yet")
+        return found
+    raise UsageError(
+        f"--checkpoint {path}: neither a checkpoint (no config.json) nor a run directory "
+        "(no checkpoints/)"
+    )
+
+
+def load_checkpoint(
+    path: Path, kinds: tuple[type[GlassformerModel], ...], command: str, device: str = "auto"
+) -> tuple[GlassformerModel, Path]:
+    """Load the model of a checkpoint or run folder for ``command``, which takes ``kinds``."""
+    folder = resolve_checkpoint(path)
+    model = load_model(folder)
+    if not isinstance(model, kinds):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise UsageError(
+            f"{folder} holds a {type(model).__name__}; glassformer {command} needs a {names}"
+        )
+    if model.tokenizer is None:
+        raise UsageError(f"{folder} has no tokenizer.json; glassformer {command} needs one")
+    return model.to(resolve_device(device)), folder

@@ -1,0 +1,272 @@
+"""The settings of ``glassformer train``: TOML tables, ``--set`` overrides, and their checks.
+
+Settings are plain data in five tables (a TOML file, a built-in config, ``--set`` and the
+command's flags each give some of them; later layers win)::
+
+    [run]     task, data, val_data, tokenizer, vocab_size, model (a preset), out
+    [model]   ModelConfig fields applied to the preset (the sizes the data decides excluded)
+    [train]   TrainConfig fields (steps, batch_size, lr, ...)
+    [data]    options of the dataset (e.g. num_examples of a synthetic task, one_per_line)
+    [sample]  the text sampled at the end of a language-model run
+
+``--set section.key=value`` reads ``value`` as a TOML literal (``64``, ``1e-3``, ``true``,
+``"text"``, ``[1, 2]``), then as JSON (``null``), and otherwise keeps it as a string.
+Unknown tables and keys are refused naming the allowed ones; values are type-checked against
+the dataclass fields they set. The [data] keys are checked by the dataset that receives them.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..config import ModelConfig
+from ..training import TASKS, TrainConfig
+from .errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = [
+    "SECTIONS",
+    "RunSettings",
+    "SampleSettings",
+    "builtin_config_names",
+    "check_settings",
+    "load_config",
+    "merge",
+    "parse_assignment",
+    "parse_value",
+    "to_toml",
+]
+
+Settings = dict[str, dict[str, Any]]
+TOKENIZER_KINDS = ("char", "word", "bpe")
+
+
+@dataclass
+class RunSettings:
+    """What to train on, and where: the [run] table."""
+
+    task: str | None = None  # lm | mlm | seq2seq | classify (None: the data's own task)
+    data: str = "shakespeare"  # a built-in dataset name or a path to a .txt/.tsv/.csv file
+    val_data: str | None = None  # a file, or "none" (default: the built-in validation split)
+    tokenizer: str = "char"  # char | word | bpe
+    vocab_size: int | None = None  # bpe: the vocabulary to learn; word: the most kept
+    model: str | None = None  # a preset (None: tiny, tiny-encoder or tiny-seq2seq by task)
+    out: str | None = None  # the run directory (None: runs/<data>[-<task>]-<tokenizer>)
+
+    def __post_init__(self) -> None:
+        if self.task is not None and self.task not in TASKS:
+            raise UsageError(f"run.task={self.task!r} is not known; choose one of {TASKS}")
+        if self.tokenizer not in TOKENIZER_KINDS:
+            raise UsageError(
+                f"run.tokenizer={self.tokenizer!r} is not known; choose one of {TOKENIZER_KINDS}"
+            )
+        if self.vocab_size is not None and self.vocab_size < 1:
+            raise UsageError(f"run.vocab_size={self.vocab_size} must be a positive int")
+
+
+@dataclass
+class SampleSettings:
+    """The sample printed after a language-model run: the [sample] table."""
+
+    prompt: str = ""  # text to continue (after <BOS>)
+    max_new_tokens: int = 300  # 0: no sample
+    temperature: float = 0.8
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int | None = None  # None: the run's train.seed
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 0:
+            raise UsageError(f"sample.max_new_tokens={self.max_new_tokens} must be >= 0")
+
+
+# Keys the data decides (ModelConfig) or another table holds (TrainConfig.task).
+DERIVED = {
+    "model.family": "the family follows the task (--task) and the preset (--model)",
+    "model.vocab_size": "vocab_size is the tokenizer's (use --vocab-size for bpe or word)",
+    "model.tgt_vocab_size": "the target vocabulary is the tokenizer's",
+    "model.n_classes": "n_classes is the number of labels in the training data",
+    "model.pad_id": "pad_id is the tokenizer's <PAD>",
+    "model.decoder_start_id": "decoder_start_id is the tokenizer's <BOS>",
+    "model.extra": "extra holds the class labels, taken from the data",
+    "train.task": "set the task with --task or run.task",
+}
+SECTIONS: dict[str, type | None] = {
+    "run": RunSettings,
+    "model": ModelConfig,
+    "train": TrainConfig,
+    "data": None,  # any keys: the dataset checks them
+    "sample": SampleSettings,
+}
+
+
+def allowed_keys(section: str) -> list[str]:
+    cls = SECTIONS[section]
+    names = [f.name for f in dataclasses.fields(cls)] if cls else []
+    return [n for n in names if f"{section}.{n}" not in DERIVED]
+
+
+# Reading --------------------------------------------------------------------------------------
+def _configs():
+    return resources.files(__package__) / "configs"
+
+
+def builtin_config_names() -> list[str]:
+    """Configs shipped in glassformer/cli/configs/ (usable as ``--config NAME``)."""
+    return sorted(p.name[: -len(".toml")] for p in _configs().iterdir() if p.name.endswith(".toml"))
+
+
+def builtin_config_path(name: str) -> str:
+    """Where the built-in config ``name`` lives (for messages)."""
+    return str(_configs() / f"{name}.toml")
+
+
+def load_config(name_or_path: str) -> Settings:
+    """A built-in config by name, or a TOML file; checked (see ``check_settings``)."""
+    if name_or_path in builtin_config_names():
+        source = _configs() / f"{name_or_path}.toml"
+    else:
+        source = Path(name_or_path)
+        if not source.is_file():
+            names = ", ".join(builtin_config_names())
+            raise UsageError(
+                f"--config {name_or_path}: no such file, and not a built-in config ({names})"
+            )
+    where = f"--config {name_or_path}"
+    try:
+        data = tomllib.loads(source.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise UsageError(f"{where}: not valid TOML ({err})") from None
+    for key, value in data.items():
+        if not isinstance(value, dict):
+            raise UsageError(
+                f"{where}: {key!r} must be a table [{key}]; the file holds the tables "
+                f"{', '.join(f'[{s}]' for s in SECTIONS)}"
+            )
+    try:
+        check_settings(data)
+    except UsageError as err:
+        raise UsageError(f"{where}: {err}") from None
+    return data
+
+
+def parse_value(text: str) -> Any:
+    """A TOML literal, else a JSON literal, else the text itself."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        pass
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_assignment(text: str) -> tuple[str, str, Any]:
+    """``section.key=value`` -> (section, key, value), the key checked against the section."""
+    name, eq, raw = text.partition("=")
+    name = name.strip()
+    if not eq or not name:
+        raise UsageError(f"--set {text!r}: expected SECTION.KEY=VALUE, e.g. train.lr=1e-3")
+    section, dot, key = name.partition(".")
+    if not dot or not key:
+        raise UsageError(
+            f"--set {text!r}: the key needs a section; allowed sections: {', '.join(SECTIONS)} "
+            f"(e.g. model.d_model=64)"
+        )
+    value = parse_value(raw.strip())
+    check_settings({section: {key: value}})
+    return section, key, value
+
+
+def merge(*layers: Settings) -> Settings:
+    """Tables of later layers override the same keys of earlier ones."""
+    out: Settings = {}
+    for layer in layers:
+        for section, table in layer.items():
+            out.setdefault(section, {}).update(copy.deepcopy(table))
+    return out
+
+
+# Checking -------------------------------------------------------------------------------------
+def check_settings(settings: Settings) -> None:
+    """Refuse unknown tables, unknown or derived keys, and values of the wrong type."""
+    for section, table in settings.items():
+        if section not in SECTIONS:
+            raise UsageError(f"unknown settings table {section!r}; allowed: {', '.join(SECTIONS)}")
+        cls = SECTIONS[section]
+        if cls is None:
+            continue
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        for key, value in table.items():
+            where = f"{section}.{key}"
+            if where in DERIVED:
+                raise UsageError(f"{where} cannot be set: {DERIVED[where]}")
+            if key not in fields:
+                raise UsageError(
+                    f"unknown key {where}; allowed in [{section}]: "
+                    f"{', '.join(allowed_keys(section))}"
+                )
+            kind = str(fields[key].type)
+            if not _has_type(value, kind):
+                raise UsageError(f"{where}={value!r} must be of type {kind}")
+
+
+def _has_type(value: Any, annotation: str) -> bool:
+    """Does ``value`` (a TOML/JSON value) fit a field annotation such as ``int | None``?"""
+    for part in (p.strip() for p in annotation.split("|")):
+        if part == "None" and value is None:
+            return True
+        if part == "bool" and isinstance(value, bool):
+            return True
+        if part == "int" and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if part == "float" and isinstance(value, int | float) and not isinstance(value, bool):
+            return True
+        if part == "str" and isinstance(value, str):
+            return True
+        if part.startswith("dict") and isinstance(value, dict):
+            return True
+        if part.startswith(("tuple", "list")) and isinstance(value, list | tuple):
+            return True
+        if part in ("Any", "object"):
+            return True
+    return False
+
+
+# Showing --------------------------------------------------------------------------------------
+def to_toml(settings: Settings) -> str:
+    """The settings as a TOML document (tables in SECTIONS order; None values left out)."""
+    lines: list[str] = []
+    for section in SECTIONS:
+        table = {k: v for k, v in settings.get(section, {}).items() if v is not None}
+        if not table:
+            continue
+        lines.append(f"[{section}]")
+        lines.extend(f"{key} = {_toml_value(value)}" for key, value in table.items())
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        inner = ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items())
+        return "{" + inner + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return repr(value)

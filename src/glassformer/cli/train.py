@@ -1,0 +1,173 @@
+"""``glassformer train``: plan the run, load its data, train, then report: the final
+validation metrics, a sample (language models), loss.png and TensorBoard logs.
+
+The options and the settings they give are in train_args; --resume in resume.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..generation import GenerationConfig
+from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
+from ..tokenizers import load_tokenizer
+from ..training import Trainer
+from ..training.state import latest_checkpoint
+from .datasets import load_splits, train_tokenizer
+from .errors import Interrupted, UsageError
+from .plan import RunPlan, make_plan, model_config
+from .plots import write_loss_plot, write_tensorboard
+from .resume import nothing_to_do, resumed_plan
+from .runs import checkpoint_step, holds_run, write_run
+from .settings import builtin_config_path, to_toml
+from .textgen import continue_text
+from .train_args import DEMO, gather_settings
+from .train_args import add_parser as _add_parser
+
+__all__ = ["add_parser", "run"]
+
+MODEL_CLASS = {
+    "lm": DecoderLM,
+    "mlm": EncoderMLM,
+    "seq2seq": EncoderDecoder,
+    "classify": EncoderClassifier,
+}
+
+
+def add_parser(commands) -> None:
+    _add_parser(commands, run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train as ``args`` say; 0 when the run reached its steps. Under torchrun every process
+    runs this; only the first one (RANK 0) prints and writes files."""
+    main = int(os.environ.get("RANK", "0")) == 0
+    try:
+        if main:
+            return _run(args, main)
+        with contextlib.redirect_stdout(io.StringIO()):
+            return _run(args, main)
+    finally:
+        if torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+
+
+def _run(args: argparse.Namespace, main: bool) -> int:
+    settings, builtin = gather_settings(args)
+    model_cfg = None
+    if _rerun_of_demo(args, builtin, settings):
+        print(
+            f"glassformer: {make_plan(settings).out} holds the demo run; showing it (delete "
+            "that folder to train it again)"
+        )
+        args.resume = True
+    if args.resume:
+        out = Path(args.out) if args.out else make_plan(settings).out
+        plan, model_cfg = resumed_plan(args, out)
+        settings, builtin = plan.settings, None
+        ckpt = latest_checkpoint(plan.out)
+        if ckpt is not None and checkpoint_step(ckpt) >= plan.train.steps:
+            return nothing_to_do(plan, checkpoint_step(ckpt))
+    else:
+        plan = make_plan(settings)
+        if holds_run(plan.out):
+            raise UsageError(
+                f"{plan.out} already holds a run; continue it with --resume, or choose another "
+                "--out"
+            )
+        ckpt = None
+    train_data, val_data = load_splits(plan)
+    if ckpt is not None:
+        tokenizer = load_tokenizer(ckpt / "tokenizer.json")
+    else:
+        tokenizer = train_tokenizer(plan, train_data)
+    if model_cfg is None:
+        model_cfg = model_config(plan, tokenizer.vocab_size, train_data.labels)
+    torch.manual_seed(plan.train.seed)
+    model = MODEL_CLASS[plan.task](model_cfg)
+    trainer = Trainer(
+        model, tokenizer, train_data, val_data, plan.train, plan.out, progress=sys.stderr.isatty()
+    )
+    _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt)
+    if main:
+        write_run(plan, model_cfg)
+    last = trainer.fit(resume=ckpt is not None)
+    if trainer.interrupted:
+        raise Interrupted(
+            f"interrupted at step {trainer.step}; saved in {plan.out}; continue with: "
+            f"glassformer train --out {plan.out} --resume"
+        )
+    _print_summary(plan, trainer, last, main)
+    return 0
+
+
+def _rerun_of_demo(args: argparse.Namespace, builtin, settings) -> bool:
+    """``glassformer train`` with no options, a second time: continue (show) the demo run
+    instead of refusing its folder."""
+    plain = not args.set and all(getattr(args, k) is None for k in ("out", "steps", "seed"))
+    return builtin == DEMO and args.config is None and plain and holds_run(make_plan(settings).out)
+
+
+def _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt) -> None:
+    if builtin is not None:
+        print(f"glassformer: built-in config {builtin!r} ({builtin_config_path(builtin)})")
+    print(to_toml(settings).rstrip() + "\n")
+    model = trainer.model
+    unit = "texts" if plan.task in ("lm", "mlm") else "examples"
+    val = f"{len(val_data)} validation {unit}" if val_data is not None else "no validation"
+    print(
+        f"{plan.task} on {Path(plan.data).name}: {len(train_data)} training {unit}, {val}; "
+        f"{plan.tokenizer} tokenizer ({trainer.tokenizer.vocab_size} tokens); "
+        f"{plan.preset} model ({model.num_parameters() / 1e6:.2f}M parameters, context "
+        f"{model.config.max_len}) on {trainer.device}"
+    )
+    start = f"resuming at step {checkpoint_step(ckpt)}" if ckpt is not None else "training"
+    print(f"{start} to step {plan.train.steps}; run directory: {plan.out}", flush=True)
+
+
+def _print_summary(plan: RunPlan, trainer: Trainer, last: dict[str, Any], main: bool) -> None:
+    val = {k[4:]: v for k, v in last.items() if k.startswith("val_")}
+    if val:
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in val.items())
+        print(f"step {trainer.step}: validation {shown}")
+    elif "loss" in last:
+        print(f"step {trainer.step}: training loss {last['loss']:.4f} (no validation data)")
+    if plan.task == "lm" and plan.sample.max_new_tokens > 0:
+        _print_sample(plan, trainer)  # every process: a sharded model needs them all
+    if not main:
+        return
+    png = write_loss_plot(plan.out)
+    if png is None:
+        print("loss.png: matplotlib is not installed (pip install 'glassformer[plot]')")
+    else:
+        print(f"loss curve: {png}")
+    tb = write_tensorboard(plan.out)
+    if tb is not None:
+        print(f"TensorBoard logs: {tb} (tensorboard --logdir {tb})")
+    print(f"checkpoints: {plan.out / 'checkpoints'}")
+
+
+def _print_sample(plan: RunPlan, trainer: Trainer) -> None:
+    s = plan.sample
+    seed = plan.train.seed if s.seed is None else s.seed
+    config = GenerationConfig(
+        max_new_tokens=s.max_new_tokens,
+        temperature=s.temperature,
+        top_k=s.top_k,
+        top_p=s.top_p,
+        seed=seed,
+    )
+    print(f"sample (temperature {s.temperature}, seed {seed}):")
+    sys.stdout.write(s.prompt)
+    for piece in continue_text(trainer.model, trainer.tokenizer, s.prompt, config):
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+    sys.stdout.write("\n")

@@ -1,0 +1,155 @@
+"""The options of ``glassformer train`` and the settings they give.
+
+Settings are layered: a config (the built-in demo's when none of the options in CHOOSES_RUN is
+given, or --config), then --set, then the flags (--task, --data, ..., --steps, --seed).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..presets import PRESETS
+from ..training import TASKS
+from ..training.config import STRATEGIES
+from .options import add_device, non_negative, positive
+from .settings import builtin_config_names, load_config, merge, parse_assignment
+
+__all__ = ["CHOOSES_RUN", "DEFINES_RUN", "DEMO", "add_parser", "gather_settings"]
+
+DEMO = "shakespeare-char"
+# Options that say what to train (the demo runs when none is given; --resume checks them).
+CHOOSES_RUN = ("config", "task", "data", "val_data", "tokenizer", "vocab_size", "model")
+DEFINES_RUN = (*CHOOSES_RUN, "set", "seed")
+
+DESCRIPTION = """\
+Train a model on a built-in task or your own files, with checkpoints, metrics.jsonl and a loss
+curve in the run directory. With none of --config, --task, --data, --val-data, --tokenizer,
+--vocab-size and --model it runs the built-in demo (config shakespeare-char): a character-level
+GPT on Shakespeare's plays that trains in a few minutes on a CPU and prints a sample.
+Settings are layered: the config file, then --set, then the flags."""
+EPILOG = """\
+examples:
+  glassformer train                                     the built-in demo (Shakespeare, char GPT)
+  glassformer train --data reverse --steps 3000         seq2seq on a built-in synthetic task
+  glassformer train --data is_sorted                    a classifier on a built-in task
+  glassformer train --task seq2seq --data pairs.tsv --val-data dev.tsv
+  glassformer train --data reviews.csv --set model.n_layer=2 --set train.lr=1e-3
+  glassformer train --out runs/shakespeare-char --resume --steps 2000   continue / extend
+
+settings tables (for --config FILE.toml and --set SECTION.KEY=VALUE):
+  [run]     task, data, val_data, tokenizer, vocab_size, model, out
+  [model]   ModelConfig fields applied to the preset (d_model, n_layer, max_len, dropout, ...)
+  [train]   TrainConfig fields (steps, batch_size, lr, warmup, eval_every, save_every, ...)
+  [data]    options of the dataset (num_examples, max_length, ... of a synthetic task;
+            one_per_line for a .txt file)
+  [sample]  the sample printed after a language-model run (prompt, max_new_tokens,
+            temperature, top_k, top_p, seed)
+"""
+
+
+def add_parser(commands, run) -> None:
+    """Add ``train`` to the subcommands; ``run`` handles it."""
+    p = commands.add_parser(
+        "train",
+        help="train a model (no arguments: the built-in Shakespeare demo)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--task",
+        choices=TASKS,
+        help="lm (decoder, next token), mlm (encoder, masked tokens), seq2seq "
+        "(encoder-decoder), classify (encoder + classifier); default: the data's own task",
+    )
+    p.add_argument(
+        "--data",
+        metavar="NAME|PATH",
+        help="a built-in dataset (shakespeare, reverse, sort, addition, is_sorted) or a file: "
+        ".txt (text), .tsv (source<TAB>target or label<TAB>text), .csv (label,text)",
+    )
+    p.add_argument(
+        "--val-data",
+        metavar="PATH",
+        help="a validation file in the same format, or 'none'; default: a built-in dataset's "
+        "validation split, none for a file",
+    )
+    p.add_argument(
+        "--tokenizer",
+        choices=("char", "word", "bpe"),
+        help="trained on the training data (default: char)",
+    )
+    p.add_argument(
+        "--vocab-size",
+        type=positive,
+        metavar="N",
+        help="bpe: the vocabulary to learn (default 512); word: keep at most N tokens",
+    )
+    p.add_argument(
+        "--model",
+        metavar="PRESET",
+        help=f"a model preset ({', '.join(PRESETS)}), resized to the tokenizer; default: "
+        "tiny (lm), tiny-encoder (mlm, classify), tiny-seq2seq (seq2seq)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="NAME|FILE.toml",
+        help="settings as TOML tables [run] [model] [train] [data] [sample]; built-in: "
+        + ", ".join(builtin_config_names()),
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override one setting, e.g. model.d_model=64, train.lr=1e-3, "
+        'data.num_examples=5000 (repeatable; VALUE is read as TOML, e.g. true, 1e-3, "text")',
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="the run directory (default: runs/<data>-<tokenizer>, or runs/<data>-<task>-"
+        "<tokenizer> for tasks other than lm)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out from its newest checkpoint with the settings in its "
+        "run.json; a larger --steps extends it",
+    )
+    p.add_argument("--steps", type=non_negative, metavar="N", help="optimizer steps in all")
+    add_device(p, default=None)
+    p.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        help="under torchrun: ddp replicates the model in every process, fsdp shards it "
+        "(parameters, gradients, optimizer state); ignored in a single process",
+    )
+    p.add_argument("--seed", type=non_negative, metavar="N", help="seed of the whole run")
+    p.set_defaults(handler=run)
+
+
+def gather_settings(
+    args: argparse.Namespace, base: dict[str, dict[str, Any]] | None = None
+) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """The layered settings of the command (on top of ``base``, e.g. a resumed run's, when
+    given), and the name of the built-in config used, if any."""
+    demo = base is None and not any(getattr(args, k) not in (None, []) for k in CHOOSES_RUN)
+    config_name = args.config or (DEMO if demo else None)
+    layers = [base or {}, load_config(config_name) if config_name else {}]
+    overrides: dict[str, dict[str, Any]] = {}
+    for text in args.set:
+        section, key, value = parse_assignment(text)
+        overrides.setdefault(section, {})[key] = value
+    run_flags = {
+        k: getattr(args, k)
+        for k in ("task", "data", "val_data", "tokenizer", "vocab_size", "model", "out")
+    }
+    train_flags = {k: getattr(args, k) for k in ("steps", "seed", "device", "strategy")}
+    flags = {
+        "run": {k: v for k, v in run_flags.items() if v is not None},
+        "train": {k: v for k, v in train_flags.items() if v is not None},
+    }
+    shown = config_name if config_name in builtin_config_names() else None
+    return merge(*layers, overrides, flags), shown
