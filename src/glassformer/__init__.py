@@ -2,6 +2,7 @@
 
 from . import nn
 from .config import ModelConfig
+from .inspect import capture
 from .interop import from_torch, to_torch
 from .interop.huggingface import from_huggingface, from_huggingface_dir, to_huggingface
 from .models import (
@@ -28,6 +29,7 @@ __all__ = [
     "GlassformerModel",
     "ModelConfig",
     "ModelOutput",
+    "capture",
     "from_huggingface",
     "from_huggingface_dir",
     "from_torch",

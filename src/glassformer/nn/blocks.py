@@ -57,12 +57,27 @@ class _Block(nn.Module):
         self.ff_norm = make_norm(norm, d_model, eps, bias)
         self.dropout = nn.Dropout(dropout)
 
+    # Inspection probe (glassformer.inspect.capture sets it on an instance): when not None,
+    # each residual step is handed to recorder.residual(name, before, update, after).
+    recorder = None
+
     def _residual(
-        self, x: Tensor, norm: nn.Module, sublayer: Callable[[Tensor], Tensor], token_mask
+        self,
+        x: Tensor,
+        norm: nn.Module,
+        sublayer: Callable[[Tensor], Tensor],
+        token_mask,
+        name: str,
     ) -> Tensor:
         if self.norm_first:
-            return x + self.dropout(sublayer(norm(x, token_mask)))  # X + F(Norm(X))
-        return norm(x + self.dropout(sublayer(x)), token_mask)  # Norm(X + F(X))
+            update = self.dropout(sublayer(norm(x, token_mask)))
+            out = x + update  # X + F(Norm(X))
+        else:
+            update = self.dropout(sublayer(x))
+            out = norm(x + update, token_mask)  # Norm(X + F(X))
+        if self.recorder is not None:
+            self.recorder.residual(name, x, update, out)
+        return out
 
 
 class EncoderBlock(_Block):
@@ -85,8 +100,8 @@ class EncoderBlock(_Block):
         def attend(u: Tensor) -> Tensor:
             return self.self_attn(u, mask=mask, causal=causal, rope=rope)[0]
 
-        x = self._residual(x, self.attn_norm, attend, token_mask)
-        return self._residual(x, self.ff_norm, self.ffn, token_mask)
+        x = self._residual(x, self.attn_norm, attend, token_mask, "self_attn")
+        return self._residual(x, self.ff_norm, self.ffn, token_mask, "ff")
 
 
 class DecoderBlock(_Block):
@@ -130,7 +145,7 @@ class DecoderBlock(_Block):
         def attend_memory(u: Tensor) -> Tensor:
             return self.cross_attn(u, memory, memory_mask, cache=memory_cache)[0]
 
-        x = self._residual(x, self.attn_norm, attend, token_mask)
+        x = self._residual(x, self.attn_norm, attend, token_mask, "self_attn")
         if self.cross_attn is not None:
-            x = self._residual(x, self.cross_norm, attend_memory, token_mask)
-        return self._residual(x, self.ff_norm, self.ffn, token_mask)
+            x = self._residual(x, self.cross_norm, attend_memory, token_mask, "cross_attn")
+        return self._residual(x, self.ff_norm, self.ffn, token_mask, "ff")

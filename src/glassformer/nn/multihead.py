@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import attention
+from .attention import _with_causal, attention
 from .kv_cache import KVCache
 from .positional import apply_rotary
 
@@ -24,6 +24,11 @@ __all__ = ["MultiHeadAttention"]
 
 class MultiHeadAttention(nn.Module):
     """Multi-head self- or cross-attention with fused QKV, optional biases, GQA and KV cache."""
+
+    # Inspection probe (glassformer.inspect.capture sets it on an instance): when not None,
+    # the weights are computed explicitly and handed to recorder.attention with Q, K, V and
+    # the mask as Eq. (1) applied it (causal part included). None: no cost.
+    recorder = None
 
     def __init__(
         self,
@@ -93,7 +98,13 @@ class MultiHeadAttention(nn.Module):
                 if cache is not None:
                     cache.append(k, v)
         p = self.dropout if self.training else 0.0
-        y, weights = attention(q, k, v, mask, p, causal=causal, need_weights=need_weights)
+        if self.recorder is not None:
+            mask = _with_causal(mask, causal, t, k.shape[2], q.device)  # what Eq. (1) applies
+            y, a = attention(q, k, v, mask, p, need_weights=True)
+            self.recorder.attention(q, k, v, mask, a, causal=causal)
+            weights = a if need_weights else None
+        else:
+            y, weights = attention(q, k, v, mask, p, causal=causal, need_weights=need_weights)
         y = y.transpose(1, 2).reshape(b, t, h * d)  # (B, T, C): heads concatenated
         return self.out_proj(y), weights
 

@@ -30,6 +30,8 @@ def _check_layers(n_layer: int) -> None:
 class Encoder(nn.Module):
     """``n_layer`` EncoderBlocks (same options) and a final norm (default: when norm_first)."""
 
+    recorder = None  # inspection probe, see glassformer.inspect.capture
+
     def __init__(
         self,
         n_layer: int,
@@ -59,11 +61,16 @@ class Encoder(nn.Module):
         """x (B, T, C) -> (B, T, C); mask broadcastable to (B, H, T, T), True = may attend."""
         for layer in self.layers:
             x = layer(x, mask, causal=causal, token_mask=token_mask, rope=rope)
-        return x if self.norm is None else self.norm(x, token_mask)
+        out = x if self.norm is None else self.norm(x, token_mask)
+        if self.recorder is not None:
+            self.recorder.stack_output(x, out)  # before and after the final norm
+        return out
 
 
 class Decoder(nn.Module):
     """``n_layer`` DecoderBlocks (with cross-attention unless ``cross_attention=False``)."""
+
+    recorder = None  # inspection probe, see glassformer.inspect.capture
 
     def __init__(
         self,
@@ -118,4 +125,7 @@ class Decoder(nn.Module):
                 cache=c_self,
                 memory_cache=c_cross,
             )
-        return x if self.norm is None else self.norm(x, token_mask)
+        out = x if self.norm is None else self.norm(x, token_mask)
+        if self.recorder is not None:
+            self.recorder.stack_output(x, out)  # before and after the final norm
+        return out

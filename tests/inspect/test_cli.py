@@ -1,0 +1,141 @@
+"""``glassformer inspect`` and ``glassformer trace`` on tiny saved checkpoints, run through a
+parser that registers only these two subcommands (the CLI's own errors and exit statuses)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import struct
+
+import pytest
+
+from glassformer import DecoderLM, EncoderDecoder
+from glassformer.cli import inspect_cmd
+from glassformer.cli.errors import ArgumentParser, guarded
+from glassformer.tokenizers import get_tokenizer
+
+
+def run_cli(*argv) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of ``glassformer argv...`` with inspect and trace."""
+    parser = ArgumentParser(prog="glassformer")
+    inspect_cmd.add_parser(parser.add_subparsers(dest="command", parser_class=ArgumentParser))
+
+    def command() -> int:
+        args = parser.parse_args([str(a) for a in argv])
+        return args.handler(args)
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = guarded(command)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory, kit) -> dict[str, object]:
+    tok = get_tokenizer("char").train("the cat sat on the mat, a dog ran")
+    root = tmp_path_factory.mktemp("checkpoints")
+    found = {}
+    for name, cls, preset in (
+        ("lm", DecoderLM, "tiny"),
+        ("seq2seq", EncoderDecoder, "tiny-seq2seq"),
+    ):
+        model = kit.build(cls, preset, double=False, vocab_size=tok.vocab_size, max_len=24)
+        found[name] = model.save_pretrained(root / name, tokenizer=tok)
+    found["vocab"] = tok.vocab_size
+    return found
+
+
+def _png(path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_inspect_writes_the_pictures_and_an_index(checkpoints, tmp_path):
+    out = tmp_path / "pictures"
+    code, stdout, err = run_cli(
+        "inspect", "--checkpoint", checkpoints["lm"], "--text", "the cat", "--out", out,
+        "--pad-to", "12", "--heads", "1", "--layers", "0", "1",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "wrote 6 pictures" in stdout
+    names = {
+        "self_attention_decoder.png", "self_attention_decoder_layer0_head1.png",
+        "self_attention_decoder_layer1_head1.png", "masks.png", "residual_decoder.png",
+        "positional.png", "index.md",
+    }  # fmt: skip
+    assert {p.name for p in out.iterdir()} == names
+    for name in names - {"index.md"}:
+        width, height = _png(out / name)
+        assert width > 100 and height > 100
+    index = (out / "index.md").read_text()
+    for name in names - {"index.md"}:
+        assert f"[{name}]({name})" in index
+    pads = ", '<PAD>'" * 4
+    assert f"decoder tokens: ['<BOS>', 't', 'h', 'e', ' ', 'c', 'a', 't'{pads}]" in index
+
+
+def test_inspect_cross_attention_of_a_seq2seq_model(checkpoints, tmp_path):
+    out = tmp_path / "s2s"
+    code, _, err = run_cli(
+        "inspect", "--checkpoint", checkpoints["seq2seq"], "--text", "a cat", "--out", out,
+        "--target", "the mat", "--cross", "--layers", "1",
+    )  # fmt: skip
+    assert code == 0, err
+    assert (out / "cross_attention.png").is_file()
+    assert (out / "cross_attention_layer1_head0.png").is_file()
+    index = (out / "index.md").read_text()
+    assert "decoder tokens: ['<BOS>', 't', 'h', 'e', ' ', 'm', 'a', 't']" in index
+    assert "encoder tokens: ['a', ' ', 'c', 'a', 't', '<EOS>']" in index
+
+
+def test_trace_prints_each_step_of_one_block(checkpoints):
+    code, out, err = run_cli(
+        "trace", "--checkpoint", checkpoints["lm"], "--text", "the cat", "--layer", "1"
+    )
+    assert code == 0, err
+    assert "decoder input (8 tokens): ['<BOS>', 't', 'h', 'e', ' ', 'c', 'a', 't']" in out
+    assert "decoder.layers.1.self_attn · scores\n     a_nm = q_nᵀ k_m / √d_k  (Eq. 2)" in out
+    assert "A (1, 4, 8, 8)" in out and "decoder.layers.0" not in out
+    assert out.rstrip().endswith(f"logits (1, 8, {checkpoints['vocab']})")
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["inspect", "--cross"], ["--cross needs an encoder-decoder", "DecoderLM"]),
+        (["inspect", "--layers", "2"], ["--layers 2 is out of range: allowed 0..1"]),
+        (["inspect", "--heads", "4"], ["--heads 4 is out of range: allowed 0..3"]),
+        (["inspect", "--pad-to", "3"], ["--pad-to 3 is not allowed", "8 tokens", "24"]),
+        (["inspect", "--target", "x"], ["--target is for encoder-decoder"]),
+        (["trace", "--layer", "5"], ["--layer 5 is out of range: allowed 0..1"]),
+        (["trace", "--text", "the cat " * 4], ["--text has 33 tokens", "max_len is 24"]),
+    ],
+)
+def test_user_errors_are_one_line_and_exit_2(checkpoints, tmp_path, argv, words):
+    out = tmp_path / "never"
+    extra = ["--out", out] if argv[0] == "inspect" else []
+    text = [] if "--text" in argv else ["--text", "the cat"]
+    code, _, err = run_cli(*argv, "--checkpoint", checkpoints["lm"], *text, *extra)
+    assert code == 2, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("glassformer: error: ")
+    for word in words:
+        assert word in lines[0]
+    assert not out.exists()  # nothing half-written
+
+
+def test_trace_of_a_seq2seq_model_decodes_its_greedy_output(checkpoints):
+    from glassformer import load_model
+    from glassformer.generation import generate
+
+    model = load_model(checkpoints["seq2seq"])
+    src = model.tokenizer.encode("a cat", add_eos=True)
+    n = min(inspect_cmd.MAX_TARGET, model.config.max_len - 1)
+    new = generate(model, [src], max_new_tokens=n, temperature=0).tokens[0]
+    new = new[:-1] if new[-1] == model.tokenizer.eos_id else new  # its row would predict nothing
+    code, out, err = run_cli("trace", "--checkpoint", checkpoints["seq2seq"], "--text", "a cat")
+    assert code == 0, err
+    shown = [model.tokenizer.id_to_token(i) for i in [1, *new]]  # <BOS>, then the output
+    assert f"decoder input ({len(shown)} tokens): {shown}" in out
+    assert "decoder.layers.1.cross_attn · softmax" in out

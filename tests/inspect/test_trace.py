@@ -1,0 +1,129 @@
+"""trace(): the walk computes each formula itself, so its last value must equal the model's
+output, and its intermediate steps what capture() saw inside the model."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from glassformer import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM, EncoderModel
+from glassformer.inspect import capture
+from glassformer.inspect.trace import format_trace, trace
+
+POST_NORM = dict(
+    norm_first=False,
+    norm="batch",
+    activation="relu",
+    positional="sinusoidal",
+    embed_scale=True,
+    final_norm=True,
+)
+CASES = {
+    "gpt pre-norm, right padding": (DecoderLM, "tiny", {}),
+    "llama: rms, swiglu, rotary, gqa, left padding": (DecoderLM, "tiny-llama", {}),
+    "post-norm, batchnorm, relu, sinusoidal, √D": (DecoderLM, "tiny", POST_NORM),
+    "bert mlm: post-norm, embed norm, segments, transform": (EncoderMLM, "bert-base", {}),
+    "classifier: mean pooling, pooler": (
+        EncoderClassifier,
+        "tiny-encoder",
+        dict(pooler=True, n_classes=3, activation="gelu_tanh"),
+    ),
+    "encoder model with pooler": (EncoderModel, "bert-base", {}),
+    "vaswani seq2seq": (EncoderDecoder, "tiny-seq2seq", {}),
+    "seq2seq pre-norm, learned, offset": (
+        EncoderDecoder,
+        "tiny-seq2seq",
+        dict(norm_first=True, positional="learned", position_offset=2),
+    ),
+}
+
+
+def _inputs(kit, cls, left: bool = False):
+    x, mask = kit.right_padded()
+    if left:
+        mask = mask.flip(1)
+    if cls is EncoderDecoder:
+        tgt, tgt_mask = kit.right_padded(t=5, lengths=(5, 3))
+        return (x, mask), dict(decoder_input_ids=tgt, decoder_attention_mask=tgt_mask)
+    return (x, mask), {}
+
+
+def _output(out):
+    return next(v for v in (out.logits, out.pooled, out.hidden_states) if v is not None)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_traced_output_equals_the_model_output(kit, case):
+    cls, name, overrides = CASES[case]
+    model = kit.build(cls, name, **overrides)
+    args, kwargs = _inputs(kit, cls, left="left" in case)
+    steps = trace(model, *args, **kwargs)
+    assert_close(steps[-1].value, _output(model(*args, **kwargs)), atol=1e-12, rtol=0)
+
+
+def test_traced_output_in_float32(kit):
+    model = kit.build(DecoderLM, "tiny-llama", double=False, std=0.1)
+    x = kit.ids()
+    assert_close(trace(model, x)[-1].value, model(x).logits, atol=1e-5, rtol=1e-5)
+
+
+def test_steps_equal_what_the_model_computed_inside(kit):
+    model = kit.build(EncoderDecoder, "tiny-seq2seq")
+    args, kwargs = _inputs(kit, EncoderDecoder)
+    with capture(model) as rec:
+        model(*args, **kwargs)
+    steps = trace(model, *args, **kwargs)
+    softmax = [s for s in steps if s.name == "softmax"]
+    masks = [s for s in steps if s.name == "mask"]
+    residual = [s for s in steps if s.name.startswith("norm (post-norm")]  # post-norm stream
+    assert len(softmax) == len(masks) == len(rec.attention) == 6
+    for s, m, r in zip(softmax, masks, rec.attention, strict=True):
+        stack, _, layer, part = s.where.split(".")  # e.g. decoder.layers.1.cross_attn
+        assert (r.stack, r.layer, r.kind) == (stack, int(layer), part.split("_")[0])
+        assert_close(s.value, r.weights, atol=1e-12, rtol=0)  # A of Eq. (3)
+        assert torch.equal(m.tensors["mask"].expand_as(r.allowed), r.allowed)
+    assert len(residual) == len(rec.residual)
+    for s, r in zip(residual, rec.residual, strict=True):
+        assert_close(s.value, r.after, atol=1e-12, rtol=0)
+
+
+def test_one_block_is_walked_in_the_order_of_the_notes(kit):
+    model = kit.build(DecoderLM, "tiny")
+    steps = trace(model, kit.ids(), layer=1)
+    block = [s for s in steps if s.where.startswith("decoder.layers.")]
+    assert {s.where.split(".")[2] for s in block} == {"1"}
+    assert [s.name for s in block] == [
+        "norm", "Q, K, V projections", "scores", "mask", "softmax", "weighted sum",
+        "output projection", "residual",
+        "norm", "first layer", "activation", "second layer", "residual",
+    ]  # fmt: skip
+    formulas = {s.name: s.formula for s in block}
+    assert "(Eq. 4)" in formulas["Q, K, V projections"]
+    assert "q_nᵀ k_m / √d_k  (Eq. 2)" in formulas["scores"]
+    assert "(Eq. 3" in formulas["softmax"] and "(Eq. 1" in formulas["weighted sum"]
+    assert "m > n (causal)" in formulas["mask"]
+    assert [s.name for s in steps[:2]] == ["token embedding", "positional encoding"]
+    assert [s.name for s in steps[-2:]] == ["final norm", "unembedding"]
+    assert_close(steps[-1].value, model(kit.ids()).logits, atol=1e-12, rtol=0)
+
+
+def test_text_shows_formulas_and_shapes(kit):
+    model = kit.build(EncoderDecoder, "tiny-seq2seq")
+    args, kwargs = _inputs(kit, EncoderDecoder)
+    text = format_trace(trace(model, *args, **kwargs, layer=0))
+    assert "decoder.layers.0.cross_attn · Q, K, V projections" in text
+    assert "(Eq. 5: Q from X, K and V from the encoder output Z)" in text
+    assert "Q (2, 4, 5, 4)  K (2, 4, 7, 4)  V (2, 4, 7, 4)" in text  # T = 5 queries, S = 7 keys
+    assert "A (2, 4, 5, 7)" in text and "logits (2, 5, 40)" in text
+    assert "layers.1" not in text
+
+
+def test_bad_arguments_are_named(kit):
+    model = kit.build(DecoderLM, "tiny")
+    with pytest.raises(ValueError, match=r"layer=2 is out of range: allowed 0..1"):
+        trace(model, kit.ids(), layer=2)
+    with pytest.raises(ValueError, match=r"model is a Linear; allowed DecoderLM"):
+        trace(torch.nn.Linear(2, 2), kit.ids())
+    with pytest.raises(ValueError, match="needs decoder_input_ids"):
+        trace(kit.build(EncoderDecoder, "tiny-seq2seq"), kit.ids())
