@@ -62,6 +62,19 @@ class GlassformerModel(nn.Module):
         n_attention = sum(1 for m in self.modules() if isinstance(m, MultiHeadAttention))
         return 6 * n_matmul + 12 * n_attention * t * self.config.d_model
 
+    def enable_checkpointing(self, on: bool = True) -> None:
+        """Activation checkpointing in training: each block's activations are recomputed in
+        the backward pass instead of kept (memory of one block instead of all, about a third
+        more compute)."""
+        if on and self.config.norm == "batch":
+            raise ValueError(
+                "activation checkpointing cannot be used with norm='batch': recomputing a block "
+                "would update BatchNorm's running statistics twice"
+            )
+        for m in self.modules():
+            if hasattr(type(m), "checkpointing"):
+                m.checkpointing = on
+
     # Initialisation -------------------------------------------------------------------------------
     def init_weights(self) -> None:
         """N(0, init_std) for every weight matrix and embedding, zero biases, unit norms;

@@ -16,7 +16,7 @@ from ..config import ModelConfig
 from ..nn import Decoder, DecoderCache
 from .base import GlassformerModel
 from .heads import LMHead
-from .inputs import InputEmbedding, key_mask, positions_from_mask
+from .inputs import InputEmbedding, check_length, key_mask, positions_from_mask
 from .outputs import IGNORE_INDEX, ModelOutput, lm_loss
 
 __all__ = ["DecoderLM"]
@@ -59,6 +59,8 @@ class DecoderLM(GlassformerModel):
             positions = positions_from_mask(
                 attention_mask, t, past, input_ids.device, self.config.max_len
             )
+        else:
+            check_length(t, past, self.config.max_len)
         mask, real = key_mask(attention_mask)  # (B, 1, 1, S) keys, (B, S) real tokens
         token_mask = None if real is None else real[:, -t:]  # (B, T) the new positions
         x, rope = self.embed(input_ids, positions, token_mask=token_mask)

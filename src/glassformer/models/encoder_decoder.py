@@ -19,7 +19,7 @@ from ..config import ModelConfig
 from ..nn import Decoder, DecoderCache, Encoder
 from .base import GlassformerModel
 from .heads import LMHead
-from .inputs import InputEmbedding, key_mask, positions_from_mask
+from .inputs import InputEmbedding, check_length, key_mask, positions_from_mask
 from .outputs import IGNORE_INDEX, ModelOutput, lm_loss
 
 __all__ = ["EncoderDecoder"]
@@ -75,6 +75,8 @@ class EncoderDecoder(GlassformerModel):
             positions = positions_from_mask(
                 decoder_attention_mask, t, past, decoder_input_ids.device, self.config.max_len
             )
+        else:
+            check_length(t, past, self.config.max_len)
         x, rope = self.tgt_embed(decoder_input_ids, positions, token_mask=token_mask)
         h = self.decoder(
             x, memory, mask, memory_mask, token_mask=token_mask, rope=rope, cache=cache

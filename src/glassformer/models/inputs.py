@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from ..config import ModelConfig
 from ..nn import TokenEmbedding, make_norm, make_positional_encoding
 
-__all__ = ["InputEmbedding", "key_mask", "positions_from_mask"]
+__all__ = ["InputEmbedding", "check_length", "key_mask", "positions_from_mask"]
 
 
 class InputEmbedding(nn.Module):
@@ -70,15 +70,20 @@ def positions_from_mask(
 ) -> Tensor:
     """Positions of the T newest tokens: 0, 1, ... counted over real tokens only, so that a
     left-padded prompt starts at position 0 like an unpadded one. (T,) or (B, T)."""
+    check_length(t, past, max_len)
+    if attention_mask is None:
+        return torch.arange(past, past + t, device=device)
+    pos = attention_mask.long().cumsum(-1) - 1  # (B, S): index among the real tokens
+    return pos[:, -t:].clamp(min=0)  # (B, T)
+
+
+def check_length(t: int, past: int, max_len: int) -> None:
+    """Refuse T new positions after ``past`` cached ones when they would pass max_len."""
     if past + t > max_len:
         raise ValueError(
             f"the input needs {past + t} positions ({past} cached + {t} new) but the model's "
             f"max_len is {max_len}; shorten the input or use a model with a larger max_len"
         )
-    if attention_mask is None:
-        return torch.arange(past, past + t, device=device)
-    pos = attention_mask.long().cumsum(-1) - 1  # (B, S): index among the real tokens
-    return pos[:, -t:].clamp(min=0)  # (B, T)
 
 
 def key_mask(attention_mask: Tensor | None) -> tuple[Tensor | None, Tensor | None]:

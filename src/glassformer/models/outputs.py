@@ -33,8 +33,8 @@ def lm_loss(logits: Tensor, labels: Tensor, *, shift: bool) -> Tensor:
 
     shift=True scores position n against label n+1 (causal LM: predict the next token).
     Labels may be any shape matching the logits' leading dimensions ((B,) for classifiers)."""
-    if shift:
-        logits, labels = logits[:, :-1], labels[:, 1:]
+    if shift:  # label n+1 moves under logit n; the last position scores nothing
+        labels = F.pad(labels[:, 1:], (0, 1), value=IGNORE_INDEX)  # no copy of the logits
     labels = labels.reshape(-1)
     total = F.cross_entropy(
         logits.reshape(-1, logits.shape[-1]).float(),

@@ -65,6 +65,11 @@ class PositionalEncoding(nn.Module):
         return self._check(positions)
 
     def _check(self, positions: Tensor) -> Tensor:
+        # Reading the largest position is free on the CPU; on an accelerator it would force a
+        # device sync, and under torch.compile a graph break, so it is skipped there (the
+        # models check the sequence length against max_len in Python before).
+        if positions.device.type != "cpu" or torch.compiler.is_compiling():
+            return positions
         if positions.numel() and int(positions.max()) >= self.max_len:
             raise ValueError(
                 f"position {int(positions.max())} is out of range for max_len={self.max_len}"

@@ -4,13 +4,31 @@ with an optional final norm (needed after pre-norm blocks, whose output is not n
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
 
 from .blocks import DecoderBlock, EncoderBlock
 from .kv_cache import DecoderCache
 from .norms import make_norm
 
 __all__ = ["Decoder", "Encoder"]
+
+
+class _Stack(nn.Module):
+    """What both stacks share: activation checkpointing of their blocks.
+
+    With ``checkpointing`` on (and in training with gradients), each block's activations are
+    not kept for the backward pass but recomputed there: memory for one block instead of L,
+    at the cost of a second forward pass through every block."""
+
+    checkpointing = False
+    recorder = None  # inspection probe, see glassformer.inspect.capture
+
+    def _run(self, layer: nn.Module, x: Tensor, *args, **kwargs) -> Tensor:
+        if self.checkpointing and self.training and torch.is_grad_enabled():
+            return checkpoint(layer, x, *args, use_reentrant=False, **kwargs)
+        return layer(x, *args, **kwargs)
 
 
 def _final_norm(final_norm: bool | None, options: dict, d_model: int) -> nn.Module | None:
@@ -27,10 +45,8 @@ def _check_layers(n_layer: int) -> None:
         raise ValueError(f"n_layer must be >= 0, got {n_layer}")
 
 
-class Encoder(nn.Module):
+class Encoder(_Stack):
     """``n_layer`` EncoderBlocks (same options) and a final norm (default: when norm_first)."""
-
-    recorder = None  # inspection probe, see glassformer.inspect.capture
 
     def __init__(
         self,
@@ -60,17 +76,15 @@ class Encoder(nn.Module):
     ) -> Tensor:
         """x (B, T, C) -> (B, T, C); mask broadcastable to (B, H, T, T), True = may attend."""
         for layer in self.layers:
-            x = layer(x, mask, causal=causal, token_mask=token_mask, rope=rope)
+            x = self._run(layer, x, mask, causal=causal, token_mask=token_mask, rope=rope)
         out = x if self.norm is None else self.norm(x, token_mask)
         if self.recorder is not None:
             self.recorder.stack_output(x, out)  # before and after the final norm
         return out
 
 
-class Decoder(nn.Module):
+class Decoder(_Stack):
     """``n_layer`` DecoderBlocks (with cross-attention unless ``cross_attention=False``)."""
-
-    recorder = None  # inspection probe, see glassformer.inspect.capture
 
     def __init__(
         self,
@@ -114,7 +128,8 @@ class Decoder(nn.Module):
         self_caches = [None] * n if cache is None else cache.self_attn
         cross_caches = [None] * n if cache is None or cache.cross_attn is None else cache.cross_attn
         for layer, c_self, c_cross in zip(self.layers, self_caches, cross_caches, strict=True):
-            x = layer(
+            x = self._run(
+                layer,
                 x,
                 memory,
                 mask,

@@ -38,6 +38,7 @@ class TrainConfig:
     bf16: bool = False  # bfloat16 autocast for the forward pass
     device: str = "auto"
     compile: bool = False  # torch.compile the model
+    checkpointing: bool = False  # activation checkpointing: recompute blocks in backward
     log_every: int = 10  # steps between metric lines
     mlm_probability: float = 0.15
     strategy: str = "ddp"  # under torchrun: "ddp" (replicate) or "fsdp" (shard)

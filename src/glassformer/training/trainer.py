@@ -94,6 +94,8 @@ class Trainer:
         torch.manual_seed(config.seed)
         self.model = model.to(self.device)
         self.model.tokenizer = tokenizer
+        if config.checkpointing:
+            model.enable_checkpointing()
         wrapped = wrap_model(model, config.strategy, self.cluster, self.device)
         self.ddp = wrapped is not model
         self.forward = torch.compile(wrapped) if config.compile else wrapped
