@@ -30,7 +30,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 
 bench: $(STAMP)
-	$(PY) benchmarks/bench_tokenizers.py
+	$(PY) -m benchmarks
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,406 @@
+"""Benchmark: one training step (forward, backward, AdamW step) of glassformer's DecoderLM
+against Hugging Face GPT2LMHeadModel and a GPT built from torch.nn.TransformerEncoder layers.
+
+Shapes (float32, random token data, labels = inputs shifted inside each model):
+
+    tiny        4 layers, d_model 128, 4 heads, context 64, batch 12, vocabulary 65
+    gpt2-small  12 layers, d_model 768, 12 heads, context 256, batch 4, vocabulary 50257
+
+Peers, built from the same shape, all trained with glassformer's ``build_optimizer`` (AdamW,
+fused=True, weight decay on matrices only; the same settings for everyone), no dropout:
+
+    glassformer  DecoderLM, GPT-2 layout: pre-norm, gelu_tanh, learned positions, tied head
+    hf           transformers.GPT2LMHeadModel, attn_implementation="sdpa", use_cache=False
+    torch.nn     token + position embedding, nn.TransformerEncoder (norm_first=True, gelu,
+                 batch_first) called with the causal mask and is_causal=True, final LayerNorm,
+                 head tied to the embedding, F.cross_entropy against the labels shifted
+
+Each (peer, shape) runs in its own subprocess (peak RSS per case; see common.py). A step's
+forward + backward and its optimizer step are timed separately inside the same step (CPU:
+nothing is asynchronous), so "fwd+bwd" is the step without AdamW. Scaling: the tiny GPT at
+context 64..1024 (batch 12) and batch 1..64 (context 64), glassformer vs Hugging Face.
+Optional glassformer variants: --compile (torch.compile), --bf16 (bfloat16 autocast; MFU
+against the bfloat16 matmul peak), --checkpointing (activation checkpointing, when the model
+offers it). --profile N prints the N costliest ops of each peer's step (torch.profiler).
+
+    .venv/bin/python -m benchmarks.bench_train            # about 5 minutes on 2 cores
+    .venv/bin/python -m benchmarks.bench_train --quick    # tiny shape, one sweep point
+
+Prints tables with ratios glassformer / peer and writes bench-results/train.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from glassformer.models import DecoderLM
+
+if __package__ in (None, ""):  # run as a script: python benchmarks/bench_train.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import (
+    Budget,
+    Shape,
+    add_common_args,
+    best_peak,
+    environment,
+    execute,
+    finish_args,
+    fmt_timing,
+    matmul_peak,
+    measure,
+    percent,
+    preload_torch,
+    print_header,
+    print_table,
+    ratio,
+    rss_mb,
+    write_json,
+)
+from benchmarks.peers import BUILDERS, build_glassformer, glassformer_config
+
+SHAPES = {
+    "tiny": Shape(n_layer=4, n_head=4, d_model=128, context=64, batch=12, vocab=65),
+    "gpt2-small": Shape(n_layer=12, n_head=12, d_model=768, context=256, batch=4, vocab=50257),
+}
+PEERS = {"glassformer": "glassformer", "hf": "HF GPT2 (sdpa)", "torch.nn": "torch.nn layers"}
+CONTEXTS = (64, 128, 256, 512, 1024)
+BATCHES = (1, 4, 16, 64)
+
+
+# One case (runs in a subprocess) --------------------------------------------------------------
+def run_case(spec: dict[str, Any]) -> dict[str, Any]:
+    from glassformer.training.config import TrainConfig
+    from glassformer.training.optim import build_optimizer
+
+    if spec["peer"] == "hf":
+        import transformers.models.gpt2.modeling_gpt2  # noqa: F401  (counted in the baseline)
+    preload_torch()
+    base = rss_mb()
+    shape = Shape(**spec["shape"])
+    if spec["peer"] == "glassformer":
+        model, loss_of = build_glassformer(shape, spec.get("checkpointing", False))
+    else:
+        model, loss_of = BUILDERS[spec["peer"]](shape)
+    model.train()
+    optimizer = build_optimizer(model, TrainConfig())
+    g = torch.Generator().manual_seed(spec.get("seed", 0))
+    ids = torch.randint(0, shape.vocab, (shape.batch, shape.context), generator=g)
+    forward = torch.compile(model) if spec.get("compile") else model
+    autocast = (
+        (lambda: torch.autocast("cpu", dtype=torch.bfloat16))
+        if spec.get("bf16")
+        else contextlib.nullcontext
+    )
+    losses: list[torch.Tensor] = []
+
+    def step() -> dict[str, float]:
+        t0 = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        with autocast():
+            loss = loss_of(forward, ids)
+        loss.backward()
+        t1 = time.perf_counter()
+        optimizer.step()
+        t2 = time.perf_counter()
+        if not losses:
+            losses.append(loss.detach())
+        return {"step": t2 - t0, "fwd_bwd": t1 - t0}
+
+    result = measure(step, Budget(**spec["budget"]))
+    result.update(
+        rss_after_import_mb=base,
+        first_loss=float(losses[0]),
+        n_params=sum(p.numel() for p in model.parameters()),
+    )
+    if spec.get("profile"):
+        result["profile"] = profile(step, spec["profile"])
+    return result
+
+
+def profile(step, rows: int, steps: int = 3) -> str:
+    """The ``rows`` ops with the most self CPU time over ``steps`` steps."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows)
+
+
+# Driver ---------------------------------------------------------------------------------------
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_common_args(ap, SHAPES, PEERS, "bench-results/train.json")
+    ap.add_argument("--contexts", default=None, help="context sweep (tiny GPT, batch 12)")
+    ap.add_argument("--batches", default=None, help="batch sweep (tiny GPT, context 64)")
+    ap.add_argument("--compile", action="store_true", help="also glassformer + torch.compile")
+    ap.add_argument("--bf16", action="store_true", help="also glassformer + bfloat16 autocast")
+    ap.add_argument("--checkpointing", action="store_true", help="also glassformer + act. ckpt")
+    ap.add_argument("--profile", type=int, default=0, metavar="N", help="print top-N ops/case")
+    args = ap.parse_args(argv)
+    finish_args(ap, args, SHAPES, PEERS)
+    args.context_list = _ints(args.contexts, (64,) if args.quick else CONTEXTS)
+    args.batch_list = _ints(args.batches, (4,) if args.quick else BATCHES)
+    args.dtypes = ["float32"] + (["bfloat16"] if args.bf16 else [])
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    env = environment(args.threads)
+    before = {d: matmul_peak(repeat=args.repeat, dtype=d) for d in args.dtypes}
+    print_header(env, before)
+
+    variants = _variants(args)
+    shapes: dict[str, Any] = {}
+    for name in args.names:
+        shape = SHAPES[name]
+        shapes[name] = {
+            "shape": dataclasses.asdict(shape),
+            "flop_per_token": flops_per_token(shape),
+            "results": {p: run(p, shape, args) for p in args.peer_list},
+            "variants": {v: run("glassformer", shape, args, **o) for v, o in variants.items()},
+        }
+    scaling = sweeps(args, shapes)
+
+    after = {d: matmul_peak(repeat=args.repeat, dtype=d) for d in args.dtypes}
+    peak = {d: best_peak(before[d], after[d]) for d in args.dtypes}
+    print(f"matmul peak after the cases: {after['float32']['gflops']:.1f} GFLOP/s\n")
+    report(shapes, scaling, {d: p["gflops"] for d, p in peak.items()}, variants)
+    env["load_average_after"] = list(os.getloadavg())
+    data = {
+        "benchmark": "train",
+        "environment": env,
+        "matmul_peak": peak,
+        "budget": dataclasses.asdict(args.budget),
+        "peers": {p: PEERS[p] for p in args.peer_list},
+        "shapes": shapes,
+        "scaling": scaling,
+        "checkpointing": bool(args.checkpointing),
+    }
+    out = write_json(args.out, data)
+    print(f"wrote {out}")
+    cases = [r for s in shapes.values() for r in (*s["results"].values(), *s["variants"].values())]
+    cases += [row[p] for rows in scaling.values() for row in rows for p in PEERS if p in row]
+    failed = sum("error" in r for r in cases)
+    if failed:
+        raise SystemExit(f"{failed} case(s) failed")
+    return data
+
+
+def run(peer: str, shape: Shape, args, **variant: Any) -> dict[str, Any]:
+    """One case, in its own process unless --in-process; prints a progress line."""
+    spec = {
+        "peer": peer,
+        "shape": dataclasses.asdict(shape),
+        "threads": args.threads,
+        "seed": 0,
+        "budget": dataclasses.asdict(args.budget),
+        "profile": args.profile,
+        **variant,
+    }
+    t0 = time.perf_counter()
+    result = execute("benchmarks.bench_train", spec, not args.in_process)
+    result["wall_s"] = time.perf_counter() - t0
+    label = "+".join([peer, *variant])
+    where = f"{shape.n_layer} layers, context {shape.context}, batch {shape.batch}"
+    if "error" in result:
+        print(f"  {label:22s} {where}: FAILED {result['error']}", flush=True)
+        return result
+    step = result["timing"]["step"]["median_ms"]
+    print(f"  {label:22s} {where}: {step:9.1f} ms/step ({result['wall_s']:.0f} s)", flush=True)
+    if args.profile:
+        print(f"PROFILE {label}, {shape.describe()}\n{result['profile']}")
+    return result
+
+
+def sweeps(args, shapes: dict[str, Any]) -> dict[str, list]:
+    """The tiny GPT at each context (batch 12) and each batch size (context 64), raw results."""
+    base = SHAPES["tiny"]
+    out: dict[str, list] = {"context": [], "batch": []}
+    for axis, values in (("context", args.context_list), ("batch", args.batch_list)):
+        for value in values:
+            shape = base.replace(**{axis: value})
+            row: dict[str, Any] = {"context": shape.context, "batch": shape.batch}
+            for p in ("glassformer", "hf"):
+                if p not in args.peer_list:
+                    continue
+                if shape == base and "tiny" in shapes:  # measured already
+                    row[p] = shapes["tiny"]["results"][p]
+                else:
+                    row[p] = run(p, shape, args)
+            out[axis].append(row)
+    return out
+
+
+def _ints(text: str | None, default: tuple[int, ...]) -> list[int]:
+    return list(default) if text is None else [int(x) for x in text.split(",") if x]
+
+
+def _variants(args) -> dict[str, dict[str, bool]]:
+    out = {}
+    if args.compile:
+        out["glassformer+compile"] = {"compile": True}
+    if args.bf16:
+        out["glassformer+bf16"] = {"bf16": True}
+    if args.checkpointing:
+        out["glassformer+checkpointing"] = {"checkpointing": True}
+    return out
+
+
+# Derived figures ------------------------------------------------------------------------------
+def flops_per_token(shape: Shape) -> int:
+    """glassformer's formula (6 N_matmul + 12 L T C), applied to every peer of the shape."""
+    with torch.device("meta"):
+        return DecoderLM(glassformer_config(shape)).flops_per_token(shape.context)
+
+
+def derive(result: dict[str, Any], shape: Shape, peak_gflops: float) -> dict[str, Any]:
+    """Add tokens/s, MFU and memory above imports to a case's raw result."""
+    if "error" in result:
+        return result
+    flop = flops_per_token(shape) * shape.tokens
+    for phase in ("step", "fwd_bwd"):
+        seconds = result["timing"][phase]["median_ms"] / 1000
+        result[f"tokens_per_s_{phase}"] = shape.tokens / seconds
+        result[f"mfu_{phase}"] = flop / seconds / (peak_gflops * 1e9)
+    result["flop_per_step"] = flop
+    result["rss_above_imports_mb"] = result["peak_rss_mb"] - result["rss_after_import_mb"]
+    return result
+
+
+def ms(result: dict[str, Any], phase: str = "step") -> float | None:
+    return None if "error" in result else result["timing"][phase]["median_ms"]
+
+
+def compare(ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, float | None]:
+    """speed = peer ms / glassformer ms (> 1: glassformer faster);
+    memory = glassformer / peer peak RSS above imports (< 1: glassformer smaller)."""
+
+    def div(a, b):
+        return None if a is None or b is None else a / b
+
+    def mem(r):
+        return r.get("rss_above_imports_mb")
+
+    return {
+        "speed_step": div(ms(peer), ms(ours)),
+        "speed_fwd_bwd": div(ms(peer, "fwd_bwd"), ms(ours, "fwd_bwd")),
+        "memory": div(mem(ours), mem(peer)),
+    }
+
+
+def report(shapes, scaling, peak: dict[str, float], variants) -> None:
+    """Derive the figures against the matmul ``peak`` (GFLOP/s by dtype), add the ratios,
+    print the tables."""
+    for name, s in shapes.items():
+        for r in s["results"].values():
+            derive(r, SHAPES[name], peak["float32"])
+        for v, r in s["variants"].items():
+            derive(r, SHAPES[name], peak["bfloat16" if variants[v].get("bf16") else "float32"])
+        ours = s["results"]["glassformer"]
+        s["ratios"] = {p: compare(ours, r) for p, r in s["results"].items() if p != "glassformer"}
+        print_shape(name, s)
+    for axis, rows in scaling.items():
+        for row in rows:
+            shape = SHAPES["tiny"].replace(context=row["context"], batch=row["batch"])
+            for p in ("glassformer", "hf"):
+                if p in row:
+                    derive(row[p], shape, peak["float32"])
+            if "hf" in row:
+                row["speed_step"] = compare(row["glassformer"], row["hf"])["speed_step"]
+        if rows:
+            print_sweep(axis, rows, [p for p in ("glassformer", "hf") if p in rows[0]])
+
+
+# Tables ---------------------------------------------------------------------------------------
+def print_shape(name: str, s: dict[str, Any]) -> None:
+    shape = Shape(**s["shape"])
+    ours = s["results"]["glassformer"]
+    header = ["peer", "step ms (min-max)", "tok/s", "MFU", "f+b ms (min-max)", "MFU f+b"]
+    header += ["RSS MB", "+MB", "speed", "f+b speed", "memory"]
+    rows = []
+    for peer, r in s["results"].items():
+        c = compare(ours, r) if peer != "glassformer" else {}
+        rows.append(_row(PEERS[peer], r, c))
+    for variant, r in s["variants"].items():  # speed-up of the variant over eager glassformer
+        rows.append(_row(variant, r, compare(r, ours) | {"memory": None}))
+    print_table(
+        f"TRAINING STEP {name}: {shape.describe()}; "
+        f"{s['flop_per_token'] / 1e6:.2f} MFLOP/token x {shape.tokens} tokens",
+        header,
+        rows,
+        [
+            "ms: median of the timed steps (min-max); f+b = forward + backward, no AdamW step",
+            "MFU: model FLOP/s (glassformer's formula, same for all peers) / matmul peak",
+            "RSS MB: peak resident memory of the case's process; +MB: above its imports",
+            "speed: peer ms / glassformer ms (> 1: glassformer faster); for a variant: "
+            "glassformer ms / variant ms (> 1: variant faster)",
+            "memory: glassformer +MB / peer +MB (< 1: glassformer smaller)",
+        ],
+    )
+
+
+def _row(label: str, r: dict[str, Any], c: dict[str, float | None]) -> list[str]:
+    if "error" in r:
+        return [label, "failed"] + [""] * 9
+    return [
+        label,
+        fmt_timing(r["timing"]["step"]),
+        f"{r['tokens_per_s_step']:.0f}",
+        percent(r["mfu_step"]),
+        fmt_timing(r["timing"]["fwd_bwd"]),
+        percent(r["mfu_fwd_bwd"]),
+        f"{r['peak_rss_mb']:.0f}",
+        f"{r['rss_above_imports_mb']:.0f}",
+        ratio(c.get("speed_step")),
+        ratio(c.get("speed_fwd_bwd")),
+        ratio(c.get("memory")),
+    ]
+
+
+def print_sweep(axis: str, rows: list[dict[str, Any]], pair: list[str]) -> None:
+    other = "batch 12" if axis == "context" else "context 64"
+    header = [axis]
+    for p in pair:
+        header += [f"{p} ms", f"{p} tok/s", f"{p} MFU", f"{p} +MB"]
+    header += ["speed"] if "hf" in pair else []
+    table = []
+    for row in rows:
+        cells = [str(row[axis])]
+        for p in pair:
+            r = row[p]
+            if "error" in r:
+                cells += ["failed", "", "", ""]
+                continue
+            cells += [
+                f"{ms(r):.1f}",
+                f"{r['tokens_per_s_step']:.0f}",
+                percent(r["mfu_step"]),
+                f"{r['rss_above_imports_mb']:.0f}",
+            ]
+        if "hf" in pair:
+            cells.append(ratio(row.get("speed_step")))
+        table.append(cells)
+    print_table(
+        f"SCALING with {axis} (tiny GPT, {other}): full training step",
+        header,
+        table,
+        ["speed: HF ms / glassformer ms (> 1: glassformer faster); +MB: peak RSS above imports"],
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,362 @@
+"""Shared parts of the model benchmarks (bench_train.py, bench_encoder.py).
+
+* Timing: warm-up steps are run and thrown away (at least ``warmup`` steps and ``warmup_s``
+  seconds), then steps are timed until ``seconds`` have passed (at least ``min_steps``, at most
+  ``max_steps``); a case reports the median and the min-max of its timed steps.
+* Matrix-multiply peak: the best GFLOP/s of a 2048 x 2048 float32 matmul (2 n³ FLOPs), measured
+  in the same run and with the same thread count as the cases. MFU = achieved model FLOP/s /
+  that peak, with the model FLOPs counted by glassformer's ``flops_per_token`` formula for every
+  peer of a shape, so that the MFU of the peers is comparable.
+* Peak memory: each (peer, shape) runs in its own subprocess (``run_isolated``). The peak is the
+  process's resident-set high-water mark over the warm-up and timed steps (``VmHWM``, reset
+  after the model is built). ``getrusage(RUSAGE_SELF).ru_maxrss`` is recorded too, but on Linux
+  it starts at the parent's RSS when the child is spawned (the kernel carries the high-water
+  mark across exec) and cannot be reset, so it is only a fallback where /proc is missing.
+  "Above imports" subtracts the RSS measured after the peer's libraries were imported (and
+  what torch imports lazily, see ``preload_torch``), before anything was built: weights,
+  gradients, optimizer state, activations and workspace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# Shapes --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Shape:
+    n_layer: int
+    n_head: int
+    d_model: int
+    context: int  # T, tokens per sequence
+    batch: int  # B
+    vocab: int
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.context
+
+    def replace(self, **changes: int) -> Shape:
+        return replace(self, **changes)
+
+    def describe(self) -> str:
+        return (
+            f"{self.n_layer} layers, d_model {self.d_model}, {self.n_head} heads, "
+            f"context {self.context}, batch {self.batch}, vocabulary {self.vocab}"
+        )
+
+
+# Timing ----------------------------------------------------------------------------------------
+@dataclass
+class Timing:
+    """Milliseconds of the timed steps of one phase: median, min, max."""
+
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    steps: int
+
+    @classmethod
+    def of(cls, seconds: list[float]) -> Timing:
+        ms = [1000 * s for s in seconds]
+        return cls(statistics.median(ms), min(ms), max(ms), len(ms))
+
+
+def fmt_timing(t: dict[str, float]) -> str:
+    """'median (min-max)' of a Timing written as a dict."""
+    return f"{t['median_ms']:.1f} ({t['min_ms']:.1f}-{t['max_ms']:.1f})"
+
+
+@dataclass
+class Budget:
+    """How long a case is run: warm-up (excluded) and timed steps."""
+
+    warmup: int = 2
+    warmup_s: float = 1.0
+    min_steps: int = 5
+    max_steps: int = 50
+    seconds: float = 3.0
+
+
+def measure(step: Callable[[], dict[str, float]], budget: Budget) -> dict[str, Any]:
+    """Run ``step`` (which returns its phase durations in seconds, e.g. {"step": ..,
+    "fwd_bwd": ..}) through the warm-up and the timed steps; the peak RSS is taken over both."""
+    reset_peak_rss()
+    t0 = time.perf_counter()
+    first = step()
+    first_s = time.perf_counter() - t0
+    done = 1
+    while done < budget.warmup or time.perf_counter() - t0 < budget.warmup_s:
+        step()
+        done += 1
+    samples: list[dict[str, float]] = []
+    t1 = time.perf_counter()
+    while len(samples) < budget.min_steps or (
+        len(samples) < budget.max_steps and time.perf_counter() - t1 < budget.seconds
+    ):
+        samples.append(step())
+    return {
+        "timing": {k: asdict(Timing.of([s[k] for s in samples])) for k in first},
+        "warmup_steps": done,
+        "first_step_s": first_s,
+        "peak_rss_mb": peak_rss_mb(),
+        "ru_maxrss_mb": ru_maxrss_mb(),
+    }
+
+
+def matmul_peak(n: int = 2048, repeat: int = 10, dtype: str = "float32") -> dict[str, Any]:
+    """GFLOP/s of an n x n matmul (2 n³ FLOPs) with torch's current thread count: the best
+    of ``repeat`` timed runs after untimed ones, and their median."""
+    import torch
+
+    a = torch.randn(n, n, dtype=getattr(torch, dtype))
+    b = torch.randn(n, n, dtype=a.dtype)
+    out = torch.empty(n, n, dtype=a.dtype)
+    for _ in range(min(3, repeat)):
+        torch.mm(a, b, out=out)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        torch.mm(a, b, out=out)
+        times.append(time.perf_counter() - t0)
+    flop = 2 * n**3
+    return {
+        "n": n,
+        "dtype": dtype,
+        "repeat": repeat,
+        "gflops": flop / min(times) / 1e9,
+        "median_gflops": flop / statistics.median(times) / 1e9,
+    }
+
+
+def best_peak(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The peak for MFU: the better of the measurements before and after the cases (another
+    process running during one of them lowers it)."""
+    best = max(before, after, key=lambda p: p["gflops"])
+    return {**best, "before": before["gflops"], "after": after["gflops"]}
+
+
+def describe_peak(peak: dict[str, Any]) -> str:
+    return (
+        f"matmul peak ({peak['n']} x {peak['n']} {peak['dtype']}, best of {peak['repeat']}): "
+        f"{peak['gflops']:.1f} GFLOP/s (median {peak['median_gflops']:.1f})"
+    )
+
+
+# Memory ---------------------------------------------------------------------------------------
+def _status_kb(key: str) -> float | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def preload_torch() -> None:
+    """Import what torch loads lazily on first use (building an optimizer imports
+    torch._dynamo, sympy, ...: about 80 MB, which transformers' import loads up front), so that
+    the RSS measured after the imports is comparable across peers."""
+    import torch
+
+    torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], fused=True)
+
+
+def rss_mb() -> float:
+    """The current resident set size, MB (ru_maxrss where /proc is missing)."""
+    kb = _status_kb("VmRSS")
+    return ru_maxrss_mb() if kb is None else kb / 1024
+
+
+def reset_peak_rss() -> bool:
+    """Reset the RSS high-water mark (VmHWM) to the current RSS (Linux >= 4.0)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_mb() -> float:
+    kb = _status_kb("VmHWM")
+    return ru_maxrss_mb() if kb is None else kb / 1024
+
+
+def ru_maxrss_mb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024  # bytes on macOS, else kB
+
+
+# Subprocesses ---------------------------------------------------------------------------------
+_WORKER = "from benchmarks.common import worker_main; worker_main()"
+
+
+def execute(module: str, spec: dict[str, Any], isolated: bool = True) -> dict[str, Any]:
+    """``module.run_case(spec)``, in its own process unless ``isolated`` is False (quicker, for
+    smoke tests; the peak RSS is then reset per case but the process carries what earlier
+    cases left behind)."""
+    if isolated:
+        return run_isolated(module, spec)
+    import torch
+
+    torch.manual_seed(spec.get("seed", 0))
+    return {**importlib.import_module(module).run_case(spec), "isolated": False}
+
+
+def run_isolated(module: str, spec: dict[str, Any], timeout: float = 1800) -> dict[str, Any]:
+    """``module.run_case(spec)`` in a fresh Python process; its result dict, or
+    {"error": ...} if the process failed."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.json"
+        cmd = [sys.executable, "-c", _WORKER, module, json.dumps(spec), str(out)]
+        try:
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"error": f"timed out after {timeout:.0f} s"}
+        if proc.returncode != 0 or not out.exists():
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-8:]
+            return {"error": f"exit status {proc.returncode}: " + " | ".join(tail)}
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
+def worker_main() -> None:
+    """Entry point of a subprocess: argv = module, JSON spec, output path."""
+    import torch
+
+    module, spec, out = sys.argv[1], json.loads(sys.argv[2]), Path(sys.argv[3])
+    torch.set_num_threads(spec["threads"])
+    torch.manual_seed(spec.get("seed", 0))
+    result = {**importlib.import_module(module).run_case(spec), "isolated": True}
+    out.write_text(json.dumps(result), encoding="utf-8")
+
+
+# Command line ---------------------------------------------------------------------------------
+def add_common_args(ap: argparse.ArgumentParser, shapes, peers, out: str) -> None:
+    ap.add_argument("--quick", action="store_true", help="the tiny shape only, few steps")
+    ap.add_argument("--shapes", default=None, help="comma-separated: " + ",".join(shapes))
+    ap.add_argument("--peers", default=",".join(peers), help="comma-separated: " + ",".join(peers))
+    ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    ap.add_argument("--seconds", type=float, default=None, help="timed seconds per case")
+    ap.add_argument("--min-steps", type=int, default=None, help="timed steps at least")
+    ap.add_argument("--in-process", action="store_true", help="no subprocess per case (tests)")
+    ap.add_argument("--out", default=out)
+
+
+def finish_args(ap: argparse.ArgumentParser, args: argparse.Namespace, shapes, peers) -> None:
+    """Check the selection; add ``names``, ``peer_list``, ``budget`` and ``repeat``."""
+    quick = args.quick
+    args.names = (args.shapes or ("tiny" if quick else ",".join(shapes))).split(",")
+    args.peer_list = [p for p in args.peers.split(",") if p]
+    unknown = [n for n in args.names if n not in shapes]
+    unknown += [p for p in args.peer_list if p not in peers]
+    if unknown or "glassformer" not in args.peer_list:
+        ap.error(f"unknown shape or peer {unknown}; glassformer must be one of the peers")
+    args.budget = Budget(
+        warmup=1 if quick else 2,
+        warmup_s=0.2 if quick else 1.0,
+        min_steps=args.min_steps or (3 if quick else 5),
+        max_steps=10 if quick else 50,
+        seconds=(0.5 if quick else 3.0) if args.seconds is None else args.seconds,
+    )
+    args.repeat = 3 if quick else 10  # matmul peak: best of
+
+
+def print_header(env: dict[str, Any], peaks: dict[str, dict[str, Any]]) -> None:
+    print(
+        f"torch {env['torch']}, transformers {env['transformers']}, {env['threads']} threads, "
+        f"{env['cpu']}, load average {env['load_average'][0]:.2f}"
+    )
+    print("\n".join(describe_peak(p) for p in peaks.values()), flush=True)
+    spare = (env["cpus"] or 1) - env["threads"]
+    if env["load_average"][0] > spare + 0.5:
+        print(
+            f"warning: load average {env['load_average'][0]:.1f} on {env['cpus']} CPUs with "
+            f"{env['threads']} threads: other processes compete, timings will be distorted"
+        )
+
+
+# Reporting ------------------------------------------------------------------------------------
+def environment(threads: int) -> dict[str, Any]:
+    def pkg(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    return {
+        "python": platform.python_version(),
+        "torch": pkg("torch"),
+        "transformers": pkg("transformers"),
+        "glassformer": pkg("glassformer"),
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "threads": threads,
+        "load_average": list(os.getloadavg()),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def write_json(path: str | Path, data: dict[str, Any]) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def print_table(title: str, header: list[str], rows: list[list[str]], notes: list[str]) -> None:
+    """A plain-text table: the first column left-aligned, the others right-aligned."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        first = cells[0].ljust(widths[0])
+        return "  ".join([first] + [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)])
+
+    print(title)
+    head = line(header)
+    print(head + "\n" + "-" * len(head))
+    for r in rows:
+        print(line(r))
+    for n in notes:
+        print("  " + n)
+    print()
+
+
+def ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}x"
+
+
+def percent(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"

@@ -1,0 +1,179 @@
+"""The benchmark harness (benchmarks/): its smallest configurations run and write the expected
+JSON (format only: keys present, numbers positive; no speed is asserted), and the peers it
+times compute the same function as glassformer, so that it compares like with like."""
+
+import dataclasses
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the benchmarks package sits beside src/, not installed
+
+from benchmarks import bench_encoder, bench_train, common, peers  # noqa: E402
+
+from glassformer.interop.huggingface import to_huggingface  # noqa: E402
+
+# in this process (no subprocess per case: seconds instead of a minute); one test below runs a
+# case in its own process, the way the benchmarks do by default
+SMOKE = ["--quick", "--in-process", "--threads", "1", "--seconds", "0.05", "--min-steps", "2"]
+
+
+@pytest.fixture(autouse=True)
+def keep_threads():
+    n = torch.get_num_threads()  # the benchmarks set torch's thread count
+    yield
+    torch.set_num_threads(n)
+
+
+def positive(x) -> bool:
+    return isinstance(x, int | float) and math.isfinite(x) and x > 0
+
+
+def check_timing(timing: dict) -> None:
+    assert positive(timing["median_ms"])
+    assert timing["min_ms"] <= timing["median_ms"] <= timing["max_ms"]
+    assert timing["steps"] >= 2
+
+
+def test_train_smoke(tmp_path):
+    out = tmp_path / "train.json"
+    bench_train.main([*SMOKE, "--contexts", "64", "--batches", "2", "--out", str(out)])
+    data = json.loads(out.read_text())
+    assert {"environment", "matmul_peak", "budget", "peers", "shapes", "scaling"} <= set(data)
+    assert positive(data["matmul_peak"]["float32"]["gflops"])
+    tiny = data["shapes"]["tiny"]
+    assert set(tiny["results"]) == {"glassformer", "hf", "torch.nn"}
+    for result in tiny["results"].values():
+        assert "error" not in result, result.get("error")
+        check_timing(result["timing"]["step"])
+        check_timing(result["timing"]["fwd_bwd"])
+        for key in ("tokens_per_s_step", "mfu_step", "mfu_fwd_bwd", "peak_rss_mb"):
+            assert positive(result[key]), key
+        assert abs(result["first_loss"] - math.log(65)) < 0.5  # random init: about ln V
+    for ratios in tiny["ratios"].values():
+        assert all(positive(ratios[k]) for k in ("speed_step", "speed_fwd_bwd", "memory"))
+    (context_row,) = data["scaling"]["context"]
+    (batch_row,) = data["scaling"]["batch"]
+    assert context_row["glassformer"] == tiny["results"]["glassformer"]  # reused, not re-run
+    assert batch_row["batch"] == 2 and positive(batch_row["speed_step"])
+    assert positive(batch_row["hf"]["tokens_per_s_step"])
+
+
+NESTED_WARNING = "ignore:The PyTorch API of nested tensors is in prototype stage"
+
+
+@pytest.mark.filterwarnings(NESTED_WARNING)
+def test_encoder_smoke(tmp_path):
+    out = tmp_path / "encoder.json"
+    bench_encoder.main([*SMOKE, "--out", str(out)])
+    tiny = json.loads(out.read_text())["shapes"]["tiny"]
+    assert set(tiny["results"]) == {"glassformer", "torch.nn", "hf"}
+    for case in tiny["results"].values():
+        assert "error" not in case, case.get("error")
+        for inputs in ("dense", "padded"):
+            check_timing(case[inputs]["timing"]["forward"])
+            for key in ("tokens_per_s", "mfu", "peak_rss_mb"):
+                assert positive(case[inputs][key]), key
+    padded = tiny["results"]["torch.nn"]["padded"]
+    assert {"fast", "nested"} <= set(padded["kernels"])  # torch.nn really took its fast path
+    assert "sdpa" in tiny["results"]["glassformer"]["dense"]["kernels"]
+    for ratios in tiny["ratios"].values():
+        assert all(positive(r["speed"]) for r in ratios.values())
+
+
+def test_isolated_case_runs_in_its_own_process():
+    spec = {
+        "peer": "glassformer",
+        "shape": dataclasses.asdict(bench_train.SHAPES["tiny"].replace(n_layer=1, batch=2)),
+        "threads": 1,
+        "budget": dataclasses.asdict(common.Budget(warmup=1, warmup_s=0, min_steps=2)),
+    }
+    result = common.run_isolated("benchmarks.bench_train", spec)
+    assert result["isolated"] is True
+    check_timing(result["timing"]["step"])
+    assert 0 < result["rss_after_import_mb"] < result["peak_rss_mb"]
+
+
+def test_timing_and_table_format(capsys):
+    t = common.Timing.of([0.003, 0.001, 0.002])
+    assert (t.median_ms, t.min_ms, t.max_ms, t.steps) == (2.0, 1.0, 3.0, 3)
+    assert common.fmt_timing(t.__dict__) == "2.0 (1.0-3.0)"
+    common.print_table("T", ["peer", "ms"], [["a", "1.0"], ["bbb", "10.0"]], ["note"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "peer    ms" and lines[3] == "a      1.0" and lines[4] == "bbb   10.0"
+
+
+# The peers compute the same function as glassformer (same weights copied in) -------------------
+def _rename(key: str, stack: str) -> str:
+    """glassformer parameter name -> the torch.nn peer's (stack: its TransformerEncoder)."""
+    for ours, theirs in (
+        ("embed.token.", "tok."),
+        ("embed.pos.", "pos."),
+        ("embed.segment.", "segment."),
+        ("embed.norm.", "norm."),
+        ("decoder.", f"{stack}."),
+        ("encoder.", f"{stack}."),
+        ("in_proj.weight", "in_proj_weight"),
+        ("in_proj.bias", "in_proj_bias"),
+        ("ffn.fc1.", "linear1."),
+        ("ffn.fc2.", "linear2."),
+        ("attn_norm.", "norm1."),
+        ("ff_norm.", "norm2."),
+    ):
+        key = key.replace(ours, theirs)
+    return key
+
+
+def _load_into_torch_peer(peer, ours, stack: str) -> None:
+    state = {
+        _rename(k, stack): v for k, v in ours.state_dict().items() if not k.startswith("head.")
+    }
+    peer.load_state_dict(state, strict=True)
+
+
+def test_train_peers_compute_the_same_loss():
+    torch.manual_seed(0)
+    shape = bench_train.SHAPES["tiny"].replace(n_layer=2)
+    ids = torch.randint(0, shape.vocab, (3, shape.context))
+    ours, loss_of = peers.build_glassformer(shape)
+    hf, hf_loss_of = peers.build_hf(shape)
+    hf.load_state_dict(to_huggingface(ours).state_dict())
+    torch.testing.assert_close(hf_loss_of(hf, ids), loss_of(ours, ids))
+    # the torch.nn peer uses erf gelu (torch.nn's "gelu"): compare with glassformer's gelu
+    ours_gelu = peers.DecoderLM(
+        peers.glassformer_config(shape).replace(activation="gelu")
+    )
+    peer, peer_loss_of = peers.build_torch(shape)
+    _load_into_torch_peer(peer, ours_gelu, "blocks")
+    torch.testing.assert_close(peer_loss_of(peer, ids), loss_of(ours_gelu, ids))
+
+
+@pytest.mark.filterwarnings(NESTED_WARNING)
+def test_encoder_peers_compute_the_same_hidden_states():
+    torch.manual_seed(0)
+    shape = bench_encoder.SHAPES["tiny"].replace(n_layer=2, batch=4)
+    ids, mask = bench_encoder.make_batch(shape)
+    ours, forward = bench_encoder.build_glassformer(shape)
+    hf, hf_forward = bench_encoder.build_hf(shape)
+    hf.load_state_dict(to_huggingface(ours).state_dict())
+    peer, peer_forward = bench_encoder.build_torch(shape)
+    _load_into_torch_peer(peer, ours, "layers")
+    for model in (ours, hf, peer):
+        model.eval()  # torch.nn's fast path runs in eval mode only
+    real = mask.bool()
+    with torch.no_grad():
+        for m in (None, mask):
+            expected = forward(ids, m)
+            h_hf = hf_forward(ids, m)
+            h_torch, pooled_torch = peer_forward(ids, m)
+            torch.testing.assert_close(h_hf.last_hidden_state, expected.hidden_states)
+            torch.testing.assert_close(h_hf.pooler_output, expected.pooled)
+            keep = real if m is not None else torch.ones_like(real)  # padded rows may differ
+            torch.testing.assert_close(h_torch[keep], expected.hidden_states[keep])
+            torch.testing.assert_close(pooled_torch, expected.pooled)
