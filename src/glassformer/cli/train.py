@@ -11,6 +11,7 @@ import contextlib
 import io
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from ..generation import GenerationConfig
 from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
 from ..tokenizers import load_tokenizer
 from ..training import Trainer
+from ..training.lock import RunLock, StaleLockWarning
 from ..training.state import latest_checkpoint
 from .datasets import load_splits, train_tokenizer
 from .errors import Interrupted, UsageError
@@ -42,6 +44,10 @@ MODEL_CLASS = {
 }
 
 
+# how torch says an allocation failed: CUDA / MPS, and the CPU allocator
+OOM_WORDS = ("out of memory", "can't allocate memory", "not enough memory")
+
+
 def add_parser(commands) -> None:
     _add_parser(commands, run)
 
@@ -55,6 +61,14 @@ def run(args: argparse.Namespace) -> int:
             return _run(args, main)
         with contextlib.redirect_stdout(io.StringIO()):
             return _run(args, main)
+    except RuntimeError as err:
+        if not out_of_memory(err):
+            raise
+        first = str(err).strip().splitlines()[0][:160] if str(err).strip() else type(err).__name__
+        raise UsageError(
+            f"out of memory ({first}); lower --set train.batch_size or --set model.max_len "
+            "(--set train.grad_accum=N keeps the batch per step with 1/N of the memory)"
+        ) from None
     finally:
         if torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()
@@ -84,6 +98,11 @@ def _run(args: argparse.Namespace, main: bool) -> int:
                 "--out"
             )
         ckpt = None
+    if plan.train.steps == 0:
+        raise UsageError(
+            "--steps 0 (train.steps = 0) trains nothing; nothing was written; give --steps N "
+            "with N >= 1"
+        )
     train_data, val_data = load_splits(plan)
     if ckpt is not None:
         tokenizer = load_tokenizer(ckpt / "tokenizer.json")
@@ -98,8 +117,10 @@ def _run(args: argparse.Namespace, main: bool) -> int:
     )
     _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt)
     if main:
+        RunLock(plan.out).check()  # refuse a second run before touching run.json
         write_run(plan, model_cfg)
-    last = trainer.fit(resume=ckpt is not None)
+    with _notes():
+        last = trainer.fit(resume=ckpt is not None)
     if trainer.interrupted:
         raise Interrupted(
             f"interrupted at step {trainer.step}; saved in {plan.out}; continue with: "
@@ -107,6 +128,30 @@ def _run(args: argparse.Namespace, main: bool) -> int:
         )
     _print_summary(plan, trainer, last, main)
     return 0
+
+
+@contextlib.contextmanager
+def _notes():
+    """Show a ``StaleLockWarning`` (a killed run's lock replaced) as one note line."""
+    original = warnings.showwarning
+
+    def show(message, category, *args, **kwargs):
+        if issubclass(category, StaleLockWarning):
+            print(f"glassformer: note: {message}", file=sys.stderr, flush=True)
+        else:
+            original(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = original
+
+
+def out_of_memory(err: BaseException) -> bool:
+    """Is ``err`` torch failing to allocate memory (on any device)?"""
+    text = str(err).lower()
+    return isinstance(err, torch.OutOfMemoryError) or any(m in text for m in OOM_WORDS)
 
 
 def _rerun_of_demo(args: argparse.Namespace, builtin, settings) -> bool:

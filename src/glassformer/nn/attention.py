@@ -85,7 +85,7 @@ def _explicit(q, k, v, mask, dropout_p, scale):
             scores = scores.masked_fill(~mask, float("-inf"))  # â_nm = a_nm + b_nm
         else:
             scores = scores + mask
-        dead = scores.amax(dim=-1, keepdim=True) == float("-inf")  # (B, H, T, 1) nothing to see
+        dead = scores.isneginf().all(dim=-1, keepdim=True)  # (B, H, T, 1) nothing to see
         scores = scores.masked_fill(dead, 0.0)
     weights = scores.softmax(dim=-1)  # (B, H, T, S): e^{â_nm} / Z_n, Eq. (3)
     if dead is not None:

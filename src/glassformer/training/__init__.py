@@ -5,7 +5,8 @@ from .batches import BatchStream
 from .config import TASKS, TrainConfig
 from .evaluate import evaluate
 from .optim import build_optimizer, build_scheduler, lr_at
-from .trainer import FAMILY, Trainer, TrainingError, resolve_device
+from .runtime import resolve_device
+from .trainer import FAMILY, Trainer, TrainingError
 
 __all__ = [
     "FAMILY",

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,16 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 from ..models import GlassformerModel
+from .state_check import check_training_state
 
-__all__ = ["checkpoints", "latest_checkpoint", "load_checkpoint", "prune", "save_checkpoint"]
+__all__ = [
+    "checkpoints",
+    "latest_checkpoint",
+    "load_checkpoint",
+    "prune",
+    "remove_partial_checkpoints",
+    "save_checkpoint",
+]
 
 PREFIX = "step-"
 # Full (unsharded) tensors keyed by parameter name: the same checkpoint for 1 process, DDP
@@ -99,17 +108,18 @@ def load_checkpoint(
 
     path = Path(path)
     weights = read_weights(model, path / WEIGHTS_FILE)
+    meta = _read(path / "trainer.json", lambda f: json.loads(f.read_text(encoding="utf-8")))
+    tensors = _read(path / "trainer.safetensors", load_file)
+    check_training_state(path, meta, tensors, model, optimizer, scheduler)
     try:
-        meta = json.loads((path / "trainer.json").read_text())
-        tensors = load_file(path / "trainer.safetensors")
         optim_sd = _optimizer_state(meta["optimizer"], tensors)
-    except (OSError, ValueError, KeyError, SafetensorError) as err:
-        raise ValueError(f"{path}: unreadable training state ({err})") from None
-    set_state_dict(
-        model, optimizer, model_state_dict=weights, optim_state_dict=optim_sd, options=_FULL
-    )
-    scheduler.load_state_dict(meta["scheduler"])
-    torch.set_rng_state(tensors["rng.cpu"])
+        set_state_dict(
+            model, optimizer, model_state_dict=weights, optim_state_dict=optim_sd, options=_FULL
+        )
+        scheduler.load_state_dict(meta["scheduler"])
+        torch.set_rng_state(tensors["rng.cpu"])
+    except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as err:
+        raise ValueError(f"{path}: training state does not fit this run ({err})") from None
     if "rng.cuda" in tensors and torch.cuda.is_available():
         torch.cuda.set_rng_state(tensors["rng.cuda"])
     return meta
@@ -121,6 +131,23 @@ def prune(run_dir: Path, keep_last: int, keep: set[int]) -> None:
     for path in found[: max(len(found) - keep_last, 0)]:
         if int(path.name[len(PREFIX) :]) not in keep:
             shutil.rmtree(path, ignore_errors=True)
+
+
+def _read(file: Path, reader: Callable[[Path], Any]) -> Any:
+    try:
+        return reader(file)
+    except (OSError, ValueError, SafetensorError) as err:
+        raise ValueError(f"{file}: unreadable training state ({err})") from None
+
+
+def remove_partial_checkpoints(run_dir: Path) -> list[Path]:
+    """Delete the hidden temporary folders (``.step-*``) of checkpoint writes that a kill
+    interrupted; they are never loaded. Call only while holding the run's lock."""
+    root = Path(run_dir) / "checkpoints"
+    found = sorted(root.glob(f".{PREFIX}*")) if root.is_dir() else []
+    for path in found:
+        shutil.rmtree(path, ignore_errors=True)
+    return found
 
 
 def _optimizer_tensors(optim_sd) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:

@@ -31,10 +31,18 @@ from .batches import BatchStream
 from .config import TrainConfig
 from .distributed import Cluster, wrap_model
 from .evaluate import evaluate
+from .lock import RunLock
 from .optim import build_optimizer, build_scheduler
-from .state import latest_checkpoint, load_checkpoint, prune, save_checkpoint
+from .runtime import autocast, progress_bar, resolve_device, truncate_metrics
+from .state import (
+    latest_checkpoint,
+    load_checkpoint,
+    prune,
+    remove_partial_checkpoints,
+    save_checkpoint,
+)
 
-__all__ = ["Trainer", "TrainingError", "resolve_device"]
+__all__ = ["Trainer", "TrainingError"]
 
 LOADER_TASK = {"lm": "lm", "mlm": "mlm", "seq2seq": "seq2seq", "classify": "classification"}
 FAMILY = {"lm": "decoder", "mlm": "encoder", "seq2seq": "encoder-decoder", "classify": "encoder"}
@@ -42,20 +50,6 @@ FAMILY = {"lm": "decoder", "mlm": "encoder", "seq2seq": "encoder-decoder", "clas
 
 class TrainingError(RuntimeError):
     """The run cannot go on (a loss or gradient that is not finite)."""
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' but CUDA is not available here; use --device cpu")
-    if name == "mps" and not torch.backends.mps.is_available():
-        raise ValueError("device='mps' but MPS is not available here; use --device cpu")
-    return torch.device(name)
 
 
 class Trainer:
@@ -121,15 +115,25 @@ class Trainer:
     # The loop -----------------------------------------------------------------------------------
     def fit(self, *, resume: bool = False) -> dict[str, Any]:
         """Train until ``config.steps``; returns the last metrics. ``resume`` continues from
-        the newest checkpoint in ``run_dir``."""
+        the newest checkpoint in ``run_dir``. The first process holds ``run_dir/.lock`` while
+        it runs (see lock.py): a second run into the same folder is refused."""
+        locked = self.run_dir is not None and self.cluster.is_main
+        if locked and not resume:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        elif locked and not self.run_dir.is_dir():
+            raise ValueError(f"nothing to resume: {self.run_dir} does not exist")
+        lock = RunLock(self.run_dir) if locked else contextlib.nullcontext()
+        with lock:
+            return self._fit(resume)
+
+    def _fit(self, resume: bool) -> dict[str, Any]:
         if resume:
             self.resume()
         elif self.run_dir is not None and self.cluster.is_main:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
             (self.run_dir / "metrics.jsonl").write_text("")
         c = self.config
         self.interrupted = False
-        bar = _progress(c.steps, self.step, enabled=self.progress)
+        bar = progress_bar(c.steps, self.step, enabled=self.progress)
         last: dict[str, Any] = {}
         with self._signals():
             while self.step < c.steps and not self.interrupted:
@@ -171,7 +175,7 @@ class Trainer:
             last = j == c.grad_accum - 1
             # DDP: all-reduce the gradients only on the last micro-batch of the step
             with contextlib.nullcontext() if last or not self.ddp else self.forward.no_sync():
-                with _autocast(self.device, c.bf16):
+                with autocast(self.device, c.bf16):
                     out = self.forward(**batch)
                 (out.loss / c.grad_accum).backward()
             total += float(out.loss.detach())
@@ -241,7 +245,8 @@ class Trainer:
         meta = load_checkpoint(path, self.model, self.optimizer, self.scheduler)
         self.step, self.best = meta["step"], meta.get("best")
         if self.cluster.is_main:
-            _truncate_metrics(self.run_dir / "metrics.jsonl", self.step)
+            remove_partial_checkpoints(self.run_dir)
+            truncate_metrics(self.run_dir / "metrics.jsonl", self.step)
 
     # Helpers -------------------------------------------------------------------------------------
     def _to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -274,21 +279,3 @@ class Trainer:
         finally:
             for s, handler in old.items():
                 signal.signal(s, handler)
-
-
-def _autocast(device: torch.device, enabled: bool):
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled)
-
-
-def _progress(total: int, initial: int, enabled: bool):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=initial, disable=not enabled, unit="step", dynamic_ncols=True)
-
-
-def _truncate_metrics(path: Path, step: int) -> None:
-    """Drop metric lines written after ``step`` (work lost by the interruption)."""
-    if not path.exists():
-        return
-    keep = [ln for ln in path.read_text().splitlines() if json.loads(ln).get("step", 0) <= step]
-    path.write_text("".join(ln + "\n" for ln in keep))

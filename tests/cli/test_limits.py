@@ -1,0 +1,78 @@
+"""Limits on the command line: out of memory, --steps 0, empty data, a prompt longer than the
+model's context. Each is one line on stderr with exit status 2, naming what to change, and
+leaves nothing half-written."""
+
+import pytest
+import torch
+
+from glassformer.cli import train as train_cmd
+from glassformer.generation import GenerationConfig, generate
+from glassformer.models import load_model
+
+
+def train_args(cli, data, out, *extra):
+    return ["train", "--data", data, "--out", out, *cli.TINY, *extra]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB"),
+        RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: "
+            "you tried to allocate 1099511627776 bytes."
+        ),
+        RuntimeError("MPS backend out of memory (MPS allocated: 9.00 GB)"),
+    ],
+    ids=["cuda", "cpu", "mps"],
+)
+def test_out_of_memory_names_the_settings_to_lower(cli, lm_files, tmp_path, monkeypatch, error):
+    def fit(self, **kwargs):
+        raise error
+
+    monkeypatch.setattr(train_cmd.Trainer, "fit", fit)
+    result = cli.run(*train_args(cli, lm_files[0], tmp_path / "run", "--steps", "2"))
+    cli.assert_user_error(
+        result, "out of memory", "--set train.batch_size", "--set model.max_len", "grad_accum"
+    )
+
+
+def test_other_runtime_errors_are_not_called_out_of_memory(cli, lm_files, tmp_path, monkeypatch):
+    def fit(self, **kwargs):
+        raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
+
+    monkeypatch.setattr(train_cmd.Trainer, "fit", fit)
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+        cli.run(*train_args(cli, lm_files[0], tmp_path / "run", "--steps", "2"))
+
+
+def test_steps_0_is_refused_before_anything_is_written(cli, lm_files, tmp_path):
+    out = tmp_path / "run"
+    result = cli.run(*train_args(cli, lm_files[0], out, "--steps", "0"))
+    cli.assert_user_error(result, "--steps 0", "trains nothing", "N >= 1")
+    assert not out.exists()
+    cli.assert_user_error(
+        cli.run(*train_args(cli, lm_files[0], out, "--set", "train.steps=0")), "trains nothing"
+    )
+
+
+@pytest.mark.parametrize("text", ["", "\n\n\n"], ids=["empty", "blank-lines"])
+def test_empty_data_is_refused(cli, tmp_path, text):
+    data = tmp_path / "train.txt"
+    data.write_text(text)
+    out = tmp_path / "run"
+    result = cli.run(*train_args(cli, data, out, "--steps", "2"))
+    cli.assert_user_error(result, str(data), "empty")
+    assert not out.exists()
+
+
+def test_prompt_longer_than_the_context(cli, lm_run):
+    """The library refuses a prompt longer than max_len when the model has no sliding window
+    (tests/generation); the command line, as documented, slides the window and goes on."""
+    run, _ = lm_run  # context (max_len) 16
+    model = load_model(run / "checkpoints" / "step-000040")
+    ids = torch.full((1, 20), 5)
+    with pytest.raises(ValueError, match="max_len is 16"):
+        generate(model, ids, GenerationConfig(max_new_tokens=1))
+    result = cli.run("generate", "--checkpoint", run, "--prompt", "the cat sat " * 4, "--seed", "1")
+    assert result.code == 0 and result.out.startswith("the cat sat " * 4), result.err
