@@ -10,7 +10,8 @@
 list of lists of different lengths, padded here (on the left for a DecoderLM, so every next
 token lands in the same column; on the right for an EncoderDecoder's source). Settings come
 from a GenerationConfig, keyword arguments overriding it. Generation runs in eval mode under
-torch.inference_mode (the model's train/eval mode is restored afterwards).
+torch.inference_mode; the model's train/eval mode, and its weights' memory layout (see
+``layout``), are restored afterwards.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from torch import Tensor
 
 from ..models import EncoderDecoder, GlassformerModel
 from .config import GenerationConfig
-from .decoding import eval_mode
 from .job import GenerationJob
 from .outputs import GenerationOutput
 from .stopping import cut_at_stop
@@ -52,7 +52,7 @@ def generate(
     settings: GenerationConfig fields overriding ``config``.
     """
     job = GenerationJob(model, inputs, config, attention_mask, tokenizer, settings)
-    with eval_mode(model):
+    with job.running():
         if job.config.num_beams > 1:
             return job.beam()
         for tokens in job.sample():
@@ -83,7 +83,7 @@ def stream(
 
 
 def _stream(job: GenerationJob) -> Iterator[list[int | None]]:
-    with eval_mode(job.model):
+    with job.running():
         for tokens in job.sample():
             yield job.step_view(tokens)
 

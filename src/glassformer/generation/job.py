@@ -9,6 +9,7 @@ inside the caller's eval mode.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import torch
@@ -17,8 +18,9 @@ from torch import Tensor
 from ..models import DecoderLM, EncoderDecoder
 from .beam import beam_search
 from .config import GenerationConfig
-from .decoding import DecoderSession, Seq2SeqSession, Session
+from .decoding import DecoderSession, Seq2SeqSession, Session, eval_mode
 from .inputs import check_ids, pad_prompts
+from .layout import input_major_weights
 from .outputs import GenerationOutput
 from .sampling import sample_steps
 from .stopping import StopState, cut_at_stop
@@ -97,6 +99,16 @@ class GenerationJob:
                 f"({what}) but the model's max_len is {max_len}; allowed max_new_tokens <= "
                 f"{allowed} (this model has no sliding window)"
             )
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """The model as decoding wants it: eval mode (no dropout) and, with the cache,
+        input-major weights (``layout``); both undone on exit."""
+        relayout = self.config.use_cache and self.config.input_major_weights
+        with ExitStack() as stack:
+            stack.enter_context(eval_mode(self.model))
+            stack.enter_context(input_major_weights(self.model, relayout))
+            yield
 
     def _session(self) -> Session:
         make = Seq2SeqSession if self.seq2seq else DecoderSession

@@ -11,7 +11,8 @@ DInference (Phuong & Hutter, "Formal Algorithms for Transformers", Algorithm 14)
 Here the DTransformer call of step i feeds only the newest token (the KV cache holds the rest,
 see ``decoding``), the draw is made by ``logits.choose_next`` (τ = 0: argmax; top-k / top-p
 filters) with the caller's torch.Generator, and the loop ends early once every sequence is
-finished (``stopping``). The same loop serves the decoder of an encoder-decoder.
+finished (``stopping``). The same loop serves the decoder of an encoder-decoder (EDInference,
+Algorithm 15: the source is encoded once and each step extends the target).
 """
 
 from __future__ import annotations

@@ -1,0 +1,40 @@
+"""The input-major weight layout used while decoding changes strides only: the same results, and
+the model's own tensors are back in place afterwards."""
+
+from __future__ import annotations
+
+import torch
+
+from glassformer.generation import generate
+from glassformer.generation.layout import input_major_weights
+
+
+def test_layout_is_restored_exactly(make_decoder):
+    model = make_decoder(tie_embeddings=True)
+    before = {
+        name: (p.data_ptr(), p.stride(), p.detach().clone()) for name, p in model.named_parameters()
+    }
+    with input_major_weights(model):
+        w = model.decoder.layers[0].ffn.fc1.weight
+        assert w.shape == (128, 32) and w.stride() == (1, 128)  # same shape, transposed storage
+        tied = model.head.unembed.proj.weight
+        assert tied is model.embed.token.weight and tied.stride() == (1, 64)  # re-laid once
+    for name, p in model.named_parameters():
+        ptr, stride, value = before[name]
+        assert (p.data_ptr(), p.stride()) == (ptr, stride), name
+        assert torch.equal(p, value), name
+
+
+def test_layout_gives_the_same_generation(make_decoder, make_seq2seq, prompts):
+    for model, inputs in ((make_decoder("rotary"), prompts), (make_seq2seq(), [[5, 6, 2], [7, 2]])):
+        a = generate(model, inputs, max_new_tokens=24, temperature=0, return_logits=True)
+        b = generate(
+            model,
+            inputs,
+            max_new_tokens=24,
+            temperature=0,
+            return_logits=True,
+            input_major_weights=False,
+        )
+        assert a.tokens == b.tokens
+        torch.testing.assert_close(a.logits, b.logits, atol=1e-5, rtol=0)
