@@ -28,7 +28,7 @@ from torch import Tensor
 
 from .masks import causal_mask
 
-__all__ = ["attention"]
+__all__ = ["attention", "with_causal"]
 
 
 def attention(
@@ -63,13 +63,13 @@ def attention(
     _check_inputs(q, k, v, mask)
     t, s = q.shape[-2], k.shape[-2]
     if need_weights:
-        return _explicit(q, k, v, _with_causal(mask, causal, t, s, q.device), dropout_p, scale)
+        return _explicit(q, k, v, with_causal(mask, causal, t, s, q.device), dropout_p, scale)
     if causal and mask is None and t == s:
         out = F.scaled_dot_product_attention(
             q, k, v, dropout_p=dropout_p, is_causal=True, scale=scale, enable_gqa=_gqa(q, k)
         )
         return out, None
-    return _fused(q, k, v, _with_causal(mask, causal, t, s, q.device), dropout_p, scale), None
+    return _fused(q, k, v, with_causal(mask, causal, t, s, q.device), dropout_p, scale), None
 
 
 def _explicit(q, k, v, mask, dropout_p, scale):
@@ -116,7 +116,9 @@ def _gqa(q: Tensor, k: Tensor) -> bool:
     return q.shape[1] != k.shape[1]
 
 
-def _with_causal(mask, causal, t, s, device):
+def with_causal(mask, causal, t, s, device):
+    """``mask`` with the causal mask folded in (bottom-right aligned for T < S), as Eq. (1)
+    applies it."""
     if not causal or t == 1:  # a single newest query may see every key
         return mask
     tri = causal_mask(t, s, device=device)  # (T, S)

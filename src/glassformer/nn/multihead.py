@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import _with_causal, attention
+from .attention import attention, with_causal
 from .kv_cache import KVCache
 from .positional import apply_rotary
 
@@ -99,7 +99,7 @@ class MultiHeadAttention(nn.Module):
                     cache.append(k, v)
         p = self.dropout if self.training else 0.0
         if self.recorder is not None:
-            mask = _with_causal(mask, causal, t, k.shape[2], q.device)  # what Eq. (1) applies
+            mask = with_causal(mask, causal, t, k.shape[2], q.device)  # what Eq. (1) applies
             y, a = attention(q, k, v, mask, p, need_weights=True)
             self.recorder.attention(q, k, v, mask, a, causal=causal)
             weights = a if need_weights else None
