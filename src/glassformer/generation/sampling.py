@@ -42,17 +42,15 @@ def sample_steps(
     ``logits_log``, when given, receives the raw logits (B, V) each step chose from."""
     temperature, top_k, top_p = config.temperature, config.top_k, config.top_p
     last = config.max_new_tokens - 1
-    with torch.inference_mode():
-        logits = session.prefill()
+    tokens: Tensor | None = None
     for i in range(config.max_new_tokens):
-        if logits_log is not None:
-            logits_log.append(logits.float())
-        with torch.inference_mode():
+        with torch.inference_mode():  # one context per step: prefill or step, then the draw
+            logits = session.prefill() if tokens is None else session.step(tokens)
+            if logits_log is not None:
+                logits_log.append(logits.float())
             tokens = stop.update(choose_next(logits, temperature, top_k, top_p, generator))
         yield tokens
         if stop.all_finished or i == last:
             break
-        with torch.inference_mode():
-            logits = session.step(tokens)
     if not stop.all_finished:
         stop.finish_length()
