@@ -112,3 +112,25 @@ def test_glassformer_train_under_torchrun(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     steps = [json.loads(x).get("step") for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert max(steps) == 5
+
+
+def test_a_locked_run_directory_stops_every_process(tmp_path):
+    """Only rank 0 checks the run lock; the other process must stop with it, not wait in its
+    next collective until torchrun kills it."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / ".lock").write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+        "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
+        "-m", "glassformer", "train", "--data", "sort", "--out", str(out),
+        "--set", "data.num_examples=64", "--set", "model.n_layer=1", "--steps", "2",
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert f"is in use by process {os.getpid()}" in done.stderr
+    assert "process 1 stops: another process of this run could not start" in done.stderr
+    # the one traceback is torchrun's own report that a worker failed, not one of ours
+    assert done.stderr.count("Traceback") == done.stderr.count("ChildFailedError:") == 1
+    assert sorted(p.name for p in out.iterdir()) == [".lock"]  # nothing written, lock kept

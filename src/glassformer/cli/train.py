@@ -116,9 +116,15 @@ def _run(args: argparse.Namespace, main: bool) -> int:
         model, tokenizer, train_data, val_data, plan.train, plan.out, progress=sys.stderr.isatty()
     )
     _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt)
+    error = None
     if main:
-        RunLock(plan.out).check()  # refuse a second run before touching run.json
-        write_run(plan, model_cfg)
+        try:
+            RunLock(plan.out).check()  # refuse a second run before touching run.json
+        except ValueError as err:
+            error = err
+        else:
+            write_run(plan, model_cfg)
+    trainer.cluster.raise_together(error)
     with _notes():
         last = trainer.fit(resume=ckpt is not None)
     if trainer.interrupted:

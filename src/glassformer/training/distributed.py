@@ -78,6 +78,19 @@ class Cluster:
         if self.distributed:
             dist.barrier()
 
+    def raise_together(self, error: Exception | None) -> None:
+        """Raise ``error`` here and a ``ValueError`` on every other process when any process
+        met one. Checks that only rank 0 makes (the run lock) go through this, so the other
+        processes stop with it instead of waiting forever in their next collective."""
+        failed = self.sum([float(error is not None)])[0] if self.distributed else 0.0
+        if error is not None:
+            raise error
+        if failed:
+            raise ValueError(
+                f"process {self.rank} stops: another process of this run could not start "
+                "(its message is above)"
+            )
+
 
 def wrap_model(model: nn.Module, strategy: str, cluster: Cluster, device: torch.device):
     """The module to call in training: the model itself, DDP around it, or the model

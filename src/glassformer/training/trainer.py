@@ -117,14 +117,24 @@ class Trainer:
         """Train until ``config.steps``; returns the last metrics. ``resume`` continues from
         the newest checkpoint in ``run_dir``. The first process holds ``run_dir/.lock`` while
         it runs (see lock.py): a second run into the same folder is refused."""
-        locked = self.run_dir is not None and self.cluster.is_main
-        if locked and not resume:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-        elif locked and not self.run_dir.is_dir():
-            raise ValueError(f"nothing to resume: {self.run_dir} does not exist")
-        lock = RunLock(self.run_dir) if locked else contextlib.nullcontext()
-        with lock:
+        lock = None
+        error: ValueError | None = None
+        if self.run_dir is not None and self.cluster.is_main:
+            lock = RunLock(self.run_dir)
+            try:
+                if not resume:
+                    self.run_dir.mkdir(parents=True, exist_ok=True)
+                elif not self.run_dir.is_dir():
+                    raise ValueError(f"nothing to resume: {self.run_dir} does not exist")
+                lock.acquire()
+            except ValueError as err:
+                error = err
+        self.cluster.raise_together(error)  # under torchrun: every process stops, none hangs
+        try:
             return self._fit(resume)
+        finally:
+            if lock is not None:
+                lock.release()
 
     def _fit(self, resume: bool) -> dict[str, Any]:
         if resume:
