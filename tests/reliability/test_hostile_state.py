@@ -124,6 +124,20 @@ CASES = {
         "dtype torch.int64",
     ),
     "no rng": (edit_tensors(lambda t: t.pop("rng.cpu")), "no CPU random-number state"),
+    "a moment left out": (
+        edit_tensors(lambda t: t.pop(MOMENT)),
+        r"the optimizer state of embed.token.weight lacks \['exp_avg'\]",
+    ),
+    "a parameter's whole state left out": (
+        edit_tensors(lambda t: [t.pop(k) for k in list(t) if k.startswith("opt/embed.token")]),
+        r"embed.token.weight lacks \['exp_avg', 'exp_avg_sq', 'step'\]",
+    ),
+    "a field not listed": (
+        edit_json(optimizer__fields={}),
+        r"state \['exp_avg', 'exp_avg_sq', 'step'\] of decoder.layers.0.attn_norm.bias is not "
+        "listed in trainer.json",
+    ),
+    "no list of fields": (edit_json(optimizer__fields=None), "optimizer.fields is not a mapping"),
 }
 
 

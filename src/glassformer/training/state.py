@@ -152,14 +152,16 @@ def remove_partial_checkpoints(run_dir: Path) -> list[Path]:
 
 def _optimizer_tensors(optim_sd) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """Optimizer state keyed by parameter name -> ("opt/<name>/<field>" tensors, the rest)."""
-    tensors, scalars = {}, {}
+    tensors, scalars, fields = {}, {}, {}
     for param, entry in optim_sd["state"].items():
+        fields[param] = sorted(entry)  # what a reader must find, so an omission is caught
         for field, value in entry.items():
             if torch.is_tensor(value):
                 tensors[f"opt/{param}/{field}"] = value.detach().contiguous().cpu()
             else:
                 scalars[f"{param}/{field}"] = value
-    return tensors, {"param_groups": optim_sd["param_groups"], "scalars": scalars}
+    meta = {"param_groups": optim_sd["param_groups"], "scalars": scalars, "fields": fields}
+    return tensors, meta
 
 
 def _optimizer_state(meta: dict[str, Any], tensors: dict[str, torch.Tensor]) -> dict[str, Any]:

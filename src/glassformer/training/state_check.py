@@ -37,6 +37,7 @@ def check_training_state(
     shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
     _check_optimizer_meta(json_file, meta.get("optimizer"), optimizer, set(shapes))
     _check_tensors(tensor_file, tensors, shapes)
+    _check_complete(tensor_file, meta["optimizer"], tensors)
     live = scheduler.state_dict()
     saved = meta.get("scheduler")
     if not isinstance(saved, dict) or set(saved) != set(live):
@@ -93,6 +94,37 @@ def _check_tensors(
             )
         if not value.is_floating_point():
             raise ValueError(f"{path}: {key} has dtype {value.dtype}; allowed floating point")
+
+
+def _check_complete(path: Path, saved: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
+    """Every field that trainer.json says was saved (optimizer.fields: parameter -> names) is
+    in the file or in optimizer.scalars, and nothing else: a parameter's moments left out
+    would otherwise restart from zero without a word."""
+    fields = saved.get("fields")
+    if not isinstance(fields, dict) or not all(
+        isinstance(v, list) and all(isinstance(f, str) for f in v) for v in fields.values()
+    ):
+        raise ValueError(
+            f"{path.with_suffix('.json')}: optimizer.fields is not a mapping of "
+            "parameter names to lists of state names"
+        )
+    found: dict[str, set[str]] = {}
+    keys = [k.removeprefix("opt/") for k in tensors if k.startswith("opt/")]
+    for key in [*keys, *saved["scalars"]]:
+        param, _, field = key.rpartition("/")
+        found.setdefault(param, set()).add(field)
+    for param in sorted(set(fields) | set(found)):
+        want, have = set(fields.get(param, ())), found.get(param, set())
+        if want - have:
+            raise ValueError(
+                f"{path}: the optimizer state of {param} lacks {sorted(want - have)}; the "
+                "file is incomplete"
+            )
+        if have - want:
+            raise ValueError(
+                f"{path}: optimizer state {sorted(have - want)} of {param} is not listed in "
+                "trainer.json"
+            )
 
 
 def _kind(value: Any) -> str:
