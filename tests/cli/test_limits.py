@@ -2,6 +2,11 @@
 model's context. Each is one line on stderr with exit status 2, naming what to change, and
 leaves nothing half-written."""
 
+import os
+import resource
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -35,6 +40,40 @@ def test_out_of_memory_names_the_settings_to_lower(cli, lm_files, tmp_path, monk
     cli.assert_user_error(
         result, "out of memory", "--set train.batch_size", "--set model.max_len", "grad_accum"
     )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")
+def test_a_real_allocation_failure_is_one_line_and_the_folder_can_start_over(tmp_path):
+    """A separate process limited to 3 GiB of address space (RLIMIT_AS) asks for a batch
+    that needs far more: torch's allocator fails for real, the command says which settings
+    to lower, and the same --out then trains with a smaller batch (nothing was saved, so
+    nothing is lost by starting over)."""
+    data = tmp_path / "train.txt"
+    data.write_text("the cat sat on the mat.\n" * 100_000)  # 2.4 MB: 4,687 windows of 512
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "glassformer", "train", "--data", str(data), "--out", str(out)]
+    cmd += ["--set", "model.max_len=512", "--steps", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    big = subprocess.run(
+        [*cmd, "--set", "train.batch_size=4096"],
+        env=env, preexec_fn=limit, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert big.returncode == 2, big.stderr[-2000:]
+    lines = big.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("glassformer: error: out of memory ("), lines
+    assert "can't allocate memory" in lines[0] and "--set train.batch_size" in lines[0]
+    assert not (out / "checkpoints").exists()
+    small = subprocess.run(
+        [*cmd, "--set", "train.batch_size=2", "--set", "model.n_layer=1"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert small.returncode == 0, small.stderr[-2000:]
+    assert (out / "checkpoints" / "step-000001").is_dir()
 
 
 def test_other_runtime_errors_are_not_called_out_of_memory(cli, lm_files, tmp_path, monkeypatch):

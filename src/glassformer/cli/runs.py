@@ -38,8 +38,10 @@ RUN_FILE, FORMAT, VERSION = "run.json", "glassformer-run", 1
 
 
 def holds_run(path: Path) -> bool:
-    """Does ``path`` hold (part of) a training run?"""
-    return any((path / name).exists() for name in (RUN_FILE, "checkpoints", "metrics.jsonl"))
+    """Does ``path`` hold a training run worth keeping: one with a complete checkpoint? A run
+    that stopped before its first checkpoint (out of memory at step 1, killed early) left
+    nothing to resume, so a new run may start over in its folder."""
+    return bool(checkpoints(path))
 
 
 def write_json(path: Path, data: Any) -> None:
