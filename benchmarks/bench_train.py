@@ -15,6 +15,12 @@ fused=True, weight decay on matrices only; the same settings for everyone), no d
                  batch_first) called with the causal mask and is_causal=True, final LayerNorm,
                  head tied to the embedding, F.cross_entropy against the labels shifted
 
+Memory reuse: glassformer's trainer calls ``glassformer.training.memory.reuse_freed_memory()``
+on CPU (glibc's malloc keeps freed memory instead of mapping large blocks afresh every step),
+so the glassformer cases run with it (``--no-reuse-memory`` to leave it out). The peers run as
+they ship, and again with the same call ("+ reuse" rows), so the table shows both the speed a
+user gets and how much of it is the model code.
+
 Each (peer, shape) runs in its own subprocess (peak RSS per case; see common.py). A step's
 forward + backward and its optimizer step are timed separately inside the same step (CPU:
 nothing is asynchronous), so "fwd+bwd" is the step without AdamW. Scaling: the tiny GPT at
@@ -85,6 +91,10 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["peer"] == "hf":
         import transformers.models.gpt2.modeling_gpt2  # noqa: F401  (counted in the baseline)
     preload_torch()
+    if spec.get("reuse_memory"):
+        from glassformer.training.memory import reuse_freed_memory
+
+        reuse_freed_memory()
     base = rss_mb()
     shape = Shape(**spec["shape"])
     if spec["peer"] == "glassformer":
@@ -148,6 +158,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--bf16", action="store_true", help="also glassformer + bfloat16 autocast")
     ap.add_argument("--checkpointing", action="store_true", help="also glassformer + act. ckpt")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print top-N ops/case")
+    ap.add_argument(
+        "--no-reuse-memory",
+        dest="reuse_memory",
+        action="store_false",
+        help="run glassformer without reuse_freed_memory() (its trainer calls it on CPU)",
+    )
+    ap.add_argument(
+        "--no-peer-reuse", dest="peer_reuse", action="store_false",
+        help="skip the peer rows with reuse_freed_memory() too",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     finish_args(ap, args, SHAPES, PEERS)
     args.context_list = _ints(args.contexts, (64,) if args.quick else CONTEXTS)
@@ -171,6 +191,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "shape": dataclasses.asdict(shape),
             "flop_per_token": flops_per_token(shape),
             "results": {p: run(p, shape, args) for p in args.peer_list},
+            "reuse": {
+                p: run(p, shape, args, reuse_memory=True)
+                for p in args.peer_list
+                if p != "glassformer" and args.peer_reuse and args.reuse_memory
+            },
             "variants": {v: run("glassformer", shape, args, **o) for v, o in variants.items()},
         }
     scaling = sweeps(args, shapes)
@@ -189,10 +214,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "shapes": shapes,
         "scaling": scaling,
         "checkpointing": bool(args.checkpointing),
+        "glassformer_reuse_memory": bool(args.reuse_memory),
     }
     out = write_json(args.out, data)
     print(f"wrote {out}")
-    cases = [r for s in shapes.values() for r in (*s["results"].values(), *s["variants"].values())]
+    cases = [
+        r
+        for s in shapes.values()
+        for r in (*s["results"].values(), *s["reuse"].values(), *s["variants"].values())
+    ]
     cases += [row[p] for rows in scaling.values() for row in rows for p in PEERS if p in row]
     failed = sum("error" in r for r in cases)
     if failed:
@@ -209,6 +239,7 @@ def run(peer: str, shape: Shape, args, **variant: Any) -> dict[str, Any]:
         "seed": 0,
         "budget": dataclasses.asdict(args.budget),
         "profile": args.profile,
+        "reuse_memory": peer == "glassformer" and args.reuse_memory,
         **variant,
     }
     t0 = time.perf_counter()
@@ -290,7 +321,7 @@ def compare(ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, float | Non
     memory = glassformer / peer peak RSS above imports (< 1: glassformer smaller)."""
 
     def div(a, b):
-        return None if a is None or b is None else a / b
+        return None if a is None or not b else a / b  # 0 MB above imports: in-process runs
 
     def mem(r):
         return r.get("rss_above_imports_mb")
@@ -306,12 +337,13 @@ def report(shapes, scaling, peak: dict[str, float], variants) -> None:
     """Derive the figures against the matmul ``peak`` (GFLOP/s by dtype), add the ratios,
     print the tables."""
     for name, s in shapes.items():
-        for r in s["results"].values():
+        for r in (*s["results"].values(), *s["reuse"].values()):
             derive(r, SHAPES[name], peak["float32"])
         for v, r in s["variants"].items():
             derive(r, SHAPES[name], peak["bfloat16" if variants[v].get("bf16") else "float32"])
         ours = s["results"]["glassformer"]
         s["ratios"] = {p: compare(ours, r) for p, r in s["results"].items() if p != "glassformer"}
+        s["ratios_reuse"] = {p: compare(ours, r) for p, r in s["reuse"].items()}
         print_shape(name, s)
     for axis, rows in scaling.items():
         for row in rows:
@@ -335,6 +367,8 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
     for peer, r in s["results"].items():
         c = compare(ours, r) if peer != "glassformer" else {}
         rows.append(_row(PEERS[peer], r, c))
+    for peer, r in s["reuse"].items():  # the same malloc setting as glassformer
+        rows.append(_row(f"{PEERS[peer]} + reuse", r, compare(ours, r)))
     for variant, r in s["variants"].items():  # speed-up of the variant over eager glassformer
         rows.append(_row(variant, r, compare(r, ours) | {"memory": None}))
     print_table(
@@ -346,6 +380,8 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
             "ms: median of the timed steps (min-max); f+b = forward + backward, no AdamW step",
             "MFU: model FLOP/s (glassformer's formula, same for all peers) / matmul peak",
             "RSS MB: peak resident memory of the case's process; +MB: above its imports",
+            "glassformer runs with reuse_freed_memory() (as its trainer does on CPU); "
+            "+ reuse: the peer with it too",
             "speed: peer ms / glassformer ms (> 1: glassformer faster); for a variant: "
             "glassformer ms / variant ms (> 1: variant faster)",
             "memory: glassformer +MB / peer +MB (< 1: glassformer smaller)",

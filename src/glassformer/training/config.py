@@ -39,6 +39,7 @@ class TrainConfig:
     device: str = "auto"
     compile: bool = False  # torch.compile the model
     checkpointing: bool = False  # activation checkpointing: recompute blocks in backward
+    reuse_memory: bool = True  # CPU: malloc keeps freed memory for the next step (memory.py)
     log_every: int = 10  # steps between metric lines
     mlm_probability: float = 0.15
     strategy: str = "ddp"  # under torchrun: "ddp" (replicate) or "fsdp" (shard)

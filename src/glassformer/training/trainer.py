@@ -32,6 +32,7 @@ from .config import TrainConfig
 from .distributed import Cluster, wrap_model
 from .evaluate import evaluate
 from .lock import RunLock
+from .memory import reuse_freed_memory
 from .optim import build_optimizer, build_scheduler
 from .runtime import autocast, progress_bar, resolve_device, truncate_metrics
 from .state import (
@@ -79,6 +80,8 @@ class Trainer:
         self.device = resolve_device(config.device)
         self.cluster = Cluster.from_env(self.device.type)
         self.device = self.cluster.device(self.device)
+        if config.reuse_memory and self.device.type == "cpu":
+            reuse_freed_memory()  # large blocks are not mapped and zero-filled every step
         if config.batch_size % self.cluster.world_size:
             raise ValueError(
                 f"batch_size={config.batch_size} (the global batch) must be divisible by the "
