@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..nn import aligned
+
 __all__ = ["IGNORE_INDEX", "ModelOutput", "lm_loss"]
 
 IGNORE_INDEX = -100  # label value that is not scored (padding, unmasked MLM positions)
@@ -36,11 +38,10 @@ def lm_loss(logits: Tensor, labels: Tensor, *, shift: bool) -> Tensor:
     if shift:  # label n+1 moves under logit n; the last position scores nothing
         labels = F.pad(labels[:, 1:], (0, 1), value=IGNORE_INDEX)  # no copy of the logits
     labels = labels.reshape(-1)
-    total = F.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]).float(),
-        labels,
-        ignore_index=IGNORE_INDEX,
-        reduction="sum",
-    )
+    z = logits.reshape(-1, logits.shape[-1]).float()  # (N, V)
+    if aligned.pays(z, z.shape[-1]):  # the same sum; its gradient laid out for speed
+        total = aligned.cross_entropy_sum(z, labels)
+    else:
+        total = F.cross_entropy(z, labels, ignore_index=IGNORE_INDEX, reduction="sum")
     # mean over scored labels; a batch with none scores 0 instead of 0/0 = NaN
     return total / (labels != IGNORE_INDEX).sum().clamp(min=1)

@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from . import aligned
+
 __all__ = ["TokenEmbedding", "Unembedding"]
 
 
@@ -62,4 +64,6 @@ class Unembedding(nn.Module):
             self.proj.weight = tie_to.weight
 
     def forward(self, h: Tensor) -> Tensor:
+        if aligned.pays(h, self.proj.weight.shape[0]):  # same numbers, faster on CPU
+            return aligned.linear(h, self.proj.weight, self.proj.bias)  # (B, T, V)
         return self.proj(h)  # (B, T, V)
