@@ -52,9 +52,11 @@ from benchmarks.common import (
     Budget,
     Shape,
     add_common_args,
+    best_of_rounds,
     best_peak,
     environment,
     execute,
+    fastest,
     finish_args,
     fmt_timing,
     matmul_peak,
@@ -195,6 +197,7 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
 
         out[name] = measure(step, Budget(**spec["budget"]))
         out[name]["real_tokens"] = int(mask.sum()) if name == "padded" else ids.numel()
+        out[name]["rss_after_import_mb"] = base
     for name in spec["inputs"]:  # after the timing: the profiler's buffers stay resident
         out[name]["kernels"] = kernels_used(
             lambda n=name: forward(ids, mask if n == "padded" else None)
@@ -230,7 +233,7 @@ def derive(case: dict[str, Any], shape: Shape, peak_gflops: float) -> dict[str, 
         seconds = r["timing"]["forward"]["median_ms"] / 1000
         r["tokens_per_s"] = r["real_tokens"] / seconds
         r["mfu"] = per_token * r["real_tokens"] / seconds / (peak_gflops * 1e9)
-        r["rss_above_imports_mb"] = r["peak_rss_mb"] - case["rss_after_import_mb"]
+        r["rss_above_imports_mb"] = r["peak_rss_mb"] - r["rss_after_import_mb"]
     return case
 
 
@@ -249,7 +252,9 @@ def compare(ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, dict[str, f
             continue
         out[name] = {
             "speed": ms(b) / ms(a),
-            "memory": a["rss_above_imports_mb"] / b["rss_above_imports_mb"],
+            "memory": a["rss_above_imports_mb"] / b["rss_above_imports_mb"]
+            if b["rss_above_imports_mb"] > 0
+            else None,  # in-process runs: the peak may not grow
         }
     return out
 
@@ -268,8 +273,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         shapes[name] = {
             "shape": dataclasses.asdict(SHAPES[name]),
             "flop_per_token": flops_per_token(SHAPES[name]),
-            "results": {p: run(p, SHAPES[name], args) for p in args.peer_list},
-        }
+            "results": best_of_rounds(
+                lambda p, shape=SHAPES[name]: run(p, shape, args), args.peer_list, args.rounds,
+                merge_rounds,
+            ),
+        }  # fmt: skip
     after = matmul_peak(repeat=args.repeat)
     peak = best_peak(before, after)
     print(f"matmul peak after the cases: {after['gflops']:.1f} GFLOP/s\n")
@@ -285,6 +293,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "environment": env,
         "matmul_peak": {"float32": peak},
         "budget": dataclasses.asdict(args.budget),
+        "rounds": args.rounds,
         "peers": {p: PEERS[p] for p in args.peer_list},
         "shapes": shapes,
     }
@@ -294,6 +303,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if failed:
         raise SystemExit(f"{failed} case(s) failed")
     return data
+
+
+def merge_rounds(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """One case from its rounds: for each input, the round with the fastest median."""
+    ok = [r for r in results if "error" not in r]
+    if not ok:
+        return results[0]
+    return {**ok[0], **{n: fastest(ok, "forward", part=n) for n in INPUTS if n in ok[0]}}
 
 
 def run(peer: str, shape: Shape, args) -> dict[str, Any]:
@@ -353,7 +370,8 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
         header,
         rows,
         [
-            "ms: one forward pass under torch.no_grad(), median of the timed runs (min-max)",
+            "ms: one forward pass under torch.no_grad(), median of the timed runs (min-max) in "
+            "the fastest of the rounds (one process each, interleaved)",
             "tok/s and MFU count real tokens (padded: the % of real tokens shown); MFU = model "
             "FLOP/s (glassformer's formula for all peers) / matmul peak",
             "RSS MB: peak resident memory of the case's process; +MB: above its imports",

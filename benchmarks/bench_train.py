@@ -57,9 +57,11 @@ from benchmarks.common import (
     Budget,
     Shape,
     add_common_args,
+    best_of_rounds,
     best_peak,
     environment,
     execute,
+    fastest,
     finish_args,
     fmt_timing,
     matmul_peak,
@@ -79,6 +81,7 @@ SHAPES = {
     "gpt2-small": Shape(n_layer=12, n_head=12, d_model=768, context=256, batch=4, vocab=50257),
 }
 PEERS = {"glassformer": "glassformer", "hf": "HF GPT2 (sdpa)", "torch.nn": "torch.nn layers"}
+PARTS = ("results", "reuse", "variants")  # the peers; the peers + reuse; glassformer variants
 CONTEXTS = (64, 128, 256, 512, 1024)
 BATCHES = (1, 4, 16, 64)
 
@@ -187,16 +190,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     shapes: dict[str, Any] = {}
     for name in args.names:
         shape = SHAPES[name]
+        cases = {("results", p): (p, {}) for p in args.peer_list}
+        if args.peer_reuse and args.reuse_memory:
+            cases |= {
+                ("reuse", p): (p, {"reuse_memory": True})
+                for p in args.peer_list
+                if p != "glassformer"
+            }
+        cases |= {("variants", v): ("glassformer", o) for v, o in variants.items()}
+        got = best_of_rounds(
+            lambda key, shape=shape, cases=cases: run(cases[key][0], shape, args, **cases[key][1]),
+            list(cases),
+            args.rounds,
+            lambda results: fastest(results, "step"),
+        )
         shapes[name] = {
             "shape": dataclasses.asdict(shape),
             "flop_per_token": flops_per_token(shape),
-            "results": {p: run(p, shape, args) for p in args.peer_list},
-            "reuse": {
-                p: run(p, shape, args, reuse_memory=True)
-                for p in args.peer_list
-                if p != "glassformer" and args.peer_reuse and args.reuse_memory
-            },
-            "variants": {v: run("glassformer", shape, args, **o) for v, o in variants.items()},
+            **{part: {k: r for (g, k), r in got.items() if g == part} for part in PARTS},
         }
     scaling = sweeps(args, shapes)
 
@@ -210,6 +221,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "environment": env,
         "matmul_peak": peak,
         "budget": dataclasses.asdict(args.budget),
+        "rounds": args.rounds,
         "peers": {p: PEERS[p] for p in args.peer_list},
         "shapes": shapes,
         "scaling": scaling,
@@ -261,17 +273,20 @@ def sweeps(args, shapes: dict[str, Any]) -> dict[str, list]:
     """The tiny GPT at each context (batch 12) and each batch size (context 64), raw results."""
     base = SHAPES["tiny"]
     out: dict[str, list] = {"context": [], "batch": []}
+    pair = [p for p in ("glassformer", "hf") if p in args.peer_list]
     for axis, values in (("context", args.context_list), ("batch", args.batch_list)):
         for value in values:
             shape = base.replace(**{axis: value})
             row: dict[str, Any] = {"context": shape.context, "batch": shape.batch}
-            for p in ("glassformer", "hf"):
-                if p not in args.peer_list:
-                    continue
-                if shape == base and "tiny" in shapes:  # measured already
-                    row[p] = shapes["tiny"]["results"][p]
-                else:
-                    row[p] = run(p, shape, args)
+            if shape == base and "tiny" in shapes:  # measured already
+                row |= {p: shapes["tiny"]["results"][p] for p in pair}
+            else:
+                row |= best_of_rounds(
+                    lambda p, shape=shape: run(p, shape, args),
+                    pair,
+                    args.rounds,
+                    lambda results: fastest(results, "step"),
+                )
             out[axis].append(row)
     return out
 
@@ -377,7 +392,8 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
         header,
         rows,
         [
-            "ms: median of the timed steps (min-max); f+b = forward + backward, no AdamW step",
+            "ms: median of the timed steps (min-max) in the fastest of the rounds (one process "
+            "each, interleaved); f+b = forward + backward, no AdamW step",
             "MFU: model FLOP/s (glassformer's formula, same for all peers) / matmul peak",
             "RSS MB: peak resident memory of the case's process; +MB: above its imports",
             "glassformer runs with reuse_freed_memory() (as its trainer does on CPU); "

@@ -207,6 +207,36 @@ def ru_maxrss_mb() -> float:
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024  # bytes on macOS, else kB
 
 
+# Rounds ---------------------------------------------------------------------------------------
+def best_of_rounds(
+    run_one: Callable[[Any], dict[str, Any]],
+    keys: list[Any],
+    rounds: int,
+    merge: Callable[[list[dict[str, Any]]], dict[str, Any]],
+) -> dict[Any, dict[str, Any]]:
+    """Run the case of each key ``rounds`` times, round-robin (k1, k2, ..., k1, k2, ...), and
+    ``merge`` each key's results into one. On a shared or virtual machine a whole process can
+    land slow (its threads share a core, its memory misses huge pages): one process per
+    measurement can then be 20-40% off, and interleaving spreads slow stretches over all peers."""
+    got: dict[Any, list[dict[str, Any]]] = {k: [] for k in keys}
+    for _ in range(rounds):
+        for k in keys:
+            got[k].append(run_one(k))
+    return {k: merge(results) for k, results in got.items()}
+
+
+def fastest(results: list[dict[str, Any]], phase: str, part: str | None = None) -> dict[str, Any]:
+    """The result (or its ``part``) whose median ``phase`` time is lowest; its ``rounds`` lists
+    the median of every round (ms). A failed round is skipped; all failed: the first error."""
+    parts = [r if part is None else r.get(part) for r in results if "error" not in r]
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return results[0] if part is None else {"error": results[0].get("error", "failed")}
+    medians = [p["timing"][phase]["median_ms"] for p in parts]
+    best = parts[medians.index(min(medians))]
+    return {**best, "rounds": medians}
+
+
 # Subprocesses ---------------------------------------------------------------------------------
 _WORKER = "from benchmarks.common import worker_main; worker_main()"
 
@@ -261,6 +291,10 @@ def add_common_args(ap: argparse.ArgumentParser, shapes, peers, out: str) -> Non
     ap.add_argument("--seconds", type=float, default=None, help="timed seconds per case")
     ap.add_argument("--min-steps", type=int, default=None, help="timed steps at least")
     ap.add_argument("--in-process", action="store_true", help="no subprocess per case (tests)")
+    ap.add_argument(
+        "--rounds", type=int, default=None,
+        help="processes per case, interleaved; the fastest is kept (default 3, --quick 1)",
+    )  # fmt: skip
     ap.add_argument("--out", default=out)
 
 
@@ -281,6 +315,10 @@ def finish_args(ap: argparse.ArgumentParser, args: argparse.Namespace, shapes, p
         seconds=(0.5 if quick else 3.0) if args.seconds is None else args.seconds,
     )
     args.repeat = 3 if quick else 10  # matmul peak: best of
+    if args.rounds is None:
+        args.rounds = 1 if quick else 3
+    if args.rounds < 1:
+        ap.error(f"--rounds {args.rounds}: need at least 1")
 
 
 def print_header(env: dict[str, Any], peaks: dict[str, dict[str, Any]]) -> None:

@@ -180,3 +180,21 @@ def test_encoder_peers_compute_the_same_hidden_states():
             keep = real if m is not None else torch.ones_like(real)  # padded rows may differ
             torch.testing.assert_close(h_torch[keep], expected.hidden_states[keep])
             torch.testing.assert_close(pooled_torch, expected.pooled)
+
+
+def test_rounds_are_interleaved_and_the_fastest_is_kept():
+    from benchmarks.common import best_of_rounds, fastest
+
+    order, times = [], {"a": iter([30.0, 10.0, 20.0]), "b": iter([5.0, 7.0, 6.0])}
+
+    def run_one(key):
+        order.append(key)
+        return {"timing": {"step": {"median_ms": next(times[key])}}}
+
+    got = best_of_rounds(run_one, ["a", "b"], 3, lambda rs: fastest(rs, "step"))
+    assert order == ["a", "b", "a", "b", "a", "b"]
+    assert got["a"]["timing"]["step"]["median_ms"] == 10.0 and got["a"]["rounds"] == [30, 10, 20]
+    assert got["b"]["timing"]["step"]["median_ms"] == 5.0
+    failed = fastest([{"error": "boom"}, {"timing": {"step": {"median_ms": 3.0}}}], "step")
+    assert failed["rounds"] == [3.0]
+    assert fastest([{"error": "boom"}], "step") == {"error": "boom"}
