@@ -216,7 +216,7 @@ def best_of_rounds(
 ) -> dict[Any, dict[str, Any]]:
     """Run the case of each key ``rounds`` times, round-robin (k1, k2, ..., k1, k2, ...), and
     ``merge`` each key's results into one. On a shared or virtual machine a whole process can
-    land slow (its threads share a core, its memory misses huge pages): one process per
+    land slow for reasons outside it (scheduling, memory placement): one process per
     measurement can then be 20-40% off, and interleaving spreads slow stretches over all peers."""
     got: dict[Any, list[dict[str, Any]]] = {k: [] for k in keys}
     for _ in range(rounds):
