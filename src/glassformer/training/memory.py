@@ -8,7 +8,7 @@ a sixth of the step. ``reuse_freed_memory()`` asks malloc to take every block fr
 (``M_MMAP_MAX = 0``) and never to give freed heap back (``M_TRIM_THRESHOLD = -1``), so the
 next step reuses the same, already mapped pages. The cost: the process keeps its peak memory
 until it ends (freed memory is reused, not returned), and the peak can grow by heap
-fragmentation (+14% for GPT-2 small here).
+fragmentation (+8% to +15% for GPT-2 small here).
 
 The trainer calls it for CPU training unless ``TrainConfig.reuse_memory`` is False; it is a
 no-op elsewhere (other C libraries, macOS, Windows) and on GPUs, whose tensors PyTorch's
