@@ -59,7 +59,7 @@ def test_train_smoke(tmp_path):
     for ratios in [*tiny["ratios"].values(), *tiny["ratios_reuse"].values()]:
         assert all(positive(ratios[k]) for k in ("speed_step", "speed_fwd_bwd"))
         # in one process the peak RSS may not grow past earlier tests': no memory ratio then
-        assert ratios["memory"] is None or positive(ratios["memory"])
+        assert ratios["memory"] is None or ratios["memory"] >= 0
     assert set(tiny["reuse"]) == {"hf", "torch.nn"} and data["glassformer_reuse_memory"]
     (context_row,) = data["scaling"]["context"]
     (batch_row,) = data["scaling"]["batch"]
@@ -175,9 +175,9 @@ def test_encoder_peers_compute_the_same_hidden_states():
             expected = forward(ids, m)
             h_hf = hf_forward(ids, m)
             h_torch, pooled_torch = peer_forward(ids, m)
-            torch.testing.assert_close(h_hf.last_hidden_state, expected.hidden_states)
-            torch.testing.assert_close(h_hf.pooler_output, expected.pooled)
             keep = real if m is not None else torch.ones_like(real)  # padded rows may differ
+            torch.testing.assert_close(h_hf.last_hidden_state[keep], expected.hidden_states[keep])
+            torch.testing.assert_close(h_hf.pooler_output, expected.pooled)
             torch.testing.assert_close(h_torch[keep], expected.hidden_states[keep])
             torch.testing.assert_close(pooled_torch, expected.pooled)
 

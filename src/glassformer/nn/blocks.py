@@ -22,6 +22,7 @@ from .feedforward import FeedForward
 from .kv_cache import KVCache
 from .multihead import MultiHeadAttention
 from .norms import make_norm
+from .packing import Packing
 
 __all__ = ["DecoderBlock", "EncoderBlock"]
 
@@ -94,11 +95,13 @@ class EncoderBlock(_Block):
         causal: bool = False,
         token_mask: Tensor | None = None,
         rope: tuple[Tensor, Tensor] | None = None,
+        packing: Packing | None = None,
     ) -> Tensor:
-        """x (B, T, C); mask broadcastable to (B, H, T, T), True = may attend -> (B, T, C)."""
+        """x (B, T, C); mask broadcastable to (B, H, T, T), True = may attend -> (B, T, C).
+        With ``packing``, x holds the real tokens only, (N, C) -> (N, C) (see packing.py)."""
 
         def attend(u: Tensor) -> Tensor:
-            return self.self_attn(u, mask=mask, causal=causal, rope=rope)[0]
+            return self.self_attn(u, mask=mask, causal=causal, rope=rope, packing=packing)[0]
 
         x = self._residual(x, self.attn_norm, attend, token_mask, "self_attn")
         return self._residual(x, self.ff_norm, self.ffn, token_mask, "ff")

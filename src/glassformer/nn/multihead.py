@@ -17,6 +17,7 @@ from torch import Tensor, nn
 
 from .attention import attention, with_causal
 from .kv_cache import KVCache
+from .packing import Packing
 from .positional import apply_rotary
 
 __all__ = ["MultiHeadAttention"]
@@ -68,6 +69,7 @@ class MultiHeadAttention(nn.Module):
         rope: tuple[Tensor, Tensor] | None = None,
         cache: KVCache | None = None,
         need_weights: bool = False,
+        packing: Packing | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Attend from x (B, T, C) to z (B, S, C), or to x itself when z is None.
 
@@ -76,12 +78,17 @@ class MultiHeadAttention(nn.Module):
         rope: (cos, sin) tables for the T new positions; rotates q and k (self-attention only).
         cache: self-attention appends the new keys/values and attends to all cached ones;
             cross-attention computes the source's keys/values on the first call and reuses them.
+        packing: self-attention on the packed real tokens x (N, C) of a padded batch (see
+            packing.py): the projections run on them alone; returns y (N, C).
         Returns (y (B, T, C), weights (B, H, T, S) if need_weights else None).
         """
-        b, t, _ = x.shape
+        b, t = (packing.batch, packing.length) if packing is not None else x.shape[:2]
         h, h_kv, d = self.n_head, self.n_kv_head, self.head_dim
         if z is None:  # self-attention, Eq. (4): one matmul for [Q K V]
-            q, k, v = self.in_proj(x).split([h * d, h_kv * d, h_kv * d], dim=-1)
+            qkv = self.in_proj(x)  # (B, T, 3C), or (N, 3C) packed
+            if packing is not None:
+                qkv = packing.unpack(qkv)  # (B, T, 3C), zeros at the padding
+            q, k, v = qkv.split([h * d, h_kv * d, h_kv * d], dim=-1)
             q, k, v = self._heads(q, h), self._heads(k, h_kv), self._heads(v, h_kv)
             if rope is not None:
                 q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
@@ -106,6 +113,8 @@ class MultiHeadAttention(nn.Module):
         else:
             y, weights = attention(q, k, v, mask, p, causal=causal, need_weights=need_weights)
         y = y.transpose(1, 2).reshape(b, t, h * d)  # (B, T, C): heads concatenated
+        if packing is not None:
+            y = packing.pack(y)  # (N, C)
         return self.out_proj(y), weights
 
     def projection_weights(self) -> tuple[tuple[Tensor, Tensor | None], ...]:

@@ -11,6 +11,7 @@ from torch.utils.checkpoint import checkpoint
 from .blocks import DecoderBlock, EncoderBlock
 from .kv_cache import DecoderCache
 from .norms import make_norm
+from .packing import Packing
 
 __all__ = ["Decoder", "Encoder"]
 
@@ -74,13 +75,35 @@ class Encoder(_Stack):
         token_mask: Tensor | None = None,
         rope: tuple[Tensor, Tensor] | None = None,
     ) -> Tensor:
-        """x (B, T, C) -> (B, T, C); mask broadcastable to (B, H, T, T), True = may attend."""
+        """x (B, T, C) -> (B, T, C); mask broadcastable to (B, H, T, T), True = may attend.
+
+        Inference on a padded CPU batch (eval mode, no gradients, ``token_mask`` with padding)
+        runs the position-wise work on the real tokens only (packing.py); the output is zero
+        at the padding then."""
+        if self._packs(x, token_mask):
+            packing = Packing.from_mask(token_mask)
+            x = packing.pack(x)  # (N, C): every row real, so the norms need no token_mask
+            for layer in self.layers:
+                x = layer(x, mask, causal=causal, rope=rope, packing=packing)
+            return packing.unpack(x if self.norm is None else self.norm(x, None))
         for layer in self.layers:
             x = self._run(layer, x, mask, causal=causal, token_mask=token_mask, rope=rope)
         out = x if self.norm is None else self.norm(x, token_mask)
         if self.recorder is not None:
             self.recorder.stack_output(x, out)  # before and after the final norm
         return out
+
+
+    def _packs(self, x: Tensor, token_mask: Tensor | None) -> bool:
+        return (
+            token_mask is not None
+            and x.device.type == "cpu"
+            and not self.training
+            and not torch.is_grad_enabled()
+            and self.recorder is None
+            and not torch.compiler.is_compiling()
+            and not bool(token_mask.all())
+        )
 
 
 class Decoder(_Stack):

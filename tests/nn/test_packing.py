@@ -1,0 +1,81 @@
+"""nn/packing.py: inference on a padded batch runs the position-wise work on the real tokens
+only; every real token's output is exactly the unpacked one, the padding is zero."""
+
+import pytest
+import torch
+
+from glassformer.nn import Encoder, MultiHeadAttention, padding_mask
+from glassformer.nn.packing import Packing
+
+LENGTHS = torch.tensor([7, 3, 0, 5])  # a row with no real token at all
+T = 7
+
+
+def test_pack_and_unpack():
+    token_mask = torch.arange(T) < LENGTHS[:, None]  # (B, T)
+    p = Packing.from_mask(token_mask)
+    x = torch.randn(4, T, 3)
+    packed = p.pack(x)
+    assert packed.shape == (15, 3)
+    torch.testing.assert_close(packed, x[token_mask], rtol=0, atol=0)
+    back = p.unpack(packed)
+    assert torch.equal(back[token_mask], x[token_mask]) and back[~token_mask].abs().max() == 0
+
+
+OPTIONS = [
+    dict(),
+    dict(norm_first=True),
+    dict(norm="batch"),
+    dict(norm="rms", activation="swiglu"),
+    dict(n_kv_head=2),
+]
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(o) or "post-norm")
+def test_encoder_inference_packs_and_changes_no_real_token(options):
+    torch.manual_seed(0)
+    enc = Encoder(2, 16, 4, 32, **options)
+    if options.get("norm") == "batch":  # running statistics that are not the initial ones
+        for m in enc.modules():
+            if hasattr(m, "running_mean"):
+                m.running_mean.normal_()
+                m.running_var.uniform_(0.5, 2.0)
+    enc.eval()
+    x = torch.randn(4, T, 16)
+    token_mask = torch.arange(T) < LENGTHS[:, None]
+    mask = padding_mask(LENGTHS, T)
+    with torch.no_grad():
+        packed = enc(x, mask, token_mask=token_mask)
+    plain = enc(x, mask, token_mask=token_mask).detach()  # gradients on: nothing is packed
+    assert torch.isfinite(packed).all()
+    torch.testing.assert_close(packed[token_mask], plain[token_mask], rtol=0, atol=1e-6)
+    assert packed[~token_mask].abs().max() == 0
+    assert plain[~token_mask].abs().max() > 0  # so the check above says something
+
+
+def test_no_packing_without_padding_or_in_training():
+    torch.manual_seed(0)
+    enc = Encoder(1, 16, 4, 32)
+    x = torch.randn(2, T, 16)
+    full = torch.ones(2, T, dtype=torch.bool)
+    partial = full.clone()
+    partial[1, 4:] = False
+    enc.eval()
+    with torch.no_grad():
+        assert torch.equal(enc(x, token_mask=full), enc(x))  # nothing to skip
+    enc.train()
+    with torch.no_grad():  # training mode (dropout, batch statistics): never packed
+        out = enc(x, padding_mask(torch.tensor([T, 4]), T), token_mask=partial)
+    assert out[1, 4:].abs().max() > 0
+
+
+def test_multihead_attention_on_packed_tokens():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4).eval()
+    x = torch.randn(4, T, 16)
+    token_mask = torch.arange(T) < LENGTHS[:, None]
+    mask = padding_mask(LENGTHS, T)
+    p = Packing.from_mask(token_mask)
+    want = mha(x, mask=mask)[0][token_mask]
+    got = mha(p.pack(x), mask=mask, packing=p)[0]  # (N, C)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
