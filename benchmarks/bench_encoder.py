@@ -80,6 +80,7 @@ KERNELS = {  # profiler op name -> short label
     "aten::scaled_dot_product_attention": "sdpa",
     "aten::_transformer_encoder_layer_fwd": "fast",
     "aten::_nested_tensor_from_mask": "nested",
+    "aten::index_copy_": "packed",  # glassformer's nn/packing.py: padding skipped
 }
 
 
@@ -376,7 +377,8 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
             "FLOP/s (glassformer's formula for all peers) / matmul peak",
             "RSS MB: peak resident memory of the case's process; +MB: above its imports",
             "kernels: sdpa = scaled_dot_product_attention, fast = torch.nn's fused encoder "
-            "layer, nested = padding packed into nested tensors",
+            "layer, nested = padding packed into nested tensors, packed = glassformer's "
+            "real-token packing (nn/packing.py)",
             "speed: peer ms / glassformer ms on the same input (> 1: glassformer faster); "
             "memory: glassformer +MB / peer +MB (< 1: glassformer smaller)",
         ],
