@@ -34,7 +34,7 @@ def test_cross_entropy_sum_equals_f_cross_entropy():
     z = torch.randn(200, 1031, requires_grad=True)
     y = torch.randint(0, 1031, (200,))
     y[::5] = -100
-    got = aligned.cross_entropy_sum(z, y)
+    got = aligned.cross_entropy_sum(z, y, -100)
     want = F.cross_entropy(z, y, ignore_index=-100, reduction="sum")
     torch.testing.assert_close(got, want, rtol=1e-6, atol=0)
     (g_got,) = torch.autograd.grad(got * 0.7, z)
@@ -46,7 +46,7 @@ def test_cross_entropy_sum_equals_f_cross_entropy():
 
 def test_cross_entropy_sum_with_nothing_scored_is_zero():
     z = torch.randn(70, 1031, requires_grad=True)
-    loss = aligned.cross_entropy_sum(z, torch.full((70,), -100))
+    loss = aligned.cross_entropy_sum(z, torch.full((70,), -100), -100)
     loss.backward()
     assert loss.item() == 0 and z.grad.abs().max() == 0
 
@@ -56,7 +56,7 @@ def test_cross_entropy_sum_refuses_labels_out_of_range(bad):
     y = torch.zeros(70, dtype=torch.long)
     y[3] = bad
     with pytest.raises(ValueError, match=rf"labels must be in \[0, 1031\) or -100.*got {bad}"):
-        aligned.cross_entropy_sum(torch.randn(70, 1031), y)
+        aligned.cross_entropy_sum(torch.randn(70, 1031), y, -100)
 
 
 def test_when_the_aligned_path_is_taken():

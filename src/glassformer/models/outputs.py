@@ -40,7 +40,7 @@ def lm_loss(logits: Tensor, labels: Tensor, *, shift: bool) -> Tensor:
     labels = labels.reshape(-1)
     z = logits.reshape(-1, logits.shape[-1]).float()  # (N, V)
     if aligned.pays(z, z.shape[-1]):  # the same sum; its gradient laid out for speed
-        total = aligned.cross_entropy_sum(z, labels)
+        total = aligned.cross_entropy_sum(z, labels, IGNORE_INDEX)
     else:
         total = F.cross_entropy(z, labels, ignore_index=IGNORE_INDEX, reduction="sum")
     # mean over scored labels; a batch with none scores 0 instead of 0/0 = NaN

@@ -9,7 +9,7 @@ into buffers whose rows hold V' = V rounded up to 64 floats and handed on as (N,
 views; the padding is never read.
 
     linear(h, W, b)              logits = h Wᵀ + b                       (the unembedding)
-    cross_entropy_sum(z, y)      Σ_n [log Σ_v e^{z_nv} − z_{n,y_n}] over y_n ≠ -100, with
+    cross_entropy_sum(z, y, i)   Σ_n [log Σ_v e^{z_nv} − z_{n,y_n}] over y_n ≠ i, with
                                  ∂/∂z_nv = softmax(z_n)_v − [v = y_n], written aligned
 
 ``pays(x, v)`` says when to use them: float32 on CPU, V ≥ 1024 and not a multiple of 64,
@@ -25,7 +25,6 @@ from torch import Tensor
 __all__ = ["ROW_ALIGN", "cross_entropy_sum", "linear", "pays"]
 
 ROW_ALIGN = 64
-IGNORE_INDEX = -100
 
 
 def pays(x: Tensor, v: int) -> bool:
@@ -76,8 +75,8 @@ def linear(h: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
 
 class _CrossEntropySum(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, z: Tensor, y: Tensor) -> Tensor:
-        scored = y != IGNORE_INDEX  # (N,)
+    def forward(ctx, z: Tensor, y: Tensor, ignore_index: int) -> Tensor:
+        scored = y != ignore_index  # (N,)
         target = y.clamp(min=0)
         lse = torch.logsumexp(z, dim=-1)  # (N,): log Z_n
         picked = z.gather(1, target[:, None]).squeeze(1)  # (N,): z_{n, y_n}
@@ -91,16 +90,16 @@ class _CrossEntropySum(torch.autograd.Function):
         torch.sub(z, lse[:, None], out=grad).exp_()  # softmax(z_n) = e^{z_n − log Z_n}
         scale = (g * scored).to(grad.dtype)[:, None]  # (N, 1): 0 for unscored rows
         grad.mul_(scale).scatter_add_(1, target[:, None], -scale)  # − 1 at the label
-        return grad, None
+        return grad, None, None
 
 
-def cross_entropy_sum(z: Tensor, y: Tensor) -> Tensor:
-    """z (N, V) logits, y (N,) labels in [0, V) or -100 (not scored) -> the summed
-    cross-entropy, as ``F.cross_entropy(z, y, reduction="sum")``."""
-    bad = (y >= z.shape[-1]) | ((y < 0) & (y != IGNORE_INDEX))
+def cross_entropy_sum(z: Tensor, y: Tensor, ignore_index: int) -> Tensor:
+    """z (N, V) logits, y (N,) labels in [0, V) or ``ignore_index`` (not scored) -> the
+    summed cross-entropy, as ``F.cross_entropy(z, y, ignore_index=..., reduction="sum")``."""
+    bad = (y >= z.shape[-1]) | ((y < 0) & (y != ignore_index))
     if bool(bad.any()):
         raise ValueError(
-            f"labels must be in [0, {z.shape[-1]}) or {IGNORE_INDEX} (not scored); got "
+            f"labels must be in [0, {z.shape[-1]}) or {ignore_index} (not scored); got "
             f"{int(y[bad][0])}"
         )
-    return _CrossEntropySum.apply(z, y)
+    return _CrossEntropySum.apply(z, y, ignore_index)

@@ -77,10 +77,11 @@ class Encoder(_Stack):
     ) -> Tensor:
         """x (B, T, C) -> (B, T, C); mask broadcastable to (B, H, T, T), True = may attend.
 
-        Inference on a padded CPU batch (eval mode, no gradients, ``token_mask`` with padding)
-        runs the position-wise work on the real tokens only (packing.py); the output is zero
-        at the padding then."""
-        if self._packs(x, token_mask):
+        Inference on a padded CPU batch (eval mode, no gradients, ``token_mask`` with padding
+        and a ``mask`` that hides the padded keys, as the models build it) runs the
+        position-wise work on the real tokens only (packing.py); the output is zero at the
+        padding then."""
+        if self._packs(x, mask, token_mask):
             packing = Packing.from_mask(token_mask)
             x = packing.pack(x)  # (N, C): every row real, so the norms need no token_mask
             for layer in self.layers:
@@ -93,10 +94,10 @@ class Encoder(_Stack):
             self.recorder.stack_output(x, out)  # before and after the final norm
         return out
 
-
-    def _packs(self, x: Tensor, token_mask: Tensor | None) -> bool:
+    def _packs(self, x: Tensor, mask: Tensor | None, token_mask: Tensor | None) -> bool:
         return (
             token_mask is not None
+            and mask is not None
             and x.device.type == "cpu"
             and not self.training
             and not torch.is_grad_enabled()
