@@ -95,3 +95,25 @@ def test_unembedding_uses_it_only_where_it_pays():
     u = Unembedding(32, 1031)
     assert u(torch.randn(2, 40, 32)).stride(-2) == 1088
     assert u(torch.randn(1, 1, 32)).is_contiguous()  # one decoding step: plain F.linear
+
+
+def test_generation_is_unchanged(monkeypatch):
+    """A 70-token prompt (its prefill takes the aligned path): beam search and sampling give
+    the tokens of the plain path."""
+    from glassformer.generation import GenerationConfig, generate
+
+    torch.manual_seed(0)
+    cfg = ModelConfig(family="decoder", vocab_size=1031, max_len=128, d_model=32, n_layer=2,
+                      n_head=2)  # fmt: skip
+    model = DecoderLM(cfg).eval()
+    ids = torch.randint(5, 1031, (2, 70))
+    settings = [dict(num_beams=3), dict(temperature=0.9, top_k=50, seed=1)]
+
+    def run():
+        return [generate(model, ids, GenerationConfig(max_new_tokens=12, **s)).sequences
+                for s in settings]  # fmt: skip
+
+    aligned_path = run()
+    monkeypatch.setattr(aligned, "pays", lambda *a: False)
+    for got, want in zip(aligned_path, run(), strict=True):
+        assert torch.equal(got, want)
