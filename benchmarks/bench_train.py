@@ -11,8 +11,9 @@ fused=True, weight decay on matrices only; the same settings for everyone), no d
 
     glassformer  DecoderLM, GPT-2 layout: pre-norm, gelu_tanh, learned positions, tied head
     hf           transformers.GPT2LMHeadModel, attn_implementation="sdpa", use_cache=False
-    torch.nn     token + position embedding, nn.TransformerEncoder (norm_first=True, gelu,
-                 batch_first) called with the causal mask and is_causal=True, final LayerNorm,
+    torch.nn     token + position embedding, nn.TransformerEncoder (norm_first=True, tanh
+                 GELU as a callable, batch_first) called with the causal mask and
+                 is_causal=True, final LayerNorm,
                  head tied to the embedding, F.cross_entropy against the labels shifted
 
 Memory reuse: glassformer's trainer calls ``glassformer.training.memory.reuse_freed_memory()``

@@ -70,8 +70,9 @@ def build_torch(shape: Shape):
 
 class TorchLayersGPT(nn.Module):
     """GPT-2 layout from torch.nn parts: token + position embedding, TransformerEncoder layers
-    (pre-norm, gelu) under a causal mask, final LayerNorm, head tied to the embedding;
-    forward(ids) returns the next-token cross-entropy."""
+    (pre-norm, GPT-2's tanh-approximated GELU, as glassformer and Hugging Face use) under a
+    causal mask, final LayerNorm, head tied to the embedding; forward(ids) returns the
+    next-token cross-entropy."""
 
     def __init__(self, shape: Shape) -> None:
         super().__init__()
@@ -79,7 +80,7 @@ class TorchLayersGPT(nn.Module):
         self.tok = nn.Embedding(shape.vocab, c)
         self.pos = nn.Embedding(shape.context, c)
         layer = nn.TransformerEncoderLayer(
-            c, shape.n_head, 4 * c, dropout=0.0, activation="gelu", batch_first=True,
+            c, shape.n_head, 4 * c, dropout=0.0, activation=gelu_tanh, batch_first=True,
             norm_first=True,
         )  # fmt: skip
         self.blocks = nn.TransformerEncoder(
@@ -102,6 +103,11 @@ class TorchLayersGPT(nn.Module):
         # than slicing the logits saves a copy of them (as transformers' ForCausalLMLoss does)
         targets = F.pad(ids[:, 1:], (0, 1), value=-100)  # (B, T)
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """GPT-2's GELU (HF "gelu_new"); torch.nn's layer takes "gelu" (erf) or a callable."""
+    return F.gelu(x, approximate="tanh")
 
 
 BUILDERS = {"glassformer": build_glassformer, "hf": build_hf, "torch.nn": build_torch}
