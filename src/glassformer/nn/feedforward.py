@@ -12,13 +12,15 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .gelu import gelu_tanh
+
 __all__ = ["ACTIVATIONS", "FeedForward", "activation_fn"]
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu")
 _PLAIN = {
     "relu": F.relu,
     "gelu": F.gelu,
-    "gelu_tanh": lambda h: F.gelu(h, approximate="tanh"),
+    "gelu_tanh": gelu_tanh,  # = F.gelu(h, approximate="tanh"), faster on CPU (gelu.py)
 }
 
 
