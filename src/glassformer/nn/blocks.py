@@ -19,6 +19,7 @@ from collections.abc import Callable
 from torch import Tensor, nn
 
 from .feedforward import FeedForward
+from .inplace import writable
 from .kv_cache import KVCache
 from .multihead import MultiHeadAttention
 from .norms import make_norm
@@ -72,13 +73,20 @@ class _Block(nn.Module):
     ) -> Tensor:
         if self.norm_first:
             update = self.dropout(sublayer(norm(x, token_mask)))
-            out = x + update  # X + F(Norm(X))
+            out = self._add(x, update)  # X + F(Norm(X))
         else:
             update = self.dropout(sublayer(x))
-            out = norm(x + update, token_mask)  # Norm(X + F(X))
+            out = norm(self._add(x, update), token_mask)  # Norm(X + F(X))
         if self.recorder is not None:
             self.recorder.residual(name, x, update, out)
         return out
+
+    def _add(self, x: Tensor, update: Tensor) -> Tensor:
+        """X + F(X); without a graph the sum overwrites F(X), a fresh tensor of the sub-layer
+        (inplace.py), unless the inspection probe keeps it or autocast made it another dtype."""
+        if writable(update) and self.recorder is None and update.dtype == x.dtype:
+            return update.add_(x)
+        return x + update
 
 
 class EncoderBlock(_Block):

@@ -9,10 +9,12 @@ which W_1 holds [W_gate; W_up] stacked (one matmul computes both).
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .gelu import gelu_tanh
+from .inplace import writable
 
 __all__ = ["ACTIVATIONS", "FeedForward", "activation_fn"]
 
@@ -21,6 +23,11 @@ _PLAIN = {
     "relu": F.relu,
     "gelu": F.gelu,
     "gelu_tanh": gelu_tanh,  # = F.gelu(h, approximate="tanh"), faster on CPU (gelu.py)
+}
+_IN_PLACE = {
+    "relu": torch.relu_,
+    "gelu": lambda h: torch.ops.aten.gelu_(h, approximate="none"),
+    "gelu_tanh": lambda h: torch.ops.aten.gelu_(h, approximate="tanh"),
 }
 
 
@@ -59,6 +66,8 @@ class FeedForward(nn.Module):
         if self.activation == "swiglu":
             gate, up = h.chunk(2, dim=-1)  # (B, T, d_ff) each
             h = F.silu(gate) * up
+        elif writable(h):  # no graph: a(H) overwrites H (inplace.py)
+            _IN_PLACE[self.activation](h)
         else:
             h = _PLAIN[self.activation](h)
         return self.fc2(self.dropout(h))  # (B, T, C)
