@@ -186,3 +186,21 @@ def test_init_scales_residual_projections():
 def test_model_refuses_config_of_another_family():
     with pytest.raises(ValueError, match="needs family='decoder'"):
         DecoderLM(ModelConfig(family="encoder"))
+
+
+def test_missing_token_types_are_type_zero():
+    cfg = ModelConfig(
+        family="encoder", vocab_size=30, max_len=8, d_model=16, n_layer=1, n_head=4,
+        type_vocab_size=2, embed_norm=True,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = EncoderModel(cfg)
+    ids = torch.randint(0, 30, (2, 6))
+    a = model(ids).hidden_states
+    b = model(ids, token_type_ids=torch.zeros_like(ids)).hidden_states
+    torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+    w = model.embed.segment.weight
+    (ga,) = torch.autograd.grad(a.square().sum(), w)
+    (gb,) = torch.autograd.grad(b.square().sum(), w)
+    torch.testing.assert_close(ga, gb, rtol=0, atol=1e-5)
+    assert ga[1].abs().max() == 0 and ga[0].abs().max() > 0

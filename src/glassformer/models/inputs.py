@@ -58,8 +58,10 @@ class InputEmbedding(nn.Module):
         positions = positions + self.offset
         x = self.pos(self.token(ids), positions)  # W_e[:, x[n]] + W_p[:, n]
         if self.segment is not None:
-            segments = torch.zeros_like(ids) if token_type_ids is None else token_type_ids
-            x = x + self.segment(segments)
+            if token_type_ids is None:  # every token of type 0: one row, broadcast
+                x = x + self.segment.weight[0]
+            else:
+                x = x + self.segment(token_type_ids)
         if self.norm is not None:
             x = self.norm(x, token_mask)
         return self.dropout(x), self.pos.rotary(positions)
