@@ -44,8 +44,8 @@ _DTYPES = (torch.float32, torch.float64)
 
 def _gate(x: Tensor) -> Tensor:
     """σ(2u) = σ(2k (x + a x³)) = ½ (1 + tanh(u)), a new tensor."""
-    u = torch.addcmul(x, x * x, x, value=A)  # x + a x³
-    return u.mul_(2.0 * K).sigmoid_()
+    u = torch.addcmul(x.new_tensor(2.0 * K), x, x, value=2.0 * K * A)  # 2k (1 + a x²)
+    return u.mul_(x).sigmoid_()  # three passes over x's size, one new tensor
 
 
 class _SigmoidGelu(torch.autograd.Function):
