@@ -42,6 +42,7 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -333,7 +334,9 @@ def ms(result: dict[str, Any], phase: str = "step") -> float | None:
 
 
 def compare(ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, float | None]:
-    """speed = peer ms / glassformer ms (> 1: glassformer faster);
+    """speed = peer ms / glassformer ms (> 1: glassformer faster), of the fastest rounds;
+    speed_rounds = the same of the medians over all rounds, which a peer whose processes
+    scatter widely cannot win by one lucky round;
     memory = glassformer / peer peak RSS above imports (< 1: glassformer smaller)."""
 
     def div(a, b):
@@ -342,9 +345,13 @@ def compare(ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, float | Non
     def mem(r):
         return r.get("rss_above_imports_mb")
 
+    def rounds(r):
+        return statistics.median(r["rounds"]) if r.get("rounds") else None
+
     return {
         "speed_step": div(ms(peer), ms(ours)),
         "speed_fwd_bwd": div(ms(peer, "fwd_bwd"), ms(ours, "fwd_bwd")),
+        "speed_rounds": div(rounds(peer), rounds(ours)),
         "memory": div(mem(ours), mem(peer)),
     }
 
@@ -378,7 +385,7 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
     shape = Shape(**s["shape"])
     ours = s["results"]["glassformer"]
     header = ["peer", "step ms (min-max)", "tok/s", "MFU", "f+b ms (min-max)", "MFU f+b"]
-    header += ["RSS MB", "+MB", "speed", "f+b speed", "memory"]
+    header += ["RSS MB", "+MB", "speed", "f+b speed", "rounds speed", "memory"]
     rows = []
     for peer, r in s["results"].items():
         c = compare(ours, r) if peer != "glassformer" else {}
@@ -401,6 +408,8 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
             "+ reuse: the peer with it too",
             "speed: peer ms / glassformer ms (> 1: glassformer faster); for a variant: "
             "glassformer ms / variant ms (> 1: variant faster)",
+            "rounds speed: the same ratio of the step's medians over all rounds (one lucky "
+            "process does not decide it)",
             "memory: glassformer +MB / peer +MB (< 1: glassformer smaller)",
         ],
     )
@@ -408,7 +417,7 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
 
 def _row(label: str, r: dict[str, Any], c: dict[str, float | None]) -> list[str]:
     if "error" in r:
-        return [label, "failed"] + [""] * 9
+        return [label, "failed"] + [""] * 10
     return [
         label,
         fmt_timing(r["timing"]["step"]),
@@ -420,6 +429,7 @@ def _row(label: str, r: dict[str, Any], c: dict[str, float | None]) -> list[str]
         f"{r['rss_above_imports_mb']:.0f}",
         ratio(c.get("speed_step")),
         ratio(c.get("speed_fwd_bwd")),
+        ratio(c.get("speed_rounds")),
         ratio(c.get("memory")),
     ]
 

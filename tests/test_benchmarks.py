@@ -57,7 +57,7 @@ def test_train_smoke(tmp_path):
             assert positive(result[key]), key
         assert abs(result["first_loss"] - math.log(65)) < 0.5  # random init: about ln V
     for ratios in [*tiny["ratios"].values(), *tiny["ratios_reuse"].values()]:
-        assert all(positive(ratios[k]) for k in ("speed_step", "speed_fwd_bwd"))
+        assert all(positive(ratios[k]) for k in ("speed_step", "speed_fwd_bwd", "speed_rounds"))
         # in one process the peak RSS may not grow past earlier tests': no memory ratio then
         assert ratios["memory"] is None or ratios["memory"] >= 0
     assert set(tiny["reuse"]) == {"hf", "torch.nn"} and data["glassformer_reuse_memory"]
@@ -195,3 +195,15 @@ def test_rounds_are_interleaved_and_the_fastest_is_kept():
     failed = fastest([{"error": "boom"}, {"timing": {"step": {"median_ms": 3.0}}}], "step")
     assert failed["rounds"] == [3.0]
     assert fastest([{"error": "boom"}], "step") == {"error": "boom"}
+
+
+def test_compare_gives_the_fastest_rounds_and_the_medians_of_rounds():
+    def result(fastest_ms, rounds):
+        timing = {"median_ms": fastest_ms}
+        return {"timing": {"step": timing, "fwd_bwd": timing}, "rounds": rounds}
+
+    ours = result(10.0, [10.0, 12.0, 30.0])
+    peer = result(9.0, [9.0, 20.0, 24.0])  # one lucky round, otherwise slower
+    c = bench_train.compare(ours, peer)
+    assert c["speed_step"] == 0.9 and c["speed_rounds"] == 20.0 / 12.0
+    assert bench_train.compare(ours, {**peer, "rounds": []})["speed_rounds"] is None
