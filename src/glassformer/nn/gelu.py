@@ -24,6 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .inplace import writable
+
 __all__ = ["gelu_tanh"]
 
 K = math.sqrt(2.0 / math.pi)
@@ -34,7 +36,7 @@ def gelu_tanh(x: Tensor) -> Tensor:
     """½ x (1 + tanh(√(2/π)(x + 0.044715 x³))), element-wise."""
     if x.device.type != "cpu" or x.dtype not in _DTYPES or torch.compiler.is_compiling():
         return F.gelu(x, approximate="tanh")
-    if x.requires_grad and torch.is_grad_enabled():
+    if not writable(x):  # a graph records x: the Function keeps σ for its backward
         return _SigmoidGelu.apply(x)
     return _gate(x).mul_(x)  # no graph: nothing to save
 
