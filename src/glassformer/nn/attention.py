@@ -14,8 +14,10 @@ Notation used across glassformer.nn:
 Two paths compute the same function:
   * explicit: scores, mask, softmax, weighted sum written out; returns the weights A;
   * fused: ``torch.nn.functional.scaled_dot_product_attention`` (flash / memory-efficient
-    kernels), used when the weights are not asked for.
-Both return zeros, never NaN, for a query row with nothing to attend to.
+    kernels), used when the weights are not asked for;
+  * small_attention.py: the explicit form with its backward pass written out, used instead of
+    the fused kernel when training on short sequences on CPU, where it is faster.
+All return zeros, never NaN, for a query row with nothing to attend to.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from . import small_attention as small
 from .masks import causal_mask
 
 __all__ = ["attention", "with_causal"]
@@ -64,6 +67,8 @@ def attention(
     t, s = q.shape[-2], k.shape[-2]
     if need_weights:
         return _explicit(q, k, v, with_causal(mask, causal, t, s, q.device), dropout_p, scale)
+    if small.pays(q, k, v, mask, dropout_p):  # short sequences in training, on CPU
+        return small.small_attention(q, k, v, causal=causal, scale=scale), None
     if causal and mask is None and t == s:
         out = F.scaled_dot_product_attention(
             q, k, v, dropout_p=dropout_p, is_causal=True, scale=scale, enable_gqa=_gqa(q, k)
