@@ -22,7 +22,10 @@ so the glassformer cases run with it (``--no-reuse-memory`` to leave it out). Th
 they ship, and again with the same call ("+ reuse" rows), so the table shows both the speed a
 user gets and how much of it is the model code.
 
-Each (peer, shape) runs in its own subprocess (peak RSS per case; see common.py). A step's
+Each (peer, shape) runs in its own subprocess (peak RSS per case; see common.py). Then a
+paired run puts all peers of the shape in one process and interleaves their steps in short
+blocks (paired.py, ``--paired-seconds``): its ratios compare steps taken in the same spell
+of a noisy machine, with every peer under the same malloc setting. A step's
 forward + backward and its optimizer step are timed separately inside the same step (CPU:
 nothing is asynchronous), so "fwd+bwd" is the step without AdamW. Scaling: the tiny GPT at
 context 64..1024 (batch 12) and batch 1..64 (context 64), glassformer vs Hugging Face.
@@ -55,6 +58,7 @@ from glassformer.models import DecoderLM
 if __package__ in (None, ""):  # run as a script: python benchmarks/bench_train.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import paired
 from benchmarks.common import (
     Budget,
     Shape,
@@ -67,6 +71,7 @@ from benchmarks.common import (
     finish_args,
     fmt_timing,
     matmul_peak,
+    matmul_step,
     measure,
     percent,
     preload_torch,
@@ -84,15 +89,15 @@ SHAPES = {
 }
 PEERS = {"glassformer": "glassformer", "hf": "HF GPT2 (sdpa)", "torch.nn": "torch.nn layers"}
 PARTS = ("results", "reuse", "variants")  # the peers; the peers + reuse; glassformer variants
+MATMUL = "matmul"  # the matmul-peak "peer" of the paired run
 CONTEXTS = (64, 128, 256, 512, 1024)
 BATCHES = (1, 4, 16, 64)
 
 
 # One case (runs in a subprocess) --------------------------------------------------------------
 def run_case(spec: dict[str, Any]) -> dict[str, Any]:
-    from glassformer.training.config import TrainConfig
-    from glassformer.training.optim import build_optimizer
-
+    if spec.get("paired"):
+        return run_paired_case(spec)
     if spec["peer"] == "hf":
         import transformers.models.gpt2.modeling_gpt2  # noqa: F401  (counted in the baseline)
     preload_torch()
@@ -101,11 +106,48 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
 
         reuse_freed_memory()
     base = rss_mb()
+    step, model, losses = make_step(spec["peer"], Shape(**spec["shape"]), spec)
+    result = measure(step, Budget(**spec["budget"]))
+    result.update(
+        rss_after_import_mb=base,
+        first_loss=float(losses[0]),
+        n_params=sum(p.numel() for p in model.parameters()),
+    )
+    if spec.get("profile"):
+        result["profile"] = profile(step, spec["profile"])
+    return result
+
+
+def run_paired_case(spec: dict[str, Any]) -> dict[str, Any]:
+    """Every peer of ``spec["peers"]`` built in this process and a 2048³ matmul (the peak of
+    the same spell), their steps interleaved in blocks (paired.py); all run with
+    reuse_freed_memory() when ``spec["reuse_memory"]``."""
+    preload_torch()
+    if spec.get("reuse_memory"):
+        from glassformer.training.memory import reuse_freed_memory
+
+        reuse_freed_memory()
     shape = Shape(**spec["shape"])
-    if spec["peer"] == "glassformer":
+    steps = {}
+    for peer in spec["peers"]:
+        torch.manual_seed(spec.get("seed", 0))
+        steps[peer] = make_step(peer, shape, spec)[0]
+    steps[MATMUL], flop = matmul_step()
+    result = paired.interleave(steps, spec["seconds"], min_blocks=spec.get("min_blocks", 5))
+    return {**result, "matmul_flop": flop}
+
+
+def make_step(peer: str, shape: Shape, spec: dict[str, Any]):
+    """(step, model, losses) for ``peer`` at ``shape``: step() runs zero_grad, forward,
+    backward and AdamW and returns the seconds of the step and of forward + backward; the
+    first step's loss is appended to ``losses``."""
+    from glassformer.training.config import TrainConfig
+    from glassformer.training.optim import build_optimizer
+
+    if peer == "glassformer":
         model, loss_of = build_glassformer(shape, spec.get("checkpointing", False))
     else:
-        model, loss_of = BUILDERS[spec["peer"]](shape)
+        model, loss_of = BUILDERS[peer](shape)
     model.train()
     optimizer = build_optimizer(model, TrainConfig())
     g = torch.Generator().manual_seed(spec.get("seed", 0))
@@ -131,15 +173,7 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
             losses.append(loss.detach())
         return {"step": t2 - t0, "fwd_bwd": t1 - t0}
 
-    result = measure(step, Budget(**spec["budget"]))
-    result.update(
-        rss_after_import_mb=base,
-        first_loss=float(losses[0]),
-        n_params=sum(p.numel() for p in model.parameters()),
-    )
-    if spec.get("profile"):
-        result["profile"] = profile(step, spec["profile"])
-    return result
+    return step, model, losses
 
 
 def profile(step, rows: int, steps: int = 3) -> str:
@@ -164,6 +198,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--checkpointing", action="store_true", help="also glassformer + act. ckpt")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print top-N ops/case")
     ap.add_argument(
+        "--paired-seconds", type=float, default=None, metavar="S",
+        help="seconds of the paired run per shape, all peers in one process (0: none; "
+        "default 30, --quick 1)",
+    )  # fmt: skip
+    ap.add_argument(
         "--no-reuse-memory",
         dest="reuse_memory",
         action="store_false",
@@ -178,6 +217,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.context_list = _ints(args.contexts, (64,) if args.quick else CONTEXTS)
     args.batch_list = _ints(args.batches, (4,) if args.quick else BATCHES)
     args.dtypes = ["float32"] + (["bfloat16"] if args.bf16 else [])
+    if args.paired_seconds is None:
+        args.paired_seconds = 1.0 if args.quick else 30.0
     return args
 
 
@@ -211,6 +252,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "flop_per_token": flops_per_token(shape),
             **{part: {k: r for (g, k), r in got.items() if g == part} for part in PARTS},
         }
+        if args.paired_seconds > 0 and len(args.peer_list) > 1:
+            shapes[name]["paired"] = run_paired(shape, args)
     scaling = sweeps(args, shapes)
 
     after = {d: matmul_peak(repeat=args.repeat, dtype=d) for d in args.dtypes}
@@ -238,6 +281,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for r in (*s["results"].values(), *s["reuse"].values(), *s["variants"].values())
     ]
     cases += [row[p] for rows in scaling.values() for row in rows for p in PEERS if p in row]
+    cases += [s["paired"] for s in shapes.values() if "paired" in s]
     failed = sum("error" in r for r in cases)
     if failed:
         raise SystemExit(f"{failed} case(s) failed")
@@ -269,6 +313,29 @@ def run(peer: str, shape: Shape, args, **variant: Any) -> dict[str, Any]:
     if args.profile:
         print(f"PROFILE {label}, {shape.describe()}\n{result['profile']}")
     return result
+
+
+def run_paired(shape: Shape, args) -> dict[str, Any]:
+    """The paired run of one shape (paired.py), glassformer first; prints a progress line."""
+    spec = {
+        "paired": True,
+        "peers": ["glassformer", *(p for p in args.peer_list if p != "glassformer")],
+        "shape": dataclasses.asdict(shape),
+        "threads": args.threads,
+        "seed": 0,
+        "seconds": args.paired_seconds,
+        "min_blocks": 2 if args.quick else 5,
+        "reuse_memory": args.reuse_memory,
+    }
+    t0 = time.perf_counter()
+    result = execute("benchmarks.bench_train", spec, not args.in_process)
+    done = (
+        "FAILED " + result["error"]
+        if "error" in result
+        else f"{len(result['blocks']['glassformer']['step'])} blocks"
+    )
+    print(f"  paired, one process: {done} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return {**result, "reuse_memory": args.reuse_memory}
 
 
 def sweeps(args, shapes: dict[str, Any]) -> dict[str, list]:
@@ -368,6 +435,9 @@ def report(shapes, scaling, peak: dict[str, float], variants) -> None:
         s["ratios"] = {p: compare(ours, r) for p, r in s["results"].items() if p != "glassformer"}
         s["ratios_reuse"] = {p: compare(ours, r) for p, r in s["reuse"].items()}
         print_shape(name, s)
+        if s.get("paired") and "error" not in s["paired"]:
+            s["paired"]["figures"] = paired_figures(s["paired"], s["flop_per_token"], SHAPES[name])
+            print_paired(name, s["paired"])
     for axis, rows in scaling.items():
         for row in rows:
             shape = SHAPES["tiny"].replace(context=row["context"], batch=row["batch"])
@@ -411,6 +481,67 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
             "rounds speed: the same ratio of the step's medians over all rounds (one lucky "
             "process does not decide it)",
             "memory: glassformer +MB / peer +MB (< 1: glassformer smaller)",
+        ],
+    )
+
+
+def paired_figures(run: dict[str, Any], flop_per_token: int, shape: Shape) -> dict[str, Any]:
+    """Per peer of a paired run: median ms per step and per forward + backward; speed against
+    glassformer and MFU against the matmul of the same round, each the median (min, max) over
+    rounds of a ratio of block times."""
+    blocks = run["blocks"]
+    mm = blocks[MATMUL]["step"]
+    flop_ratio = flop_per_token * shape.tokens / run["matmul_flop"]
+    out: dict[str, Any] = {"peak_gflops": run["matmul_flop"] / statistics.median(mm) / 1e6}
+    for peer, b in blocks.items():
+        if peer == MATMUL:
+            continue
+        row: dict[str, Any] = {f"{ph}_ms": statistics.median(b[ph]) for ph in ("step", "fwd_bwd")}
+        for phase in ("step", "fwd_bwd"):
+            mfu = paired.per_block(mm, b[phase])
+            row[f"mfu_{phase}"] = {k: v * flop_ratio for k, v in mfu.items()}
+        if peer != "glassformer":
+            row["speed"] = paired.per_block(b["step"], blocks["glassformer"]["step"])
+            row["speed_fwd_bwd"] = paired.per_block(b["fwd_bwd"], blocks["glassformer"]["fwd_bwd"])
+        out[peer] = row
+    return out
+
+
+def print_paired(name: str, run: dict[str, Any]) -> None:
+    fig = run["figures"]
+
+    def spread(r, fmt):
+        return f"{fmt(r['median'])} ({fmt(r['min'])}-{fmt(r['max'])})"
+
+    rows = []
+    for peer in run["blocks"]:
+        if peer == MATMUL:
+            continue
+        f = fig[peer]
+        rows.append(
+            [
+                PEERS[peer],
+                f"{f['step_ms']:.1f}",
+                spread(f["mfu_step"], percent),
+                f"{f['fwd_bwd_ms']:.1f}",
+                spread(f["mfu_fwd_bwd"], percent),
+                spread(f["speed"], ratio) if "speed" in f else "-",
+                spread(f["speed_fwd_bwd"], ratio) if "speed" in f else "-",
+            ]
+        )
+    n = len(run["blocks"][MATMUL]["step"])
+    reuse = "all with reuse_freed_memory()" if run["reuse_memory"] else "none with reuse"
+    print_table(
+        f"PAIRED {name}: one process, {n} rounds of one block per peer, interleaved; {reuse}; "
+        f"matmul peak in the same rounds {fig['peak_gflops']:.1f} GFLOP/s (median)",
+        ["peer", "step ms", "MFU", "f+b ms", "MFU f+b", "speed", "f+b speed"],
+        rows,
+        [
+            "ms: median over rounds of the mean step in a block "
+            f"(steps per block: {run['steps_per_block']})",
+            "MFU: model FLOP/s / the matmul's FLOP/s in the same round; speed: peer ms / "
+            "glassformer ms in the same round (> 1: glassformer faster); each the median "
+            "(min-max) over rounds, so a slow spell of the machine slows both terms and cancels",
         ],
     )
 

@@ -121,22 +121,27 @@ def measure(step: Callable[[], dict[str, float]], budget: Budget) -> dict[str, A
     }
 
 
-def matmul_peak(n: int = 2048, repeat: int = 10, dtype: str = "float32") -> dict[str, Any]:
-    """GFLOP/s of an n x n matmul (2 n³ FLOPs) with torch's current thread count: the best
-    of ``repeat`` timed runs after untimed ones, and their median."""
+def matmul_step(n: int = 2048, dtype: str = "float32") -> tuple[Callable[[], object], int]:
+    """A step that multiplies two n x n random matrices, and its FLOP count, 2 n³."""
     import torch
 
     a = torch.randn(n, n, dtype=getattr(torch, dtype))
     b = torch.randn(n, n, dtype=a.dtype)
     out = torch.empty(n, n, dtype=a.dtype)
+    return (lambda: torch.mm(a, b, out=out)), 2 * n**3
+
+
+def matmul_peak(n: int = 2048, repeat: int = 10, dtype: str = "float32") -> dict[str, Any]:
+    """GFLOP/s of an n x n matmul (2 n³ FLOPs) with torch's current thread count: the best
+    of ``repeat`` timed runs after untimed ones, and their median."""
+    step, flop = matmul_step(n, dtype)
     for _ in range(min(3, repeat)):
-        torch.mm(a, b, out=out)
+        step()
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        torch.mm(a, b, out=out)
+        step()
         times.append(time.perf_counter() - t0)
-    flop = 2 * n**3
     return {
         "n": n,
         "dtype": dtype,
