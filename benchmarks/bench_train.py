@@ -23,9 +23,10 @@ they ship, and again with the same call ("+ reuse" rows), so the table shows bot
 user gets and how much of it is the model code.
 
 Each (peer, shape) runs in its own subprocess (peak RSS per case; see common.py). Then a
-paired run puts all peers of the shape in one process and interleaves their steps in short
-blocks (paired.py, ``--paired-seconds``): its ratios compare steps taken in the same spell
-of a noisy machine, with every peer under the same malloc setting. A step's
+paired run keeps every case of the shape waiting in a process of its own and asks each in
+turn for a short block of steps (paired.py, ``--paired-seconds``): its ratios compare steps
+taken in the same spell of a noisy machine. All its models are in memory at once (GPT-2
+small: about 3.5 GB a case). A step's
 forward + backward and its optimizer step are timed separately inside the same step (CPU:
 nothing is asynchronous), so "fwd+bwd" is the step without AdamW. Scaling: the tiny GPT at
 context 64..1024 (batch 12) and batch 1..64 (context 64), glassformer vs Hugging Face.
@@ -89,15 +90,13 @@ SHAPES = {
 }
 PEERS = {"glassformer": "glassformer", "hf": "HF GPT2 (sdpa)", "torch.nn": "torch.nn layers"}
 PARTS = ("results", "reuse", "variants")  # the peers; the peers + reuse; glassformer variants
-MATMUL = "matmul"  # the matmul-peak "peer" of the paired run
+MATMUL, MATMUL_N = "matmul", 2048  # the matmul "peer" of the paired run: (n x n) @ (n x n)
 CONTEXTS = (64, 128, 256, 512, 1024)
 BATCHES = (1, 4, 16, 64)
 
 
 # One case (runs in a subprocess) --------------------------------------------------------------
 def run_case(spec: dict[str, Any]) -> dict[str, Any]:
-    if spec.get("paired"):
-        return run_paired_case(spec)
     if spec["peer"] == "hf":
         import transformers.models.gpt2.modeling_gpt2  # noqa: F401  (counted in the baseline)
     preload_torch()
@@ -118,23 +117,17 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def run_paired_case(spec: dict[str, Any]) -> dict[str, Any]:
-    """Every peer of ``spec["peers"]`` built in this process and a 2048³ matmul (the peak of
-    the same spell), their steps interleaved in blocks (paired.py); all run with
-    reuse_freed_memory() when ``spec["reuse_memory"]``."""
+def make_paired_step(spec: dict[str, Any]):
+    """The step of one peer (or of the 2048³ matmul) of the paired run, built in its own
+    process (paired.ProcessRunner) or in this one (--in-process)."""
+    if spec.get("matmul"):
+        return matmul_step(MATMUL_N)[0]
     preload_torch()
     if spec.get("reuse_memory"):
         from glassformer.training.memory import reuse_freed_memory
 
         reuse_freed_memory()
-    shape = Shape(**spec["shape"])
-    steps = {}
-    for peer in spec["peers"]:
-        torch.manual_seed(spec.get("seed", 0))
-        steps[peer] = make_step(peer, shape, spec)[0]
-    steps[MATMUL], flop = matmul_step()
-    result = paired.interleave(steps, spec["seconds"], min_blocks=spec.get("min_blocks", 5))
-    return {**result, "matmul_flop": flop}
+    return make_step(spec["peer"], Shape(**spec["shape"]), spec)[0]
 
 
 def make_step(peer: str, shape: Shape, spec: dict[str, Any]):
@@ -316,26 +309,40 @@ def run(peer: str, shape: Shape, args, **variant: Any) -> dict[str, Any]:
 
 
 def run_paired(shape: Shape, args) -> dict[str, Any]:
-    """The paired run of one shape (paired.py), glassformer first; prints a progress line."""
-    spec = {
-        "paired": True,
-        "peers": ["glassformer", *(p for p in args.peer_list if p != "glassformer")],
-        "shape": dataclasses.asdict(shape),
-        "threads": args.threads,
-        "seed": 0,
-        "seconds": args.paired_seconds,
-        "min_blocks": 2 if args.quick else 5,
-        "reuse_memory": args.reuse_memory,
-    }
+    """The paired run of one shape (paired.py): glassformer, each peer as it ships and, unless
+    --no-peer-reuse, with reuse_freed_memory(), and the matmul, each in a process of its own
+    (in this one with --in-process), their blocks interleaved. Prints a progress line."""
+    base = {"shape": dataclasses.asdict(shape), "threads": args.threads, "seed": 0}
+    specs = {"glassformer": {"peer": "glassformer", "reuse_memory": args.reuse_memory}}
+    for peer in args.peer_list:
+        if peer != "glassformer":
+            specs[peer] = {"peer": peer}
+            if args.peer_reuse and args.reuse_memory:
+                specs[f"{peer}+reuse"] = {"peer": peer, "reuse_memory": True}
+    specs[MATMUL] = {"matmul": True}
     t0 = time.perf_counter()
-    result = execute("benchmarks.bench_train", spec, not args.in_process)
+    runners: dict[str, Any] = {}
+    try:
+        for name, spec in specs.items():
+            if args.in_process:
+                runners[name] = paired.LocalRunner(make_paired_step({**base, **spec}))
+            else:
+                runners[name] = paired.ProcessRunner("benchmarks.bench_train", {**base, **spec})
+        for runner in runners.values():
+            getattr(runner, "wait", lambda: None)()
+        result = paired.interleave(runners, args.paired_seconds, min_blocks=2 if args.quick else 5)
+    except RuntimeError as e:
+        result = {"error": str(e)}
+    finally:
+        for runner in runners.values():
+            runner.close()
     done = (
         "FAILED " + result["error"]
         if "error" in result
-        else f"{len(result['blocks']['glassformer']['step'])} blocks"
+        else f"{len(result['blocks'][MATMUL]['step'])} rounds"
     )
-    print(f"  paired, one process: {done} ({time.perf_counter() - t0:.0f} s)", flush=True)
-    return {**result, "reuse_memory": args.reuse_memory}
+    print(f"  paired, interleaved: {done} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return {**result, "matmul_flop": 2 * MATMUL_N**3, "reuse_memory": args.reuse_memory}
 
 
 def sweeps(args, shapes: dict[str, Any]) -> dict[str, list]:
@@ -518,9 +525,10 @@ def print_paired(name: str, run: dict[str, Any]) -> None:
         if peer == MATMUL:
             continue
         f = fig[peer]
+        plain = peer.removesuffix("+reuse")
         rows.append(
             [
-                PEERS[peer],
+                PEERS[plain] + (" + reuse" if plain != peer else ""),
                 f"{f['step_ms']:.1f}",
                 spread(f["mfu_step"], percent),
                 f"{f['fwd_bwd_ms']:.1f}",
@@ -530,15 +538,16 @@ def print_paired(name: str, run: dict[str, Any]) -> None:
             ]
         )
     n = len(run["blocks"][MATMUL]["step"])
-    reuse = "all with reuse_freed_memory()" if run["reuse_memory"] else "none with reuse"
     print_table(
-        f"PAIRED {name}: one process, {n} rounds of one block per peer, interleaved; {reuse}; "
-        f"matmul peak in the same rounds {fig['peak_gflops']:.1f} GFLOP/s (median)",
+        f"PAIRED {name}: each peer in its own process, {n} rounds of one block per peer, "
+        f"interleaved; matmul peak in the same rounds {fig['peak_gflops']:.1f} GFLOP/s (median)",
         ["peer", "step ms", "MFU", "f+b ms", "MFU f+b", "speed", "f+b speed"],
         rows,
         [
             "ms: median over rounds of the mean step in a block "
             f"(steps per block: {run['steps_per_block']})",
+            "glassformer runs with reuse_freed_memory() (as its trainer does on CPU) unless "
+            "--no-reuse-memory; + reuse: the peer with it too",
             "MFU: model FLOP/s / the matmul's FLOP/s in the same round; speed: peer ms / "
             "glassformer ms in the same round (> 1: glassformer faster); each the median "
             "(min-max) over rounds, so a slow spell of the machine slows both terms and cancels",

@@ -1,71 +1,71 @@
-"""Paired timing: several peers in one process, their steps interleaved in short blocks.
+"""Paired timing: the peers' steps interleaved in short blocks, each peer in its own process.
 
 On a shared virtual machine the speed of the whole machine drifts over seconds to minutes
-(this one's 2048³ matmul peak moved between 110 and 181 GFLOP/s in a day), and a process can
-land slow as a whole. Timing each peer in its own process, one after the other, compares
-peers measured in different spells. Here every block times a few consecutive steps of each
-peer in turn (the order reversed every other block), so the blocks of one round share a
-spell, and a ratio of two peers is the median over rounds of the ratio of their block
-times: a slow spell lengthens both terms and cancels. A matrix multiply timed as one more
-"peer" gives the matmul peak of the same spell, for MFU.
+(this one's 2048³ matmul peak moved between 110 and 181 GFLOP/s in a day). Timing each peer
+for a few seconds, one after the other, compares peers measured in different spells. Here
+every peer waits in its own process with its model built and warmed up, and the driver asks
+each in turn for one block of steps (the order reversed every other round), so the blocks of
+one round share a spell. A ratio of two peers is the median over rounds of the ratio of their
+block times: a slow spell lengthens both terms and cancels. A matrix multiply served the
+same way gives the matmul peak of each round, for MFU. Only one process runs at a time; the
+others wait on their pipe.
 
-What it cannot remove: the peers share one process, its allocator and its caches, so each
-block starts with caches holding the previous peer's tensors, the same for everyone; peak
-memory is not measured here (the per-process cases measure it).
+Each peer keeps its own process, so its malloc setting and caches are its own, as in the
+one-process-per-case measurements; ``LocalRunner`` runs a step in the calling process
+instead (smoke tests).
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import math
+import multiprocessing
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
-__all__ = ["interleave", "per_block"]
+__all__ = ["LocalRunner", "ProcessRunner", "interleave", "per_block"]
 
 Step = Callable[[], object]  # may return {phase: seconds}
 
 
 def interleave(
-    steps: dict[str, Step],
+    runners: dict[str, Any],
     seconds: float,
     *,
     min_blocks: int = 5,
     block_s: float = 0.25,
-    warmup: int = 2,
-) -> dict[str, object]:
-    """Run each step function ``warmup`` times, then rounds of one block per peer until
-    ``seconds`` have passed and at least ``min_blocks`` rounds are done. A peer's block is
-    as many steps as last about ``block_s`` (at least one).
+) -> dict[str, Any]:
+    """Rounds of one block per runner until ``seconds`` have passed and at least
+    ``min_blocks`` rounds are done. A runner's block is as many steps as last about
+    ``block_s`` (at least one), sized from one step of each.
 
-    A step may return the seconds of its phases ({"fwd_bwd": ..}); they are averaged per
-    block like the step's own wall time. Returns {"steps_per_block": {peer: k},
-    "blocks": {peer: {"step": [ms per step, one per block], phase: [...]}}}."""
-    for step in steps.values():
-        for _ in range(warmup):
-            step()
+    Returns {"steps_per_block": {name: k}, "blocks": {name: {"step": [ms per step, one per
+    round], phase: [...]}}}; a step that returns {phase: seconds} adds its phases."""
     per = {
-        n: max(1, math.ceil(block_s / max(_block(s, 1)["step"], 1e-9))) for n, s in steps.items()
+        n: max(1, math.ceil(block_s / max(r.block(1)["step"], 1e-9))) for n, r in runners.items()
     }
-    names = list(steps)
+    names = list(runners)
     blocks: dict[str, dict[str, list[float]]] = {n: {} for n in names}
     t0 = time.perf_counter()
     done = 0
     while done < min_blocks or time.perf_counter() - t0 < seconds:
         for n in names if done % 2 == 0 else names[::-1]:
-            for phase, s in _block(steps[n], per[n]).items():
+            for phase, s in runners[n].block(per[n]).items():
                 blocks[n].setdefault(phase, []).append(1000 * s)
         done += 1
     return {"steps_per_block": per, "blocks": blocks}
 
 
 def per_block(num: list[float], den: list[float]) -> dict[str, float]:
-    """The median, min and max over blocks of num[i] / den[i]."""
+    """The median, min and max over rounds of num[i] / den[i]."""
     r = [a / b for a, b in zip(num, den, strict=True)]
     return {"median": statistics.median(r), "min": min(r), "max": max(r)}
 
 
-def _block(step: Step, n: int) -> dict[str, float]:
+def run_block(step: Step, n: int) -> dict[str, float]:
     """Seconds per step over ``n`` steps: the wall time ("step") and the step's own phases."""
     phases: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -75,3 +75,69 @@ def _block(step: Step, n: int) -> dict[str, float]:
             phases[phase] = phases.get(phase, 0.0) + s
     wall = time.perf_counter() - t0
     return {"step": wall / n, **{p: s / n for p, s in phases.items() if p != "step"}}
+
+
+class LocalRunner:
+    """A step run in this process."""
+
+    def __init__(self, step: Step) -> None:
+        self.step = step
+
+    def block(self, n: int) -> dict[str, float]:
+        return run_block(self.step, n)
+
+    def close(self) -> None:
+        pass
+
+
+class ProcessRunner:
+    """``module.make_paired_step(spec)`` built and warmed up in a process of its own, which
+    then runs blocks of steps when asked. Start several, then ``wait()`` for each."""
+
+    def __init__(self, module: str, spec: dict[str, Any]) -> None:
+        ctx = multiprocessing.get_context("spawn")  # a fresh interpreter, as run_isolated
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(child, module, spec), daemon=True)
+        self._proc.start()
+        child.close()
+
+    def wait(self) -> None:
+        """Block until the step is built and warmed up; RuntimeError if the process failed."""
+        self._receive()
+
+    def block(self, n: int) -> dict[str, float]:
+        self._conn.send(n)
+        return self._receive()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # the worker may be gone already
+            self._conn.send(None)
+        self._proc.join(timeout=30)
+        if self._proc.is_alive():
+            self._proc.kill()
+
+    def _receive(self):
+        try:
+            kind, value = self._conn.recv()
+        except EOFError:
+            raise RuntimeError(f"paired worker exited with status {self._proc.exitcode}") from None
+        if kind == "error":
+            raise RuntimeError(value)
+        return value
+
+
+def _serve(conn, module: str, spec: dict[str, Any]) -> None:
+    """The worker: build the step, warm it up, then answer block requests until None."""
+    try:
+        import torch
+
+        torch.set_num_threads(spec["threads"])
+        torch.manual_seed(spec.get("seed", 0))
+        step = importlib.import_module(module).make_paired_step(spec)
+        for _ in range(spec.get("warmup", 2)):
+            step()
+        conn.send(("ready", None))
+        while (n := conn.recv()) is not None:
+            conn.send(("block", run_block(step, n)))
+    except Exception as e:  # reported to the driver, which names the failed case
+        conn.send(("error", f"{type(e).__name__}: {e}"))

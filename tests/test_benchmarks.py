@@ -66,20 +66,20 @@ def test_train_smoke(tmp_path):
     assert context_row["glassformer"] == tiny["results"]["glassformer"]  # reused, not re-run
     assert batch_row["batch"] == 2 and positive(batch_row["speed_step"])
     assert positive(batch_row["hf"]["tokens_per_s_step"])
-    run = tiny["paired"]  # all peers and a matmul in one process, interleaved
-    assert run["reuse_memory"] and set(run["blocks"]) == {"glassformer", "hf", "torch.nn", "matmul"}
+    run = tiny["paired"]  # every case and a matmul, their blocks interleaved
+    cases = {"glassformer", "hf", "torch.nn", "hf+reuse", "torch.nn+reuse", "matmul"}
+    assert run["reuse_memory"] and set(run["blocks"]) == cases
     assert all(k >= 1 for k in run["steps_per_block"].values())
-    for peer, blocks in run["blocks"].items():
-        phases = {"step"} if peer == "matmul" else {"step", "fwd_bwd"}
-        assert set(blocks) == phases
+    for case, blocks in run["blocks"].items():
+        assert set(blocks) == ({"step"} if case == "matmul" else {"step", "fwd_bwd"})
         assert all(len(b) >= 2 and all(map(positive, b)) for b in blocks.values())
     fig = run["figures"]
     assert positive(fig["peak_gflops"]) and "speed" not in fig["glassformer"]
-    for peer in ("glassformer", "hf", "torch.nn"):
-        for key in ["mfu_step", "mfu_fwd_bwd"] + ([] if peer == "glassformer" else ["speed"]):
-            r = fig[peer][key]
-            assert r["min"] <= r["median"] <= r["max"] and positive(r["median"]), (peer, key)
-        assert fig[peer]["fwd_bwd_ms"] <= fig[peer]["step_ms"] * 1.5
+    for case in cases - {"matmul"}:
+        for key in ["mfu_step", "mfu_fwd_bwd"] + ([] if case == "glassformer" else ["speed"]):
+            r = fig[case][key]
+            assert r["min"] <= r["median"] <= r["max"] and positive(r["median"]), (case, key)
+        assert fig[case]["fwd_bwd_ms"] <= fig[case]["step_ms"] * 1.5
 
 
 NESTED_WARNING = "ignore:The PyTorch API of nested tensors is in prototype stage"
@@ -211,7 +211,7 @@ def test_rounds_are_interleaved_and_the_fastest_is_kept():
     assert fastest([{"error": "boom"}], "step") == {"error": "boom"}
 
 
-def test_paired_blocks_alternate_order_and_ratios_are_per_block(monkeypatch):
+def test_paired_blocks_alternate_order_and_ratios_are_per_round(monkeypatch):
     from benchmarks import paired
 
     order = []
@@ -222,16 +222,34 @@ def test_paired_blocks_alternate_order_and_ratios_are_per_block(monkeypatch):
         order.append("a")
         return {"fwd_bwd": 0.25}
 
-    steps = {"a": a, "b": lambda: order.append("b")}
-    got = paired.interleave(steps, seconds=0.0, min_blocks=3, block_s=0.5, warmup=1)
-    # warm-up (a, b), one step each to size the blocks, then rounds a b | b a | a b
-    assert order == ["a", "b", "a", "b", "a", "b", "b", "a", "a", "b"]
+    runners = {"a": paired.LocalRunner(a), "b": paired.LocalRunner(lambda: order.append("b"))}
+    got = paired.interleave(runners, seconds=0.0, min_blocks=3, block_s=0.5)
+    # one step each to size the blocks, then rounds a b | b a | a b
+    assert order == ["a", "b", "a", "b", "b", "a", "a", "b"]
     assert got["steps_per_block"] == {"a": 1, "b": 1}
     assert got["blocks"]["a"] == {"step": [1000.0] * 3, "fwd_bwd": [250.0] * 3}
     assert got["blocks"]["b"] == {"step": [1000.0] * 3}
 
     r = paired.per_block([12.0, 30.0, 44.0], [10.0, 20.0, 40.0])
     assert r == {"median": 1.2, "min": 1.1, "max": 1.5}
+
+
+def test_paired_worker_process_serves_blocks_and_reports_failures():
+    from benchmarks import paired
+
+    shape = bench_train.SHAPES["tiny"].replace(n_layer=1, batch=2)
+    spec = {"peer": "glassformer", "shape": dataclasses.asdict(shape), "threads": 1}
+    runner = paired.ProcessRunner("benchmarks.bench_train", spec)
+    try:
+        runner.wait()
+        block = runner.block(2)
+        assert set(block) == {"step", "fwd_bwd"} and 0 < block["fwd_bwd"] <= block["step"]
+    finally:
+        runner.close()
+    bad = paired.ProcessRunner("benchmarks.bench_train", {**spec, "peer": "nope"})
+    with pytest.raises(RuntimeError, match="KeyError: 'nope'"):
+        bad.wait()
+    bad.close()
 
 
 def test_compare_gives_the_fastest_rounds_and_the_medians_of_rounds():
