@@ -19,6 +19,9 @@ Each peer runs twice on the same batch: "dense" (no padding, no mask) and "padde
 lengths drawn in [T/4, T], the first row full, and a padding mask). tokens/s and MFU count
 the real tokens only; FLOPs per token are glassformer's formula (forward = training / 3) for
 every peer. Each (peer, shape) runs in its own subprocess (peak RSS per case; see common.py).
+Then a paired run keeps every (peer, input) waiting in a process of its own and asks each in
+turn for a short block of forward passes (paired.py, ``--paired-seconds``), so that its
+ratios compare passes timed in the same spell of a noisy machine.
 "kernels" records whether the fused paths ran (from one profiled forward): "sdpa"
 (scaled_dot_product_attention), "fast" (torch.nn's fused encoder layer), "nested" (padding
 packed away).
@@ -34,6 +37,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -48,6 +52,7 @@ from glassformer.models import EncoderModel
 if __package__ in (None, ""):  # run as a script: python benchmarks/bench_encoder.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import paired
 from benchmarks.common import (
     Budget,
     Shape,
@@ -206,6 +211,23 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def make_paired_step(spec: dict[str, Any]):
+    """One no-grad forward of ``spec["peer"]`` on ``spec["input"]`` (dense or padded), for the
+    paired run (paired.py)."""
+    preload_torch()
+    shape = Shape(**spec["shape"])
+    model, forward = BUILDERS[spec["peer"]](shape)
+    model.eval()
+    ids, mask = make_batch(shape, spec.get("seed", 0))
+    m = mask if spec["input"] == "padded" else None
+
+    def step() -> None:
+        with torch.no_grad():
+            forward(ids, m)
+
+    return step
+
+
 def kernels_used(call) -> list[str]:
     """Which of KERNELS one no-grad call runs (torch.profiler)."""
     from torch.profiler import ProfilerActivity, profile
@@ -288,6 +310,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ours = s["results"]["glassformer"]
         s["ratios"] = {p: compare(ours, c) for p, c in s["results"].items() if p != "glassformer"}
         print_shape(name, s)
+        if args.paired_seconds > 0 and len(args.peer_list) > 1:
+            s["paired"] = run_paired(SHAPES[name], args)
+            if "error" not in s["paired"]:
+                print_paired(name, s["paired"])
     env["load_average_after"] = list(os.getloadavg())
     data = {
         "benchmark": "encoder",
@@ -301,6 +327,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out = write_json(args.out, data)
     print(f"wrote {out}")
     failed = sum("error" in c for s in shapes.values() for c in s["results"].values())
+    failed += sum("error" in s.get("paired", {}) for s in shapes.values())
     if failed:
         raise SystemExit(f"{failed} case(s) failed")
     return data
@@ -335,6 +362,60 @@ def run(peer: str, shape: Shape, args) -> dict[str, Any]:
         )
         print(f"  {peer:12s} {where}: {times} ({time.perf_counter() - t0:.0f} s)", flush=True)
     return result
+
+
+def run_paired(shape: Shape, args) -> dict[str, Any]:
+    """Every (peer, input) in a process of its own, their forward passes interleaved in
+    blocks (paired.py); per input, each peer's speed against glassformer in the same rounds."""
+    common = {"shape": dataclasses.asdict(shape), "threads": args.threads, "seed": 0}
+    specs = {
+        f"{peer}/{inputs}": {"peer": peer, "input": inputs, **common}
+        for inputs in INPUTS
+        for peer in args.peer_list
+    }
+    t0 = time.perf_counter()
+    result = paired.run(
+        "benchmarks.bench_encoder", specs, args.paired_seconds,
+        min_blocks=2 if args.quick else 5, in_process=args.in_process,
+    )  # fmt: skip
+    if "error" in result:
+        print(f"  paired: FAILED {result['error']}", flush=True)
+        return result
+    b = result["blocks"]
+    figures = {}
+    for name, blocks in b.items():
+        peer, inputs = name.split("/")
+        figures[name] = {"ms": statistics.median(blocks["step"])}
+        if peer != "glassformer":
+            figures[name]["speed"] = paired.per_block(
+                blocks["step"], b[f"glassformer/{inputs}"]["step"]
+            )
+    result["figures"] = figures
+    rounds = len(b[next(iter(b))]["step"])
+    print(f"  paired, interleaved: {rounds} rounds ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return result
+
+
+def print_paired(name: str, run: dict[str, Any]) -> None:
+    rows = []
+    for case, f in run["figures"].items():
+        peer, inputs = case.split("/")
+        r = f.get("speed")
+        speed = "-" if r is None else f"{ratio(r['median'])} ({r['min']:.2f}-{r['max']:.2f})"
+        rows.append([PEERS[peer], inputs, f"{f['ms']:.1f}", speed])
+    rounds = len(next(iter(run["blocks"].values()))["step"])
+    print_table(
+        f"PAIRED {name}: each (peer, input) in its own process, {rounds} rounds of one block "
+        "each, interleaved",
+        ["peer", "input", "ms", "speed (min-max)"],
+        rows,
+        [
+            f"ms: median over rounds of the mean forward pass in a block (passes per block: "
+            f"{run['steps_per_block']})",
+            "speed: peer ms / glassformer ms on the same input in the same round (> 1: "
+            "glassformer faster), median (min-max) over rounds",
+        ],
+    )
 
 
 def print_shape(name: str, s: dict[str, Any]) -> None:

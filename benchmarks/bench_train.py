@@ -191,11 +191,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--checkpointing", action="store_true", help="also glassformer + act. ckpt")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print top-N ops/case")
     ap.add_argument(
-        "--paired-seconds", type=float, default=None, metavar="S",
-        help="seconds of the paired run per shape, all peers in one process (0: none; "
-        "default 30, --quick 1)",
-    )  # fmt: skip
-    ap.add_argument(
         "--no-reuse-memory",
         dest="reuse_memory",
         action="store_false",
@@ -210,8 +205,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.context_list = _ints(args.contexts, (64,) if args.quick else CONTEXTS)
     args.batch_list = _ints(args.batches, (4,) if args.quick else BATCHES)
     args.dtypes = ["float32"] + (["bfloat16"] if args.bf16 else [])
-    if args.paired_seconds is None:
-        args.paired_seconds = 1.0 if args.quick else 30.0
     return args
 
 
@@ -321,21 +314,11 @@ def run_paired(shape: Shape, args) -> dict[str, Any]:
                 specs[f"{peer}+reuse"] = {"peer": peer, "reuse_memory": True}
     specs[MATMUL] = {"matmul": True}
     t0 = time.perf_counter()
-    runners: dict[str, Any] = {}
-    try:
-        for name, spec in specs.items():
-            if args.in_process:
-                runners[name] = paired.LocalRunner(make_paired_step({**base, **spec}))
-            else:
-                runners[name] = paired.ProcessRunner("benchmarks.bench_train", {**base, **spec})
-        for runner in runners.values():
-            getattr(runner, "wait", lambda: None)()
-        result = paired.interleave(runners, args.paired_seconds, min_blocks=2 if args.quick else 5)
-    except RuntimeError as e:
-        result = {"error": str(e)}
-    finally:
-        for runner in runners.values():
-            runner.close()
+    specs = {name: {**base, **spec} for name, spec in specs.items()}
+    result = paired.run(
+        "benchmarks.bench_train", specs, args.paired_seconds,
+        min_blocks=2 if args.quick else 5, in_process=args.in_process,
+    )  # fmt: skip
     done = (
         "FAILED " + result["error"]
         if "error" in result

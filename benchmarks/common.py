@@ -300,6 +300,10 @@ def add_common_args(ap: argparse.ArgumentParser, shapes, peers, out: str) -> Non
         "--rounds", type=int, default=None,
         help="processes per case, interleaved; the fastest is kept (default 3, --quick 1)",
     )  # fmt: skip
+    ap.add_argument(
+        "--paired-seconds", type=float, default=None, metavar="S",
+        help="seconds of the paired run per shape (paired.py; 0: none; default 30, --quick 1)",
+    )  # fmt: skip
     ap.add_argument("--out", default=out)
 
 
@@ -322,6 +326,8 @@ def finish_args(ap: argparse.ArgumentParser, args: argparse.Namespace, shapes, p
     args.repeat = 3 if quick else 10  # matmul peak: best of
     if args.rounds is None:
         args.rounds = 1 if quick else 3
+    if args.paired_seconds is None:
+        args.paired_seconds = 1.0 if quick else 30.0
     if args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: need at least 1")
 

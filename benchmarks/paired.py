@@ -26,9 +26,37 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["LocalRunner", "ProcessRunner", "interleave", "per_block"]
+__all__ = ["LocalRunner", "ProcessRunner", "interleave", "per_block", "run"]
 
 Step = Callable[[], object]  # may return {phase: seconds}
+
+
+def run(
+    module: str,
+    specs: dict[str, dict[str, Any]],
+    seconds: float,
+    *,
+    min_blocks: int = 5,
+    in_process: bool = False,
+) -> dict[str, Any]:
+    """``interleave`` the steps ``module.make_paired_step(spec)`` of every named spec, each
+    in a process of its own (in this one with ``in_process``); {"error": ...} if one failed."""
+    runners: dict[str, Any] = {}
+    try:
+        for name, spec in specs.items():
+            if in_process:
+                step = importlib.import_module(module).make_paired_step(spec)
+                runners[name] = LocalRunner(step)
+            else:
+                runners[name] = ProcessRunner(module, spec)
+        for runner in runners.values():
+            runner.wait()
+        return interleave(runners, seconds, min_blocks=min_blocks)
+    except RuntimeError as e:
+        return {"error": str(e)}
+    finally:
+        for runner in runners.values():
+            runner.close()
 
 
 def interleave(
@@ -82,6 +110,9 @@ class LocalRunner:
 
     def __init__(self, step: Step) -> None:
         self.step = step
+
+    def wait(self) -> None:
+        pass
 
     def block(self, n: int) -> dict[str, float]:
         return run_block(self.step, n)

@@ -102,6 +102,12 @@ def test_encoder_smoke(tmp_path):
     assert "sdpa" in tiny["results"]["glassformer"]["dense"]["kernels"]
     for ratios in tiny["ratios"].values():
         assert all(positive(r["speed"]) for r in ratios.values())
+    fig = tiny["paired"]["figures"]  # every (peer, input), blocks interleaved
+    assert set(fig) == {f"{p}/{i}" for p in tiny["results"] for i in ("dense", "padded")}
+    for case, f in fig.items():
+        assert positive(f["ms"]) and len(tiny["paired"]["blocks"][case]["step"]) >= 2
+        if not case.startswith("glassformer/"):
+            assert f["speed"]["min"] <= f["speed"]["median"] <= f["speed"]["max"]
 
 
 def test_isolated_case_runs_in_its_own_process():
