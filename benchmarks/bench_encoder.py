@@ -44,10 +44,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
-
-from glassformer.config import ModelConfig
-from glassformer.models import EncoderModel
 
 if __package__ in (None, ""):  # run as a script: python benchmarks/bench_encoder.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -63,122 +59,15 @@ from benchmarks.common import (
     execute,
     fastest,
     finish_args,
-    fmt_timing,
     matmul_peak,
     measure,
-    percent,
     preload_torch,
     print_header,
-    print_table,
-    ratio,
     rss_mb,
     write_json,
 )
-
-SHAPES = {
-    "tiny": Shape(n_layer=4, n_head=4, d_model=128, context=64, batch=16, vocab=1000),
-    "bert-base": Shape(n_layer=12, n_head=12, d_model=768, context=128, batch=8, vocab=30522),
-}
-PEERS = {"glassformer": "glassformer", "torch.nn": "torch.nn fast path", "hf": "HF BertModel"}
-INPUTS = ("dense", "padded")
-KERNELS = {  # profiler op name -> short label
-    "aten::scaled_dot_product_attention": "sdpa",
-    "aten::_transformer_encoder_layer_fwd": "fast",
-    "aten::_nested_tensor_from_mask": "nested",
-    "aten::index_copy_": "packed",  # glassformer's nn/packing.py: padding skipped
-}
-
-
-# Models ---------------------------------------------------------------------------------------
-def glassformer_config(shape: Shape) -> ModelConfig:
-    return ModelConfig(
-        family="encoder",
-        vocab_size=shape.vocab,
-        max_len=shape.context,
-        d_model=shape.d_model,
-        n_layer=shape.n_layer,
-        n_head=shape.n_head,
-        activation="gelu",
-        norm_first=False,
-        norm_eps=1e-12,
-        embed_norm=True,
-        type_vocab_size=2,
-        pooler=True,
-        dropout=0.0,
-    )
-
-
-def build_glassformer(shape: Shape):
-    model = EncoderModel(glassformer_config(shape))
-    return model, lambda ids, mask: model(ids, mask)
-
-
-def build_hf(shape: Shape):
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-    config = transformers.BertConfig(
-        vocab_size=shape.vocab,
-        hidden_size=shape.d_model,
-        num_hidden_layers=shape.n_layer,
-        num_attention_heads=shape.n_head,
-        intermediate_size=4 * shape.d_model,
-        max_position_embeddings=shape.context,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-        attn_implementation="sdpa",
-    )
-    model = transformers.BertModel(config)
-    return model, lambda ids, mask: model(input_ids=ids, attention_mask=mask)
-
-
-def build_torch(shape: Shape):
-    model = TorchEncoder(shape)
-    return model, lambda ids, mask: model(ids, None if mask is None else mask == 0)
-
-
-class TorchEncoder(nn.Module):
-    """BERT's layout from torch.nn parts: token + position + token-type (0) embeddings,
-    LayerNorm, nn.TransformerEncoder (post-norm, gelu), pooler tanh(W h_0 + b).
-    forward(ids, padding) with padding (B, T) True at padded positions (torch.nn's rule)."""
-
-    def __init__(self, shape: Shape) -> None:
-        super().__init__()
-        c = shape.d_model
-        self.tok = nn.Embedding(shape.vocab, c)
-        self.pos = nn.Embedding(shape.context, c)
-        self.segment = nn.Embedding(2, c)
-        self.norm = nn.LayerNorm(c, eps=1e-12)
-        layer = nn.TransformerEncoderLayer(
-            c, shape.n_head, 4 * c, dropout=0.0, activation="gelu", batch_first=True,
-            layer_norm_eps=1e-12,
-        )  # fmt: skip
-        self.layers = nn.TransformerEncoder(layer, shape.n_layer, enable_nested_tensor=True)
-        self.pooler = nn.Linear(c, c)
-        for p in self.parameters():  # the deep-copied layers would otherwise start equal
-            if p.dim() >= 2:
-                nn.init.normal_(p, 0.0, 0.02)
-
-    def forward(self, ids: torch.Tensor, padding: torch.Tensor | None = None):
-        t = ids.shape[1]
-        x = self.tok(ids) + self.pos.weight[:t] + self.segment.weight[0]  # (B, T, C)
-        h = self.layers(self.norm(x), src_key_padding_mask=padding)  # (B, T, C)
-        return h, self.pooler(h[:, 0]).tanh()
-
-
-BUILDERS = {"glassformer": build_glassformer, "hf": build_hf, "torch.nn": build_torch}
-
-
-def make_batch(shape: Shape, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random ids (B, T) and an attention mask (B, T), 1 = real: lengths in [T/4, T], the
-    first row full."""
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(0, shape.vocab, (shape.batch, shape.context), generator=g)
-    low = max(1, shape.context // 4)
-    lengths = torch.randint(low, shape.context + 1, (shape.batch,), generator=g)
-    lengths[0] = shape.context
-    mask = (torch.arange(shape.context) < lengths[:, None]).long()  # (B, T)
-    return ids, mask
+from benchmarks.encoder_peers import BUILDERS, INPUTS, KERNELS, PEERS, SHAPES, make_batch
+from benchmarks.encoder_report import compare, derive, flops_per_token, print_paired, print_shape
 
 
 # One case (runs in a subprocess) --------------------------------------------------------------
@@ -239,49 +128,6 @@ def kernels_used(call) -> list[str]:
 
 
 # Driver ---------------------------------------------------------------------------------------
-def flops_per_token(shape: Shape) -> float:
-    """Forward FLOPs per token: glassformer's training formula / 3, for every peer."""
-    with torch.device("meta"):
-        return EncoderModel(glassformer_config(shape)).flops_per_token(shape.context) / 3
-
-
-def derive(case: dict[str, Any], shape: Shape, peak_gflops: float) -> dict[str, Any]:
-    if "error" in case:
-        return case
-    per_token = flops_per_token(shape)
-    for name in INPUTS:
-        r = case.get(name)
-        if r is None:
-            continue
-        seconds = r["timing"]["forward"]["median_ms"] / 1000
-        r["tokens_per_s"] = r["real_tokens"] / seconds
-        r["mfu"] = per_token * r["real_tokens"] / seconds / (peak_gflops * 1e9)
-        r["rss_above_imports_mb"] = r["peak_rss_mb"] - r["rss_after_import_mb"]
-    return case
-
-
-def ms(r: dict[str, Any]) -> float:
-    return r["timing"]["forward"]["median_ms"]
-
-
-def compare(ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, dict[str, float | None]]:
-    """Per input: speed = peer ms / glassformer ms (> 1: glassformer faster); memory =
-    glassformer / peer peak RSS above imports (< 1: glassformer smaller)."""
-    out = {}
-    for name in INPUTS:
-        a, b = ours.get(name), peer.get(name)
-        if a is None or b is None:
-            out[name] = {"speed": None, "memory": None}
-            continue
-        out[name] = {
-            "speed": ms(b) / ms(a),
-            "memory": a["rss_above_imports_mb"] / b["rss_above_imports_mb"]
-            if b["rss_above_imports_mb"] > 0
-            else None,  # in-process runs: the peak may not grow
-        }
-    return out
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common_args(ap, SHAPES, PEERS, "bench-results/encoder.json")
@@ -394,76 +240,6 @@ def run_paired(shape: Shape, args) -> dict[str, Any]:
     rounds = len(b[next(iter(b))]["step"])
     print(f"  paired, interleaved: {rounds} rounds ({time.perf_counter() - t0:.0f} s)", flush=True)
     return result
-
-
-def print_paired(name: str, run: dict[str, Any]) -> None:
-    rows = []
-    for case, f in run["figures"].items():
-        peer, inputs = case.split("/")
-        r = f.get("speed")
-        speed = "-" if r is None else f"{ratio(r['median'])} ({r['min']:.2f}-{r['max']:.2f})"
-        rows.append([PEERS[peer], inputs, f"{f['ms']:.1f}", speed])
-    rounds = len(next(iter(run["blocks"].values()))["step"])
-    print_table(
-        f"PAIRED {name}: each (peer, input) in its own process, {rounds} rounds of one block "
-        "each, interleaved",
-        ["peer", "input", "ms", "speed (min-max)"],
-        rows,
-        [
-            f"ms: median over rounds of the mean forward pass in a block (passes per block: "
-            f"{run['steps_per_block']})",
-            "speed: peer ms / glassformer ms on the same input in the same round (> 1: "
-            "glassformer faster), median (min-max) over rounds",
-        ],
-    )
-
-
-def print_shape(name: str, s: dict[str, Any]) -> None:
-    shape = Shape(**s["shape"])
-    ours = s["results"]["glassformer"]
-    header = ["peer", "input", "ms (min-max)", "tok/s", "MFU", "RSS MB", "+MB", "kernels"]
-    header += ["speed", "memory"]
-    rows = []
-    for inputs in INPUTS:
-        for peer, case in s["results"].items():
-            r = case.get(inputs)
-            if r is None:
-                rows.append([PEERS[peer], inputs, "failed"] + [""] * 7)
-                continue
-            real = r["real_tokens"] / shape.tokens
-            c = compare(ours, case)[inputs] if peer != "glassformer" else {}
-            rows.append(
-                [
-                    PEERS[peer],
-                    inputs if inputs == "dense" else f"padded {100 * real:.0f}%",
-                    fmt_timing(r["timing"]["forward"]),
-                    f"{r['tokens_per_s']:.0f}",
-                    percent(r["mfu"]),
-                    f"{r['peak_rss_mb']:.0f}",
-                    f"{r['rss_above_imports_mb']:.0f}",
-                    "+".join(r["kernels"]) or "-",
-                    ratio(c.get("speed")),
-                    ratio(c.get("memory")),
-                ]
-            )
-    print_table(
-        f"ENCODER INFERENCE {name}: {shape.describe()}; "
-        f"{s['flop_per_token'] / 1e6:.2f} MFLOP/token (forward)",
-        header,
-        rows,
-        [
-            "ms: one forward pass under torch.no_grad(), median of the timed runs (min-max) in "
-            "the fastest of the rounds (one process each, interleaved)",
-            "tok/s and MFU count real tokens (padded: the % of real tokens shown); MFU = model "
-            "FLOP/s (glassformer's formula for all peers) / matmul peak",
-            "RSS MB: peak resident memory of the case's process; +MB: above its imports",
-            "kernels: sdpa = scaled_dot_product_attention, fast = torch.nn's fused encoder "
-            "layer, nested = padding packed into nested tensors, packed = glassformer's "
-            "real-token packing (nn/packing.py)",
-            "speed: peer ms / glassformer ms on the same input (> 1: glassformer faster); "
-            "memory: glassformer +MB / peer +MB (< 1: glassformer smaller)",
-        ],
-    )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["LocalRunner", "ProcessRunner", "interleave", "per_block", "run"]
+__all__ = ["MATMUL", "LocalRunner", "ProcessRunner", "interleave", "per_block", "run"]
+
+MATMUL = "matmul"  # the name a benchmark gives the case that serves its matmul-peak step
 
 Step = Callable[[], object]  # may return {phase: seconds}
 

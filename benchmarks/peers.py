@@ -14,6 +14,12 @@ from benchmarks.common import Shape
 from glassformer.config import ModelConfig
 from glassformer.models import DecoderLM
 
+SHAPES = {
+    "tiny": Shape(n_layer=4, n_head=4, d_model=128, context=64, batch=12, vocab=65),
+    "gpt2-small": Shape(n_layer=12, n_head=12, d_model=768, context=256, batch=4, vocab=50257),
+}
+PEERS = {"glassformer": "glassformer", "hf": "HF GPT2 (sdpa)", "torch.nn": "torch.nn layers"}
+
 
 # Models ---------------------------------------------------------------------------------------
 def glassformer_config(shape: Shape, **extra: Any) -> ModelConfig:

@@ -15,7 +15,14 @@ pytest.importorskip("transformers")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the benchmarks package sits beside src/, not installed
 
-from benchmarks import bench_encoder, bench_train, common, peers  # noqa: E402
+from benchmarks import (  # noqa: E402
+    bench_encoder,
+    bench_train,
+    common,
+    encoder_peers,
+    peers,
+    train_report,
+)
 
 from glassformer.interop.huggingface import to_huggingface  # noqa: E402
 
@@ -177,12 +184,12 @@ def test_train_peers_compute_the_same_loss():
 @pytest.mark.filterwarnings(NESTED_WARNING)
 def test_encoder_peers_compute_the_same_hidden_states():
     torch.manual_seed(0)
-    shape = bench_encoder.SHAPES["tiny"].replace(n_layer=2, batch=4)
-    ids, mask = bench_encoder.make_batch(shape)
-    ours, forward = bench_encoder.build_glassformer(shape)
-    hf, hf_forward = bench_encoder.build_hf(shape)
+    shape = encoder_peers.SHAPES["tiny"].replace(n_layer=2, batch=4)
+    ids, mask = encoder_peers.make_batch(shape)
+    ours, forward = encoder_peers.build_glassformer(shape)
+    hf, hf_forward = encoder_peers.build_hf(shape)
     hf.load_state_dict(to_huggingface(ours).state_dict())
-    peer, peer_forward = bench_encoder.build_torch(shape)
+    peer, peer_forward = encoder_peers.build_torch(shape)
     _load_into_torch_peer(peer, ours, "layers")
     for model in (ours, hf, peer):
         model.eval()  # torch.nn's fast path runs in eval mode only
@@ -265,6 +272,6 @@ def test_compare_gives_the_fastest_rounds_and_the_medians_of_rounds():
 
     ours = result(10.0, [10.0, 12.0, 30.0])
     peer = result(9.0, [9.0, 20.0, 24.0])  # one lucky round, otherwise slower
-    c = bench_train.compare(ours, peer)
+    c = train_report.compare(ours, peer)
     assert c["speed_step"] == 0.9 and c["speed_rounds"] == 20.0 / 12.0
-    assert bench_train.compare(ours, {**peer, "rounds": []})["speed_rounds"] is None
+    assert train_report.compare(ours, {**peer, "rounds": []})["speed_rounds"] is None
