@@ -108,10 +108,12 @@ def run_block(step: Step, n: int) -> dict[str, float]:
 
 
 class LocalRunner:
-    """A step run in this process."""
+    """A step run in this process, warmed up as the workers warm theirs."""
 
-    def __init__(self, step: Step) -> None:
+    def __init__(self, step: Step, warmup: int = 2) -> None:
         self.step = step
+        for _ in range(warmup):
+            step()
 
     def wait(self) -> None:
         pass
@@ -149,11 +151,21 @@ class ProcessRunner:
         if self._proc.is_alive():
             self._proc.kill()
 
-    def _receive(self):
+    def _receive(self, timeout: float = 1800.0):
+        if not self._conn.poll(timeout):
+            raise RuntimeError(f"paired worker gave no answer in {timeout:.0f} s")
         try:
             kind, value = self._conn.recv()
         except EOFError:
-            raise RuntimeError(f"paired worker exited with status {self._proc.exitcode}") from None
+            self._proc.join(timeout=5)
+            code = self._proc.exitcode
+            hint = ""
+            if code is not None and code < 0:  # killed by a signal: SIGKILL is the OOM killer's
+                hint = (
+                    " (out of memory? every paired case holds its model at once: fewer "
+                    "--peers (bench_train: --no-peer-reuse) or --paired-seconds 0)"
+                )
+            raise RuntimeError(f"paired worker exited with status {code}{hint}") from None
         if kind == "error":
             raise RuntimeError(value)
         return value

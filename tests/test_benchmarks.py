@@ -235,10 +235,13 @@ def test_paired_blocks_alternate_order_and_ratios_are_per_round(monkeypatch):
         order.append("a")
         return {"fwd_bwd": 0.25}
 
-    runners = {"a": paired.LocalRunner(a), "b": paired.LocalRunner(lambda: order.append("b"))}
+    runners = {
+        "a": paired.LocalRunner(a, warmup=1),
+        "b": paired.LocalRunner(lambda: order.append("b"), warmup=1),
+    }
     got = paired.interleave(runners, seconds=0.0, min_blocks=3, block_s=0.5)
-    # one step each to size the blocks, then rounds a b | b a | a b
-    assert order == ["a", "b", "a", "b", "b", "a", "a", "b"]
+    # warm-up, one step each to size the blocks, then rounds a b | b a | a b
+    assert order == ["a", "b", "a", "b", "a", "b", "b", "a", "a", "b"]
     assert got["steps_per_block"] == {"a": 1, "b": 1}
     assert got["blocks"]["a"] == {"step": [1000.0] * 3, "fwd_bwd": [250.0] * 3}
     assert got["blocks"]["b"] == {"step": [1000.0] * 3}
@@ -263,6 +266,20 @@ def test_paired_worker_process_serves_blocks_and_reports_failures():
     with pytest.raises(RuntimeError, match="KeyError: 'nope'"):
         bad.wait()
     bad.close()
+
+
+def test_paired_worker_killed_by_a_signal_is_named(tmp_path, monkeypatch):
+    from benchmarks import paired
+
+    # a worker that dies the way the OOM killer ends it (the spawned child inherits sys.path)
+    (tmp_path / "killed_worker.py").write_text(
+        "import os, signal\ndef make_paired_step(spec):\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    runner = paired.ProcessRunner("killed_worker", {"threads": 1})
+    with pytest.raises(RuntimeError, match=r"status -9 \(out of memory\?"):
+        runner.wait()
+    runner.close()
 
 
 def test_compare_gives_the_fastest_rounds_and_the_medians_of_rounds():
