@@ -89,11 +89,7 @@ BATCHES = (1, 4, 16, 64)
 def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["peer"] == "hf":
         import transformers.models.gpt2.modeling_gpt2  # noqa: F401  (counted in the baseline)
-    preload_torch()
-    if spec.get("reuse_memory"):
-        from glassformer.training.memory import reuse_freed_memory
-
-        reuse_freed_memory()
+    prepare_process(spec)
     base = rss_mb()
     step, model, losses = make_step(spec["peer"], Shape(**spec["shape"]), spec)
     result = measure(step, Budget(**spec["budget"]))
@@ -112,12 +108,18 @@ def make_paired_step(spec: dict[str, Any]):
     process (paired.ProcessRunner) or in this one (--in-process)."""
     if spec.get("matmul"):
         return matmul_step(MATMUL_N)[0]
+    prepare_process(spec)
+    return make_step(spec["peer"], Shape(**spec["shape"]), spec)[0]
+
+
+def prepare_process(spec: dict[str, Any]) -> None:
+    """Before a case builds its model: torch's lazy imports, then reuse_freed_memory() when
+    the spec asks for it."""
     preload_torch()
     if spec.get("reuse_memory"):
         from glassformer.training.memory import reuse_freed_memory
 
         reuse_freed_memory()
-    return make_step(spec["peer"], Shape(**spec["shape"]), spec)[0]
 
 
 def make_step(peer: str, shape: Shape, spec: dict[str, Any]):
