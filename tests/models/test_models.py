@@ -204,3 +204,21 @@ def test_missing_token_types_are_type_zero():
     (gb,) = torch.autograd.grad(b.square().sum(), w)
     torch.testing.assert_close(ga, gb, rtol=0, atol=1e-5)
     assert ga[1].abs().max() == 0 and ga[0].abs().max() > 0
+
+
+def test_dropout_acts_in_training_only():
+    """Every dropout (embedding output, each residual branch, inside the MLP; attention
+    weights off here) draws a fresh mask per call in train mode and is the identity in eval
+    mode: the output then equals the same weights built with dropout 0."""
+    cfg = dict(family="encoder", vocab_size=V, max_len=8, d_model=16, n_layer=2, n_head=4)
+    torch.manual_seed(0)
+    model = EncoderModel(ModelConfig(**cfg, dropout=0.5, attn_dropout=0.0))
+    plain = EncoderModel(ModelConfig(**cfg, dropout=0.0))
+    plain.load_state_dict(model.state_dict())
+    x = ids(2, 8)
+    model.train(), plain.train()
+    a, b = model(x).hidden_states, model(x).hidden_states
+    assert not torch.allclose(a, b)
+    assert not torch.allclose(a, plain(x).hidden_states)
+    model.eval(), plain.eval()
+    torch.testing.assert_close(model(x).hidden_states, plain(x).hidden_states, rtol=0, atol=0)

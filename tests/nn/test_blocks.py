@@ -170,3 +170,19 @@ def test_blocks_reject_bad_options(options, words):
         Encoder(1, C, H, FF, **options)
     for word in words:
         assert word in str(err.value)
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_block_dropout_acts_in_training_only(norm_first):
+    """The residual branches' and the MLP's dropout (attention's off here): a fresh random
+    mask each call in train mode, nothing in eval mode (= the block without dropout)."""
+    torch.manual_seed(1)
+    blk = EncoderBlock(C, H, FF, norm_first=norm_first, dropout=0.5, attn_dropout=0.0).double()
+    plain = EncoderBlock(C, H, FF, norm_first=norm_first).double()
+    plain.load_state_dict(blk.state_dict())
+    x = x_()
+    a, b = blk(x), blk(x)
+    assert not torch.allclose(a, b)
+    assert not torch.allclose(a, plain(x))
+    blk.eval()
+    torch.testing.assert_close(blk(x), plain(x), rtol=0, atol=0)

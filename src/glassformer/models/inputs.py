@@ -64,7 +64,9 @@ class InputEmbedding(nn.Module):
                 x = x + self.segment(token_type_ids)
         if self.norm is not None:
             x = self.norm(x, token_mask)
-        return self.dropout(x), self.pos.rotary(positions)
+        if self.training:  # dropout is the identity in eval mode
+            x = self.dropout(x)
+        return x, self.pos.rotary(positions)
 
 
 def positions_from_mask(

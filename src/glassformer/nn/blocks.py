@@ -71,12 +71,12 @@ class _Block(nn.Module):
         token_mask,
         name: str,
     ) -> Tensor:
-        if self.norm_first:
-            update = self.dropout(sublayer(norm(x, token_mask)))
-            out = self._add(x, update)  # X + F(Norm(X))
-        else:
-            update = self.dropout(sublayer(x))
-            out = norm(self._add(x, update), token_mask)  # Norm(X + F(X))
+        update = sublayer(norm(x, token_mask) if self.norm_first else x)
+        if self.training:  # dropout is the identity in eval mode: skip the call
+            update = self.dropout(update)
+        out = self._add(x, update)  # X + F(Norm(X)) pre-norm, X + F(X) post-norm
+        if not self.norm_first:
+            out = norm(out, token_mask)  # Norm(X + F(X))
         if self.recorder is not None:
             self.recorder.residual(name, x, update, out)
         return out

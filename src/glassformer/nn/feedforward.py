@@ -70,4 +70,6 @@ class FeedForward(nn.Module):
             _IN_PLACE[self.activation](h)
         else:
             h = _PLAIN[self.activation](h)
-        return self.fc2(self.dropout(h))  # (B, T, C)
+        if self.training:  # dropout is the identity in eval mode
+            h = self.dropout(h)
+        return self.fc2(h)  # (B, T, C)
