@@ -18,7 +18,7 @@ Peers, built from the same shape:
 Each peer runs twice on the same batch: "dense" (no padding, no mask) and "padded" (row
 lengths drawn in [T/4, T], the first row full, and a padding mask). tokens/s and MFU count
 the real tokens only; FLOPs per token are glassformer's formula (forward = training / 3) for
-every peer. Each (peer, shape) runs in its own subprocess (peak RSS per case; see common.py).
+every peer. Each (peer, shape) runs in its own subprocess (peak RSS per case; see processes.py).
 Then a paired run keeps every (peer, input) waiting in a process of its own and asks each in
 turn for a short block of forward passes (paired.py, ``--paired-seconds``), so that its
 ratios compare passes timed in the same spell of a noisy machine.
@@ -56,18 +56,16 @@ from benchmarks.common import (
     best_of_rounds,
     best_peak,
     environment,
-    execute,
     fastest,
     finish_args,
     matmul_peak,
     measure,
-    preload_torch,
     print_header,
-    rss_mb,
     write_json,
 )
 from benchmarks.encoder_peers import BUILDERS, INPUTS, KERNELS, PEERS, SHAPES, make_batch
 from benchmarks.encoder_report import compare, derive, flops_per_token, print_paired, print_shape
+from benchmarks.processes import execute, preload_torch, rss_mb
 
 
 # One case (runs in a subprocess) --------------------------------------------------------------

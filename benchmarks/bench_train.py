@@ -22,7 +22,7 @@ so the glassformer cases run with it (``--no-reuse-memory`` to leave it out). Th
 they ship, and again with the same call ("+ reuse" rows), so the table shows both the speed a
 user gets and how much of it is the model code.
 
-Each (peer, shape) runs in its own subprocess (peak RSS per case; see common.py). Then a
+Each (peer, shape) runs in its own subprocess (peak RSS per case; see processes.py). Then a
 paired run keeps every case of the shape waiting in a process of its own and asks each in
 turn for a short block of steps (paired.py, ``--paired-seconds``): its ratios compare steps
 taken in the same spell of a noisy machine. All its models are in memory at once (GPT-2
@@ -64,19 +64,17 @@ from benchmarks.common import (
     best_of_rounds,
     best_peak,
     environment,
-    execute,
     fastest,
     finish_args,
     matmul_peak,
     matmul_step,
     measure,
-    preload_torch,
     print_header,
-    rss_mb,
     write_json,
 )
 from benchmarks.paired import MATMUL
 from benchmarks.peers import BUILDERS, PEERS, SHAPES, build_glassformer
+from benchmarks.processes import execute, preload_torch, rss_mb
 from benchmarks.train_report import flops_per_token, report
 
 PARTS = ("results", "reuse", "variants")  # the peers; the peers + reuse; glassformer variants

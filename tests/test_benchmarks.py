@@ -21,6 +21,7 @@ from benchmarks import (  # noqa: E402
     common,
     encoder_peers,
     peers,
+    processes,
     train_report,
 )
 
@@ -124,7 +125,7 @@ def test_isolated_case_runs_in_its_own_process():
         "threads": 1,
         "budget": dataclasses.asdict(common.Budget(warmup=1, warmup_s=0, min_steps=2)),
     }
-    result = common.run_isolated("benchmarks.bench_train", spec)
+    result = processes.run_isolated("benchmarks.bench_train", spec)
     assert result["isolated"] is True
     check_timing(result["timing"]["step"])
     assert 0 < result["rss_after_import_mb"] < result["peak_rss_mb"]
