@@ -216,9 +216,11 @@ def test_dropout_acts_in_training_only():
     plain = EncoderModel(ModelConfig(**cfg, dropout=0.0))
     plain.load_state_dict(model.state_dict())
     x = ids(2, 8)
-    model.train(), plain.train()
+    model.train()
+    plain.train()
     a, b = model(x).hidden_states, model(x).hidden_states
     assert not torch.allclose(a, b)
     assert not torch.allclose(a, plain(x).hidden_states)
-    model.eval(), plain.eval()
+    model.eval()
+    plain.eval()
     torch.testing.assert_close(model(x).hidden_states, plain(x).hidden_states, rtol=0, atol=0)
