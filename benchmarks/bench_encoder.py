@@ -21,13 +21,18 @@ the real tokens only; FLOPs per token are glassformer's formula (forward = train
 every peer. Each (peer, shape) runs in its own subprocess (peak RSS per case; see processes.py).
 Then a paired run keeps every (peer, input) waiting in a process of its own and asks each in
 turn for a short block of forward passes (paired.py, ``--paired-seconds``), so that its
-ratios compare passes timed in the same spell of a noisy machine.
+ratios compare passes timed in the same spell of a noisy machine. With ``--reuse`` the paired
+run also times every peer, glassformer included, with ``reuse_freed_memory()`` called in its
+process ("+ reuse" cases; glibc then keeps and reuses freed memory instead of returning it
+and faulting it in again), so that the allocator's share of a ratio can be told from the
+model code's.
 "kernels" records whether the fused paths ran (from one profiled forward): "sdpa"
 (scaled_dot_product_attention), "fast" (torch.nn's fused encoder layer), "nested" (padding
 packed away).
 
     .venv/bin/python -m benchmarks.bench_encoder            # about 2 minutes on 2 cores
     .venv/bin/python -m benchmarks.bench_encoder --quick    # tiny shape only: seconds
+    .venv/bin/python -m benchmarks.bench_encoder --shapes tiny --rounds 1 --reuse
 
 Prints a table with ratios glassformer / peer and writes bench-results/encoder.json.
 """
@@ -102,6 +107,10 @@ def make_paired_step(spec: dict[str, Any]):
     """One no-grad forward of ``spec["peer"]`` on ``spec["input"]`` (dense or padded), for the
     paired run (paired.py)."""
     preload_torch()
+    if spec.get("reuse"):
+        from glassformer.training.memory import reuse_freed_memory
+
+        reuse_freed_memory()
     shape = Shape(**spec["shape"])
     model, forward = BUILDERS[spec["peer"]](shape)
     model.eval()
@@ -129,6 +138,10 @@ def kernels_used(call) -> list[str]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common_args(ap, SHAPES, PEERS, "bench-results/encoder.json")
+    ap.add_argument(
+        "--reuse", action="store_true",
+        help="the paired run also times every peer with reuse_freed_memory() in its process",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     finish_args(ap, args, SHAPES, PEERS)
     torch.set_num_threads(args.threads)
@@ -165,6 +178,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "matmul_peak": {"float32": peak},
         "budget": dataclasses.asdict(args.budget),
         "rounds": args.rounds,
+        "paired_reuse": bool(args.reuse),
         "peers": {p: PEERS[p] for p in args.peer_list},
         "shapes": shapes,
     }
@@ -209,12 +223,16 @@ def run(peer: str, shape: Shape, args) -> dict[str, Any]:
 
 
 def run_paired(shape: Shape, args) -> dict[str, Any]:
-    """Every (peer, input) in a process of its own, their forward passes interleaved in
-    blocks (paired.py); per input, each peer's speed against glassformer in the same rounds."""
+    """Every (peer, input) in a process of its own (with --reuse, every peer + reuse too),
+    their forward passes interleaved in blocks (paired.py); per input, each peer's speed
+    against glassformer in the same rounds, and each peer + reuse's against glassformer +
+    reuse."""
     common = {"shape": dataclasses.asdict(shape), "threads": args.threads, "seed": 0}
+    settings = {"": False, "+reuse": True} if args.reuse else {"": False}
     specs = {
-        f"{peer}/{inputs}": {"peer": peer, "input": inputs, **common}
+        f"{peer}{suffix}/{inputs}": {"peer": peer, "input": inputs, "reuse": reuse, **common}
         for inputs in INPUTS
+        for suffix, reuse in settings.items()
         for peer in args.peer_list
     }
     t0 = time.perf_counter()
@@ -228,11 +246,15 @@ def run_paired(shape: Shape, args) -> dict[str, Any]:
     b = result["blocks"]
     figures = {}
     for name, blocks in b.items():
-        peer, inputs = name.split("/")
+        case, inputs = name.split("/")
         figures[name] = {"ms": statistics.median(blocks["step"])}
-        if peer != "glassformer":
+        if case != "glassformer":  # against glassformer as it ships
             figures[name]["speed"] = paired.per_block(
                 blocks["step"], b[f"glassformer/{inputs}"]["step"]
+            )
+        if case.endswith("+reuse") and case != "glassformer+reuse":  # both with reuse
+            figures[name]["speed_reuse"] = paired.per_block(
+                blocks["step"], b[f"glassformer+reuse/{inputs}"]["step"]
             )
     result["figures"] = figures
     rounds = len(b[next(iter(b))]["step"])

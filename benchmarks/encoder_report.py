@@ -59,22 +59,35 @@ def print_paired(name: str, run: dict[str, Any]) -> None:
     rows = []
     for case, f in run["figures"].items():
         peer, inputs = case.split("/")
-        r = f.get("speed")
-        speed = "-" if r is None else f"{ratio(r['median'])} ({r['min']:.2f}-{r['max']:.2f})"
-        rows.append([PEERS[peer], inputs, f"{f['ms']:.1f}", speed])
+        plain = peer.removesuffix("+reuse")
+        label = PEERS[plain] + (" + reuse" if plain != peer else "")
+        rows.append([label, inputs, f"{f['ms']:.1f}", _spread(f.get("speed"))])
+        rows[-1] += [_spread(f.get("speed_reuse"))] if "speed_reuse" in f else []
     rounds = len(next(iter(run["blocks"].values()))["step"])
+    header = ["peer", "input", "ms", "speed (min-max)"]
+    notes = [
+        f"ms: median over rounds of the mean forward pass in a block (passes per block: "
+        f"{run['steps_per_block']})",
+        "speed: peer ms / glassformer ms on the same input in the same round (> 1: "
+        "glassformer faster), median (min-max) over rounds",
+    ]
+    if any("speed_reuse" in f for f in run["figures"].values()):
+        header.append("vs glassformer + reuse")
+        notes.append(
+            "+ reuse: reuse_freed_memory() called in that process; the last column compares "
+            "the peer + reuse with glassformer + reuse"
+        )
     print_table(
         f"PAIRED {name}: each (peer, input) in its own process, {rounds} rounds of one block "
         "each, interleaved",
-        ["peer", "input", "ms", "speed (min-max)"],
-        rows,
-        [
-            f"ms: median over rounds of the mean forward pass in a block (passes per block: "
-            f"{run['steps_per_block']})",
-            "speed: peer ms / glassformer ms on the same input in the same round (> 1: "
-            "glassformer faster), median (min-max) over rounds",
-        ],
+        header,
+        [row + [""] * (len(header) - len(row)) for row in rows],
+        notes,
     )
+
+
+def _spread(r: dict[str, float] | None) -> str:
+    return "-" if r is None else f"{ratio(r['median'])} ({r['min']:.2f}-{r['max']:.2f})"
 
 
 def print_shape(name: str, s: dict[str, Any]) -> None:

@@ -96,8 +96,9 @@ NESTED_WARNING = "ignore:The PyTorch API of nested tensors is in prototype stage
 @pytest.mark.filterwarnings(NESTED_WARNING)
 def test_encoder_smoke(tmp_path):
     out = tmp_path / "encoder.json"
-    bench_encoder.main([*SMOKE, "--out", str(out)])
-    tiny = json.loads(out.read_text())["shapes"]["tiny"]
+    bench_encoder.main([*SMOKE, "--reuse", "--out", str(out)])
+    data = json.loads(out.read_text())
+    tiny = data["shapes"]["tiny"]
     assert set(tiny["results"]) == {"glassformer", "torch.nn", "hf"}
     for case in tiny["results"].values():
         assert "error" not in case, case.get("error")
@@ -110,12 +111,20 @@ def test_encoder_smoke(tmp_path):
     assert "sdpa" in tiny["results"]["glassformer"]["dense"]["kernels"]
     for ratios in tiny["ratios"].values():
         assert all(positive(r["speed"]) for r in ratios.values())
-    fig = tiny["paired"]["figures"]  # every (peer, input), blocks interleaved
-    assert set(fig) == {f"{p}/{i}" for p in tiny["results"] for i in ("dense", "padded")}
+    fig = tiny["paired"]["figures"]  # every (peer, input), with and without reuse, interleaved
+    peers = [*tiny["results"], *(f"{p}+reuse" for p in tiny["results"])]
+    assert set(fig) == {f"{p}/{i}" for p in peers for i in ("dense", "padded")}
+    assert data["paired_reuse"] is True
     for case, f in fig.items():
         assert positive(f["ms"]) and len(tiny["paired"]["blocks"][case]["step"]) >= 2
         if not case.startswith("glassformer/"):
             assert f["speed"]["min"] <= f["speed"]["median"] <= f["speed"]["max"]
+        # a peer + reuse is also compared with glassformer + reuse, in the same rounds
+        both = "+reuse/" in case and not case.startswith("glassformer+")
+        assert ("speed_reuse" in f) == both
+        if both:
+            r = f["speed_reuse"]
+            assert r["min"] <= r["median"] <= r["max"] and positive(r["median"])
 
 
 def test_isolated_case_runs_in_its_own_process():
