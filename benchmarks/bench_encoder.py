@@ -70,7 +70,7 @@ from benchmarks.common import (
 )
 from benchmarks.encoder_peers import BUILDERS, INPUTS, KERNELS, PEERS, SHAPES, make_batch
 from benchmarks.encoder_report import compare, derive, flops_per_token, print_paired, print_shape
-from benchmarks.processes import execute, preload_torch, rss_mb
+from benchmarks.processes import execute, preload_torch, prepare_process, rss_mb
 
 
 # One case (runs in a subprocess) --------------------------------------------------------------
@@ -106,11 +106,7 @@ def run_case(spec: dict[str, Any]) -> dict[str, Any]:
 def make_paired_step(spec: dict[str, Any]):
     """One no-grad forward of ``spec["peer"]`` on ``spec["input"]`` (dense or padded), for the
     paired run (paired.py)."""
-    preload_torch()
-    if spec.get("reuse"):
-        from glassformer.training.memory import reuse_freed_memory
-
-        reuse_freed_memory()
+    prepare_process(spec)
     shape = Shape(**spec["shape"])
     model, forward = BUILDERS[spec["peer"]](shape)
     model.eval()
@@ -230,7 +226,7 @@ def run_paired(shape: Shape, args) -> dict[str, Any]:
     common = {"shape": dataclasses.asdict(shape), "threads": args.threads, "seed": 0}
     settings = {"": False, "+reuse": True} if args.reuse else {"": False}
     specs = {
-        f"{peer}{suffix}/{inputs}": {"peer": peer, "input": inputs, "reuse": reuse, **common}
+        f"{peer}{suffix}/{inputs}": {"peer": peer, "input": inputs, "reuse_memory": reuse, **common}
         for inputs in INPUTS
         for suffix, reuse in settings.items()
         for peer in args.peer_list

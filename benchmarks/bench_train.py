@@ -74,7 +74,7 @@ from benchmarks.common import (
 )
 from benchmarks.paired import MATMUL
 from benchmarks.peers import BUILDERS, PEERS, SHAPES, build_glassformer
-from benchmarks.processes import execute, preload_torch, rss_mb
+from benchmarks.processes import execute, prepare_process, rss_mb
 from benchmarks.train_report import flops_per_token, report
 
 PARTS = ("results", "reuse", "variants")  # the peers; the peers + reuse; glassformer variants
@@ -108,16 +108,6 @@ def make_paired_step(spec: dict[str, Any]):
         return matmul_step(MATMUL_N)[0]
     prepare_process(spec)
     return make_step(spec["peer"], Shape(**spec["shape"]), spec)[0]
-
-
-def prepare_process(spec: dict[str, Any]) -> None:
-    """Before a case builds its model: torch's lazy imports, then reuse_freed_memory() when
-    the spec asks for it."""
-    preload_torch()
-    if spec.get("reuse_memory"):
-        from glassformer.training.memory import reuse_freed_memory
-
-        reuse_freed_memory()
 
 
 def make_step(peer: str, shape: Shape, spec: dict[str, Any]):

@@ -47,6 +47,16 @@ def preload_torch() -> None:
     torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], fused=True)
 
 
+def prepare_process(spec: dict[str, Any]) -> None:
+    """Before a case builds its model: torch's lazy imports, then glassformer's
+    ``reuse_freed_memory()`` when ``spec["reuse_memory"]`` asks for it (process-wide)."""
+    preload_torch()
+    if spec.get("reuse_memory"):
+        from glassformer.training.memory import reuse_freed_memory
+
+        reuse_freed_memory()
+
+
 def rss_mb() -> float:
     """The current resident set size, MB (ru_maxrss where /proc is missing)."""
     kb = _status_kb("VmRSS")
