@@ -243,7 +243,10 @@ def run_paired(shape: Shape, args) -> dict[str, Any]:
     figures = {}
     for name, blocks in b.items():
         case, inputs = name.split("/")
-        figures[name] = {"ms": statistics.median(blocks["step"])}
+        figures[name] = {
+            "ms": statistics.median(blocks["step"]),
+            "faults_per_pass": statistics.median(blocks[paired.FAULTS]),
+        }
         if case != "glassformer":  # against glassformer as it ships
             figures[name]["speed"] = paired.per_block(
                 blocks["step"], b[f"glassformer/{inputs}"]["step"]

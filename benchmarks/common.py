@@ -9,7 +9,8 @@ the matmul peak, rounds, command-line options and tables.
   that peak, with the model FLOPs counted by glassformer's ``flops_per_token`` formula for every
   peer of a shape, so that the MFU of the peers is comparable.
 * Peak memory: the resident-set high-water mark of the case's own process over the warm-up
-  and timed steps (processes.py).
+  and timed steps (processes.py); faults/step: its minor page faults per timed step, the
+  pages the allocator returned to the system and had mapped and zero-filled again.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from benchmarks.processes import peak_rss_mb, reset_peak_rss, ru_maxrss_mb
+from benchmarks.processes import minor_faults, peak_rss_mb, reset_peak_rss, ru_maxrss_mb
 
 
 # Shapes --------------------------------------------------------------------------------------
@@ -97,13 +98,16 @@ def measure(step: Callable[[], dict[str, float]], budget: Budget) -> dict[str, A
         step()
         done += 1
     samples: list[dict[str, float]] = []
+    faults = minor_faults()
     t1 = time.perf_counter()
     while len(samples) < budget.min_steps or (
         len(samples) < budget.max_steps and time.perf_counter() - t1 < budget.seconds
     ):
         samples.append(step())
+    faults = minor_faults() - faults
     return {
         "timing": {k: asdict(Timing.of([s[k] for s in samples])) for k in first},
+        "faults_per_step": faults / len(samples),
         "warmup_steps": done,
         "first_step_s": first_s,
         "peak_rss_mb": peak_rss_mb(),

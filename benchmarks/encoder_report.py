@@ -61,13 +61,15 @@ def print_paired(name: str, run: dict[str, Any]) -> None:
         peer, inputs = case.split("/")
         plain = peer.removesuffix("+reuse")
         label = PEERS[plain] + (" + reuse" if plain != peer else "")
-        rows.append([label, inputs, f"{f['ms']:.1f}", _spread(f.get("speed"))])
+        faults = f"{f['faults_per_pass']:.0f}"
+        rows.append([label, inputs, f"{f['ms']:.1f}", faults, _spread(f.get("speed"))])
         rows[-1] += [_spread(f.get("speed_reuse"))] if "speed_reuse" in f else []
     rounds = len(next(iter(run["blocks"].values()))["step"])
-    header = ["peer", "input", "ms", "speed (min-max)"]
+    header = ["peer", "input", "ms", "faults/pass", "speed (min-max)"]
     notes = [
         f"ms: median over rounds of the mean forward pass in a block (passes per block: "
         f"{run['steps_per_block']})",
+        "faults/pass: minor page faults per forward pass, median over rounds",
         "speed: peer ms / glassformer ms on the same input in the same round (> 1: "
         "glassformer faster), median (min-max) over rounds",
     ]
@@ -93,14 +95,15 @@ def _spread(r: dict[str, float] | None) -> str:
 def print_shape(name: str, s: dict[str, Any]) -> None:
     shape = Shape(**s["shape"])
     ours = s["results"]["glassformer"]
-    header = ["peer", "input", "ms (min-max)", "tok/s", "MFU", "RSS MB", "+MB", "kernels"]
+    header = ["peer", "input", "ms (min-max)", "tok/s", "MFU", "RSS MB", "+MB", "faults/pass"]
+    header += ["kernels"]
     header += ["speed", "memory"]
     rows = []
     for inputs in INPUTS:
         for peer, case in s["results"].items():
             r = case.get(inputs)
             if r is None:
-                rows.append([PEERS[peer], inputs, "failed"] + [""] * 7)
+                rows.append([PEERS[peer], inputs, "failed"] + [""] * 8)
                 continue
             real = r["real_tokens"] / shape.tokens
             c = compare(ours, case)[inputs] if peer != "glassformer" else {}
@@ -113,6 +116,7 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
                     percent(r["mfu"]),
                     f"{r['peak_rss_mb']:.0f}",
                     f"{r['rss_above_imports_mb']:.0f}",
+                    f"{r['faults_per_step']:.0f}",
                     "+".join(r["kernels"]) or "-",
                     ratio(c.get("speed")),
                     ratio(c.get("memory")),
@@ -129,6 +133,8 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
             "tok/s and MFU count real tokens (padded: the % of real tokens shown); MFU = model "
             "FLOP/s (glassformer's formula for all peers) / matmul peak",
             "RSS MB: peak resident memory of the case's process; +MB: above its imports",
+            "faults/pass: minor page faults per timed pass, fresh pages the allocator mapped "
+            "again (4 KiB each, zero-filled by the kernel)",
             "kernels: sdpa = scaled_dot_product_attention, fast = torch.nn's fused encoder "
             "layer, nested = padding packed into nested tensors, packed = glassformer's "
             "real-token packing (nn/packing.py)",

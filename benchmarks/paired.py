@@ -26,9 +26,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MATMUL", "LocalRunner", "ProcessRunner", "interleave", "per_block", "run"]
+from benchmarks.processes import minor_faults
+
+__all__ = ["FAULTS", "MATMUL", "LocalRunner", "ProcessRunner", "interleave", "per_block", "run"]
 
 MATMUL = "matmul"  # the name a benchmark gives the case that serves its matmul-peak step
+FAULTS = "faults"  # minor page faults per step of a block: a count, not a duration
 
 Step = Callable[[], object]  # may return {phase: seconds}
 
@@ -73,7 +76,8 @@ def interleave(
     ``block_s`` (at least one), sized from one step of each.
 
     Returns {"steps_per_block": {name: k}, "blocks": {name: {"step": [ms per step, one per
-    round], phase: [...]}}}; a step that returns {phase: seconds} adds its phases."""
+    round], "faults": [minor page faults per step, one per round], phase: [...]}}}; a step
+    that returns {phase: seconds} adds its phases."""
     per = {
         n: max(1, math.ceil(block_s / max(r.block(1)["step"], 1e-9))) for n, r in runners.items()
     }
@@ -83,8 +87,8 @@ def interleave(
     done = 0
     while done < min_blocks or time.perf_counter() - t0 < seconds:
         for n in names if done % 2 == 0 else names[::-1]:
-            for phase, s in runners[n].block(per[n]).items():
-                blocks[n].setdefault(phase, []).append(1000 * s)
+            for phase, x in runners[n].block(per[n]).items():
+                blocks[n].setdefault(phase, []).append(x if phase == FAULTS else 1000 * x)
         done += 1
     return {"steps_per_block": per, "blocks": blocks}
 
@@ -96,15 +100,19 @@ def per_block(num: list[float], den: list[float]) -> dict[str, float]:
 
 
 def run_block(step: Step, n: int) -> dict[str, float]:
-    """Seconds per step over ``n`` steps: the wall time ("step") and the step's own phases."""
+    """Per step over ``n`` steps: seconds of the wall time ("step") and of the step's own
+    phases, and the minor page faults ("faults")."""
     phases: dict[str, float] = {}
+    faults = minor_faults()
     t0 = time.perf_counter()
     for _ in range(n):
         got = step()
         for phase, s in got.items() if isinstance(got, dict) else ():
             phases[phase] = phases.get(phase, 0.0) + s
     wall = time.perf_counter() - t0
-    return {"step": wall / n, **{p: s / n for p, s in phases.items() if p != "step"}}
+    faults = minor_faults() - faults
+    own = {p: s / n for p, s in phases.items() if p not in ("step", FAULTS)}
+    return {"step": wall / n, FAULTS: faults / n, **own}
 
 
 class LocalRunner:

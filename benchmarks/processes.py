@@ -8,7 +8,8 @@ RSS when the child is spawned (the kernel carries the high-water mark across exe
 be reset, so it is only a fallback where /proc is missing. "Above imports" subtracts the RSS
 measured after the peer's libraries were imported (and what torch imports lazily, see
 ``preload_torch``), before anything was built: weights, gradients, optimizer state,
-activations and workspace.
+activations and workspace. The minor page faults per timed step (``minor_faults``) tell how
+much of that memory the allocator returned to the system and mapped again on every step.
 """
 
 from __future__ import annotations
@@ -81,6 +82,13 @@ def peak_rss_mb() -> float:
 def ru_maxrss_mb() -> float:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024  # bytes on macOS, else kB
+
+
+def minor_faults() -> int:
+    """Page faults of this process so far that read nothing from disk: mostly pages of
+    freshly mapped memory touched for the first time, which the kernel zero-fills one by one.
+    Their count per step shows how much memory the allocator handed back and mapped again."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 # Subprocesses ---------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from benchmarks.common import Shape, fmt_timing, percent, print_table, ratio
-from benchmarks.paired import MATMUL, per_block
+from benchmarks.paired import FAULTS, MATMUL, per_block
 from benchmarks.peers import PEERS, SHAPES, glassformer_config
 from glassformer.models import DecoderLM
 
@@ -94,7 +94,7 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
     shape = Shape(**s["shape"])
     ours = s["results"]["glassformer"]
     header = ["peer", "step ms (min-max)", "tok/s", "MFU", "f+b ms (min-max)", "MFU f+b"]
-    header += ["RSS MB", "+MB", "speed", "f+b speed", "rounds speed", "memory"]
+    header += ["RSS MB", "+MB", "faults/step", "speed", "f+b speed", "rounds speed", "memory"]
     rows = []
     for peer, r in s["results"].items():
         c = compare(ours, r) if peer != "glassformer" else {}
@@ -113,6 +113,8 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
             "each, interleaved); f+b = forward + backward, no AdamW step",
             "MFU: model FLOP/s (glassformer's formula, same for all peers) / matmul peak",
             "RSS MB: peak resident memory of the case's process; +MB: above its imports",
+            "faults/step: minor page faults per timed step, fresh pages the allocator mapped "
+            "again (4 KiB each, zero-filled by the kernel)",
             "glassformer runs with reuse_freed_memory() (as its trainer does on CPU); "
             "+ reuse: the peer with it too",
             "speed: peer ms / glassformer ms (> 1: glassformer faster); for a variant: "
@@ -136,6 +138,7 @@ def paired_figures(run: dict[str, Any], flop_per_token: int, shape: Shape) -> di
         if peer == MATMUL:
             continue
         row: dict[str, Any] = {f"{ph}_ms": statistics.median(b[ph]) for ph in ("step", "fwd_bwd")}
+        row["faults_per_step"] = statistics.median(b[FAULTS])
         for phase in ("step", "fwd_bwd"):
             mfu = per_block(mm, b[phase])
             row[f"mfu_{phase}"] = {k: v * flop_ratio for k, v in mfu.items()}
@@ -167,13 +170,14 @@ def print_paired(name: str, run: dict[str, Any]) -> None:
                 spread(f["mfu_fwd_bwd"], percent),
                 spread(f["speed"], ratio) if "speed" in f else "-",
                 spread(f["speed_fwd_bwd"], ratio) if "speed" in f else "-",
+                f"{f['faults_per_step']:.0f}",
             ]
         )
     n = len(run["blocks"][MATMUL]["step"])
     print_table(
         f"PAIRED {name}: each peer in its own process, {n} rounds of one block per peer, "
         f"interleaved; matmul peak in the same rounds {fig['peak_gflops']:.1f} GFLOP/s (median)",
-        ["peer", "step ms", "MFU", "f+b ms", "MFU f+b", "speed", "f+b speed"],
+        ["peer", "step ms", "MFU", "f+b ms", "MFU f+b", "speed", "f+b speed", "faults/step"],
         rows,
         [
             "ms: median over rounds of the mean step in a block "
@@ -183,13 +187,14 @@ def print_paired(name: str, run: dict[str, Any]) -> None:
             "MFU: model FLOP/s / the matmul's FLOP/s in the same round; speed: peer ms / "
             "glassformer ms in the same round (> 1: glassformer faster); each the median "
             "(min-max) over rounds, so a slow spell of the machine slows both terms and cancels",
+            "faults/step: minor page faults per step, median over rounds",
         ],
     )
 
 
 def _row(label: str, r: dict[str, Any], c: dict[str, float | None]) -> list[str]:
     if "error" in r:
-        return [label, "failed"] + [""] * 10
+        return [label, "failed"] + [""] * 11
     return [
         label,
         fmt_timing(r["timing"]["step"]),
@@ -199,6 +204,7 @@ def _row(label: str, r: dict[str, Any], c: dict[str, float | None]) -> list[str]
         percent(r["mfu_fwd_bwd"]),
         f"{r['peak_rss_mb']:.0f}",
         f"{r['rss_above_imports_mb']:.0f}",
+        f"{r['faults_per_step']:.0f}",
         ratio(c.get("speed_step")),
         ratio(c.get("speed_fwd_bwd")),
         ratio(c.get("speed_rounds")),

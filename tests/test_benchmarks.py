@@ -63,6 +63,7 @@ def test_train_smoke(tmp_path):
         check_timing(result["timing"]["fwd_bwd"])
         for key in ("tokens_per_s_step", "mfu_step", "mfu_fwd_bwd", "peak_rss_mb"):
             assert positive(result[key]), key
+        assert result["faults_per_step"] >= 0
         assert abs(result["first_loss"] - math.log(65)) < 0.5  # random init: about ln V
     for ratios in [*tiny["ratios"].values(), *tiny["ratios_reuse"].values()]:
         assert all(positive(ratios[k]) for k in ("speed_step", "speed_fwd_bwd", "speed_rounds"))
@@ -79,8 +80,10 @@ def test_train_smoke(tmp_path):
     assert run["reuse_memory"] and set(run["blocks"]) == cases
     assert all(k >= 1 for k in run["steps_per_block"].values())
     for case, blocks in run["blocks"].items():
-        assert set(blocks) == ({"step"} if case == "matmul" else {"step", "fwd_bwd"})
-        assert all(len(b) >= 2 and all(map(positive, b)) for b in blocks.values())
+        timed = {"step"} if case == "matmul" else {"step", "fwd_bwd"}
+        assert set(blocks) == timed | {"faults"}
+        assert all(len(blocks[k]) >= 2 and all(map(positive, blocks[k])) for k in timed)
+        assert len(blocks["faults"]) == len(blocks["step"]) and min(blocks["faults"]) >= 0
     fig = run["figures"]
     assert positive(fig["peak_gflops"]) and "speed" not in fig["glassformer"]
     for case in cases - {"matmul"}:
@@ -88,6 +91,7 @@ def test_train_smoke(tmp_path):
             r = fig[case][key]
             assert r["min"] <= r["median"] <= r["max"] and positive(r["median"]), (case, key)
         assert fig[case]["fwd_bwd_ms"] <= fig[case]["step_ms"] * 1.5
+        assert fig[case]["faults_per_step"] >= 0
 
 
 NESTED_WARNING = "ignore:The PyTorch API of nested tensors is in prototype stage"
@@ -106,6 +110,7 @@ def test_encoder_smoke(tmp_path):
             check_timing(case[inputs]["timing"]["forward"])
             for key in ("tokens_per_s", "mfu", "peak_rss_mb"):
                 assert positive(case[inputs][key]), key
+            assert case[inputs]["faults_per_step"] >= 0
     padded = tiny["results"]["torch.nn"]["padded"]
     assert {"fast", "nested"} <= set(padded["kernels"])  # torch.nn really took its fast path
     assert "sdpa" in tiny["results"]["glassformer"]["dense"]["kernels"]
@@ -117,6 +122,7 @@ def test_encoder_smoke(tmp_path):
     assert data["paired_reuse"] is True
     for case, f in fig.items():
         assert positive(f["ms"]) and len(tiny["paired"]["blocks"][case]["step"]) >= 2
+        assert f["faults_per_pass"] >= 0
         if not case.startswith("glassformer/"):
             assert f["speed"]["min"] <= f["speed"]["median"] <= f["speed"]["max"]
         # a peer + reuse is also compared with glassformer + reuse, in the same rounds
@@ -240,6 +246,8 @@ def test_paired_blocks_alternate_order_and_ratios_are_per_round(monkeypatch):
     order = []
     clock = iter(range(1000))  # every perf_counter call one second later
     monkeypatch.setattr(paired.time, "perf_counter", lambda: float(next(clock)))
+    faults = iter(range(0, 5000, 5))  # 5 more page faults at every look
+    monkeypatch.setattr(paired, "minor_faults", lambda: next(faults))
 
     def a():
         order.append("a")
@@ -253,11 +261,33 @@ def test_paired_blocks_alternate_order_and_ratios_are_per_round(monkeypatch):
     # warm-up, one step each to size the blocks, then rounds a b | b a | a b
     assert order == ["a", "b", "a", "b", "a", "b", "b", "a", "a", "b"]
     assert got["steps_per_block"] == {"a": 1, "b": 1}
-    assert got["blocks"]["a"] == {"step": [1000.0] * 3, "fwd_bwd": [250.0] * 3}
-    assert got["blocks"]["b"] == {"step": [1000.0] * 3}
+    # seconds become ms; the faults per step stay counts
+    assert got["blocks"]["a"] == {"step": [1000.0] * 3, "faults": [5.0] * 3, "fwd_bwd": [250.0] * 3}
+    assert got["blocks"]["b"] == {"step": [1000.0] * 3, "faults": [5.0] * 3}
 
     r = paired.per_block([12.0, 30.0, 44.0], [10.0, 20.0, 40.0])
     assert r == {"median": 1.2, "min": 1.1, "max": 1.5}
+
+
+def test_faults_count_the_fresh_pages_a_step_touches():
+    import mmap
+
+    pages = 256  # 1 MiB of 4 KiB pages, mapped anew and written by every step
+
+    def step():
+        with mmap.mmap(-1, pages * mmap.PAGESIZE) as m:
+            for i in range(pages):
+                m[i * mmap.PAGESIZE] = 1  # the first touch of a page faults it in
+
+    def quiet():
+        return None
+
+    from benchmarks import paired
+
+    assert paired.run_block(step, 3)["faults"] >= pages
+    budget = common.Budget(warmup=1, warmup_s=0, min_steps=3, seconds=0)
+    assert common.measure(lambda: {"step": step() or 0.0}, budget)["faults_per_step"] >= pages
+    assert paired.run_block(quiet, 3)["faults"] < pages  # a step that maps nothing
 
 
 def test_paired_worker_process_serves_blocks_and_reports_failures():
@@ -269,7 +299,8 @@ def test_paired_worker_process_serves_blocks_and_reports_failures():
     try:
         runner.wait()
         block = runner.block(2)
-        assert set(block) == {"step", "fwd_bwd"} and 0 < block["fwd_bwd"] <= block["step"]
+        assert set(block) == {"step", "faults", "fwd_bwd"}
+        assert 0 < block["fwd_bwd"] <= block["step"] and block["faults"] >= 0
     finally:
         runner.close()
     bad = paired.ProcessRunner("benchmarks.bench_train", {**spec, "peer": "nope"})
