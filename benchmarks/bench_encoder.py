@@ -59,17 +59,16 @@ from benchmarks.common import (
     Shape,
     add_common_args,
     best_of_rounds,
-    best_peak,
     environment,
     fastest,
     finish_args,
-    matmul_peak,
     measure,
     print_header,
     write_json,
 )
 from benchmarks.encoder_peers import BUILDERS, INPUTS, KERNELS, PEERS, SHAPES, make_batch
 from benchmarks.encoder_report import compare, derive, flops_per_token, print_paired, print_shape
+from benchmarks.peak import best_peak, matmul_peak
 from benchmarks.processes import execute, preload_torch, prepare_process, rss_mb
 
 

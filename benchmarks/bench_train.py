@@ -62,17 +62,15 @@ from benchmarks.common import (
     Shape,
     add_common_args,
     best_of_rounds,
-    best_peak,
     environment,
     fastest,
     finish_args,
-    matmul_peak,
-    matmul_step,
     measure,
     print_header,
     write_json,
 )
 from benchmarks.paired import MATMUL
+from benchmarks.peak import best_peak, matmul_peak, matmul_step
 from benchmarks.peers import BUILDERS, PEERS, SHAPES, build_glassformer
 from benchmarks.processes import execute, prepare_process, rss_mb
 from benchmarks.train_report import flops_per_token, report

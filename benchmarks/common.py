@@ -4,7 +4,7 @@ the matmul peak, rounds, command-line options and tables.
 * Timing: warm-up steps are run and thrown away (at least ``warmup`` steps and ``warmup_s``
   seconds), then steps are timed until ``seconds`` have passed (at least ``min_steps``, at most
   ``max_steps``); a case reports the median and the min-max of its timed steps.
-* Matrix-multiply peak: the best GFLOP/s of a 2048 x 2048 float32 matmul (2 n³ FLOPs), measured
+* Matrix-multiply peak (peak.py): the best GFLOP/s of a 2048 x 2048 float32 matmul, measured
   in the same run and with the same thread count as the cases. MFU = achieved model FLOP/s /
   that peak, with the model FLOPs counted by glassformer's ``flops_per_token`` formula for every
   peer of a shape, so that the MFU of the peers is comparable.
@@ -27,6 +27,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from benchmarks.peak import describe_peak
 from benchmarks.processes import minor_faults, peak_rss_mb, reset_peak_rss, ru_maxrss_mb
 
 
@@ -113,50 +114,6 @@ def measure(step: Callable[[], dict[str, float]], budget: Budget) -> dict[str, A
         "peak_rss_mb": peak_rss_mb(),
         "ru_maxrss_mb": ru_maxrss_mb(),
     }
-
-
-def matmul_step(n: int = 2048, dtype: str = "float32") -> tuple[Callable[[], object], int]:
-    """A step that multiplies two n x n random matrices, and its FLOP count, 2 n³."""
-    import torch
-
-    a = torch.randn(n, n, dtype=getattr(torch, dtype))
-    b = torch.randn(n, n, dtype=a.dtype)
-    out = torch.empty(n, n, dtype=a.dtype)
-    return (lambda: torch.mm(a, b, out=out)), 2 * n**3
-
-
-def matmul_peak(n: int = 2048, repeat: int = 10, dtype: str = "float32") -> dict[str, Any]:
-    """GFLOP/s of an n x n matmul (2 n³ FLOPs) with torch's current thread count: the best
-    of ``repeat`` timed runs after untimed ones, and their median."""
-    step, flop = matmul_step(n, dtype)
-    for _ in range(min(3, repeat)):
-        step()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return {
-        "n": n,
-        "dtype": dtype,
-        "repeat": repeat,
-        "gflops": flop / min(times) / 1e9,
-        "median_gflops": flop / statistics.median(times) / 1e9,
-    }
-
-
-def best_peak(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """The peak for MFU: the better of the measurements before and after the cases (another
-    process running during one of them lowers it)."""
-    best = max(before, after, key=lambda p: p["gflops"])
-    return {**best, "before": before["gflops"], "after": after["gflops"]}
-
-
-def describe_peak(peak: dict[str, Any]) -> str:
-    return (
-        f"matmul peak ({peak['n']} x {peak['n']} {peak['dtype']}, best of {peak['repeat']}): "
-        f"{peak['gflops']:.1f} GFLOP/s (median {peak['median_gflops']:.1f})"
-    )
 
 
 # Rounds ---------------------------------------------------------------------------------------
