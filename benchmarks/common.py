@@ -1,5 +1,5 @@
 """Shared parts of the model benchmarks (bench_train.py, bench_encoder.py): shapes, timing,
-the matmul peak, rounds, command-line options and tables.
+rounds, command-line options and tables (the matmul peak: peak.py).
 
 * Timing: warm-up steps are run and thrown away (at least ``warmup`` steps and ``warmup_s``
   seconds), then steps are timed until ``seconds`` have passed (at least ``min_steps``, at most

@@ -96,8 +96,7 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
     shape = Shape(**s["shape"])
     ours = s["results"]["glassformer"]
     header = ["peer", "input", "ms (min-max)", "tok/s", "MFU", "RSS MB", "+MB", "faults/pass"]
-    header += ["kernels"]
-    header += ["speed", "memory"]
+    header += ["kernels", "speed", "memory"]
     rows = []
     for inputs in INPUTS:
         for peer, case in s["results"].items():
@@ -134,7 +133,7 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
             "FLOP/s (glassformer's formula for all peers) / matmul peak",
             "RSS MB: peak resident memory of the case's process; +MB: above its imports",
             "faults/pass: minor page faults per timed pass, fresh pages the allocator mapped "
-            "again (4 KiB each, zero-filled by the kernel)",
+            "again (a page each, zero-filled by the kernel)",
             "kernels: sdpa = scaled_dot_product_attention, fast = torch.nn's fused encoder "
             "layer, nested = padding packed into nested tensors, packed = glassformer's "
             "real-token packing (nn/packing.py)",

@@ -114,7 +114,7 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
             "MFU: model FLOP/s (glassformer's formula, same for all peers) / matmul peak",
             "RSS MB: peak resident memory of the case's process; +MB: above its imports",
             "faults/step: minor page faults per timed step, fresh pages the allocator mapped "
-            "again (4 KiB each, zero-filled by the kernel)",
+            "again (a page each, zero-filled by the kernel)",
             "glassformer runs with reuse_freed_memory() (as its trainer does on CPU); "
             "+ reuse: the peer with it too",
             "speed: peer ms / glassformer ms (> 1: glassformer faster); for a variant: "
