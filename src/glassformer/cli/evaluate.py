@@ -3,7 +3,11 @@
 The task follows the checkpoint's architecture (DecoderLM: lm, EncoderMLM: mlm,
 EncoderDecoder: seq2seq, EncoderClassifier: classify); the metrics are the trainer's
 (``glassformer.training.evaluate``): loss and perplexity, accuracy for a classifier, exact
-match and token accuracy of greedy decoding for seq2seq.
+match and token accuracy of greedy decoding for seq2seq, over every example of the first
+``--batches`` batches (all of them by default; the last batch may be smaller). An example is a
+pair or labelled text; for lm and mlm it is a window of at most ``max_len`` tokens of the
+concatenated text (``glassformer.data.encoding``). The loss is the mean over every scored
+token (every example for a classifier).
 """
 
 from __future__ import annotations
@@ -92,12 +96,14 @@ def run(args: argparse.Namespace) -> int:
     if task == "classify" and labels:
         dataset = align_labels(dataset, tuple(labels))
     stream = _stream(model, dataset, task, args, _train_config(folder))
-    n_batches = args.batches or len(stream)
-    n_generate = n_batches * stream.batch_size if task == "seq2seq" else 0
+    n_batches = min(args.batches or len(stream), len(stream))
+    examples = min(n_batches * stream.batch_size, len(stream.dataset))
+    n_generate = examples if task == "seq2seq" else 0
     device = next(model.parameters()).device
     metrics = evaluate(model, task, stream, n_batches, device, generate_examples=n_generate)
-    examples = min(n_batches, len(stream)) * stream.batch_size
-    print(f"{task} metrics of {folder} on {dataset.name} ({dataset.split}, {examples} examples):")
+    unit = f"windows of at most {model.config.max_len} tokens" if task in ("lm", "mlm") else ""
+    what = f"{dataset.split}, {examples} {unit or 'examples'}"
+    print(f"{task} metrics of {folder} on {dataset.name} ({what}):")
     width = max(map(len, metrics))
     for name, value in metrics.items():
         print(f"  {name:<{width}}  {value:.6g}")
@@ -161,4 +167,4 @@ def _stream(model, dataset, task: str, args, train_config: dict[str, Any]) -> Ba
         generator=generator,
         mlm_probability=train_config.get("mlm_probability", 0.15),
     )
-    return BatchStream(encoded, collate, args.batch_size, args.seed, shuffle=False)
+    return BatchStream(encoded, collate, args.batch_size, args.seed, shuffle=False, drop_last=False)
