@@ -5,6 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
+import torch.nn.functional as F
+
+from glassformer.data import load_dataset
+from glassformer.models import load_model
 
 
 def logged(cli, run_dir, step):
@@ -55,3 +60,74 @@ def test_eval_of_a_run_folder_uses_its_best_checkpoint(cli, lm_run, tmp_path):
     assert report["metrics"] == pytest.approx(logged(cli, run_dir, best), rel=1e-6)
     best_loss = min(r["val_loss"] for r in cli.metrics(run_dir) if "val_loss" in r)
     assert report["metrics"]["loss"] == pytest.approx(best_loss, rel=1e-6)
+
+
+def by_hand(model, task, examples):
+    """(loss, accuracy) one example at a time, without eval's batching: the loss is the mean
+    over every scored token (every example for a classifier)."""
+    tok, total, count, right = model.tokenizer, 0.0, 0, 0
+    with torch.no_grad():
+        for ex in examples:
+            if task == "classify":
+                label, text = ex
+                logits = model(torch.tensor([[tok.bos_id, *tok.encode(text), tok.eos_id]])).logits
+                target = torch.tensor([model.config.extra["labels"].index(label)])
+                total += float(F.cross_entropy(logits, target))
+                count, right = count + 1, right + int(logits.argmax() == target)
+            elif task == "seq2seq":
+                source, target = ex
+                ids = tok.encode(target)
+                out = model(
+                    torch.tensor([[*tok.encode(source), tok.eos_id]]),
+                    decoder_input_ids=torch.tensor([[tok.bos_id, *ids]]),
+                )
+                labels = torch.tensor([*ids, tok.eos_id])
+                total += float(F.cross_entropy(out.logits[0], labels, reduction="sum"))
+                count += len(labels)
+            else:  # lm: a window of ids; each token predicts the next
+                logits = model(ex[None]).logits[0]
+                total += float(F.cross_entropy(logits[:-1], ex[1:], reduction="sum"))
+                count += len(ex) - 1
+    return total / count, right / count
+
+
+def sixty(task, folder, tok):
+    """60 examples of ``task`` in a file (with a header row), and the examples by hand."""
+    if task == "classify":
+        data = load_dataset("is_sorted", "validation", num_examples=60, max_length=6)
+        path = folder / "dev.csv"
+        path.write_text("label,text\n" + "".join(f"{a},{b}\n" for a, b in data.examples))
+        return path, data.examples
+    if task == "seq2seq":
+        data = load_dataset("reverse", "validation", num_examples=60, max_length=5)
+        path = folder / "dev.tsv"
+        path.write_text("source\ttarget\n" + "".join(f"{a}\t{b}\n" for a, b in data.examples))
+        return path, data.examples
+    text = ("the mat sat on the cat.\n" * 40)[:950]  # <BOS> + 950 + <EOS>: 59 x 16 + 8 tokens
+    path = folder / "dev.txt"
+    path.write_text(text)
+    stream = torch.tensor([tok.bos_id, *tok.encode(text), tok.eos_id])
+    return path, list(stream.split(16))  # the windows of max_len 16
+
+
+@pytest.mark.parametrize("task", ["classify", "seq2seq", "lm"])
+def test_eval_counts_every_example_of_a_smaller_last_batch(cli, lm_run, task_runs, tmp_path, task):
+    run_dir = lm_run[0] if task == "lm" else task_runs[task]
+    ckpt = sorted((run_dir / "checkpoints").iterdir())[-1]
+    model = load_model(ckpt).eval()
+    data, examples = sixty(task, tmp_path, model.tokenizer)
+    assert len(examples) == 60
+    for batches, n in ([], 60), (["--batches", "1"], 32):  # 32 + 28, or the first 32
+        result = cli.run(
+            "eval", "--checkpoint", ckpt, "--data", data,
+            "--batch-size", "32", *batches, "--json", tmp_path / "m.json",
+        )  # fmt: skip
+        assert result.code == 0, result.err
+        report = json.loads((tmp_path / "m.json").read_text())
+        assert report["examples"] == n
+        unit = "windows of at most 16 tokens" if task == "lm" else "examples"
+        assert f"(validation, {n} {unit}):" in result.out
+        loss, accuracy = by_hand(model, task, examples[:n])
+        assert report["metrics"]["loss"] == pytest.approx(loss, rel=1e-5)
+        if task == "classify":
+            assert report["metrics"]["accuracy"] == pytest.approx(accuracy)

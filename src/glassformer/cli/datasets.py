@@ -6,6 +6,7 @@ from typing import Any
 
 from ..data import TextDataset, load_dataset
 from ..tokenizers import Tokenizer, get_tokenizer
+from .evaldata import short_list
 from .plan import DATA_TASK, RunPlan, is_builtin
 
 __all__ = ["align_labels", "load_split", "load_splits", "train_tokenizer"]
@@ -38,7 +39,8 @@ def align_labels(dataset: TextDataset, labels: tuple[str, ...]) -> TextDataset:
     unknown = sorted(set(dataset.labels) - set(labels))
     if unknown:
         raise ValueError(
-            f"{dataset.name}: labels {unknown} are not among the model's classes {list(labels)}"
+            f"{dataset.name}: labels {short_list(unknown)} are not among the model's "
+            f"{len(labels)} classes {short_list(labels, keep=5)}"
         )
     return TextDataset(
         dataset.name,

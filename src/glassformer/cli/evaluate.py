@@ -3,7 +3,16 @@
 The task follows the checkpoint's architecture (DecoderLM: lm, EncoderMLM: mlm,
 EncoderDecoder: seq2seq, EncoderClassifier: classify); the metrics are the trainer's
 (``glassformer.training.evaluate``): loss and perplexity, accuracy for a classifier, exact
-match and token accuracy of greedy decoding for seq2seq.
+match and token accuracy of greedy decoding for seq2seq, over every example of the first
+``--batches`` batches (all of them by default; the last batch may be smaller). An example is a
+pair or labelled text; for lm and mlm it is a window of at most ``max_len`` tokens of the
+concatenated text (``glassformer.data.encoding``). The loss is the mean over every scored
+token (every example for a classifier).
+
+A ``--data`` file is checked against the checkpoint's task first (``evaldata``: another
+task's header row, seq2seq pairs that look like labelled texts, text that is mostly
+``<UNK>``); the JSON is written, through a temporary file and a rename, only once the metrics
+are computed, so a refused or failed evaluation leaves an existing one as it was.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
 from ..training import BatchStream, evaluate
 from .datasets import align_labels, load_split
 from .errors import UsageError
+from .evaldata import check_dataset, check_header
 from .options import add_checkpoint, add_device, non_negative, positive
 from .plan import DATA_TASK, is_builtin
 from .runs import RUN_FILE, load_checkpoint, read_run, write_json
@@ -43,8 +53,8 @@ def add_parser(commands) -> None:
     p.add_argument(
         "--data",
         metavar="NAME|PATH",
-        help="a built-in dataset or a file in the task's format; default: the run's "
-        "validation data (from run.json)",
+        help="a built-in dataset or a file in the task's format (a file that looks like "
+        "another task's data is refused); default: the run's validation data (from run.json)",
     )
     p.add_argument(
         "--split",
@@ -85,19 +95,26 @@ def add_parser(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     """Evaluate the checkpoint, print the metrics and write them as JSON."""
     kinds = tuple(TASK_OF)
+    path = args.json or args.checkpoint / "eval.json"
+    if path.is_dir():
+        raise UsageError(f"--json {path} is a directory: allowed a path to a JSON file")
     model, folder = load_checkpoint(args.checkpoint, kinds, "eval", args.device)
     task = TASK_OF[type(model)]
     dataset = _dataset(args, folder, task)
     labels = model.config.extra.get("labels")
     if task == "classify" and labels:
         dataset = align_labels(dataset, tuple(labels))
+    if args.data is not None and not is_builtin(args.data):
+        check_dataset(dataset, task, model.tokenizer)
     stream = _stream(model, dataset, task, args, _train_config(folder))
-    n_batches = args.batches or len(stream)
-    n_generate = n_batches * stream.batch_size if task == "seq2seq" else 0
+    n_batches = min(args.batches or len(stream), len(stream))
+    examples = min(n_batches * stream.batch_size, len(stream.dataset))
+    n_generate = examples if task == "seq2seq" else 0
     device = next(model.parameters()).device
     metrics = evaluate(model, task, stream, n_batches, device, generate_examples=n_generate)
-    examples = min(n_batches, len(stream)) * stream.batch_size
-    print(f"{task} metrics of {folder} on {dataset.name} ({dataset.split}, {examples} examples):")
+    unit = f"windows of at most {model.config.max_len} tokens" if task in ("lm", "mlm") else ""
+    what = f"{dataset.split}, {examples} {unit or 'examples'}"
+    print(f"{task} metrics of {folder} on {dataset.name} ({what}):")
     width = max(map(len, metrics))
     for name, value in metrics.items():
         print(f"  {name:<{width}}  {value:.6g}")
@@ -109,7 +126,6 @@ def run(args: argparse.Namespace) -> int:
         "examples": examples,
         "metrics": metrics,
     }
-    path = args.json or args.checkpoint / "eval.json"
     write_json(path, report)
     print(f"wrote {path}")
     return 0
@@ -130,6 +146,8 @@ def _dataset(args: argparse.Namespace, folder: Path, task: str) -> TextDataset:
             raise UsageError(f"--set {text}: eval takes only data.KEY=VALUE settings")
         options[key] = value
     if args.data is not None:
+        if not is_builtin(args.data):
+            check_header(Path(args.data), task)
         return load_split(args.data, args.split, task, options)
     run_dir = _run_dir(folder)
     if run_dir is None:
@@ -161,4 +179,4 @@ def _stream(model, dataset, task: str, args, train_config: dict[str, Any]) -> Ba
         generator=generator,
         mlm_probability=train_config.get("mlm_probability", 0.15),
     )
-    return BatchStream(encoded, collate, args.batch_size, args.seed, shuffle=False)
+    return BatchStream(encoded, collate, args.batch_size, args.seed, shuffle=False, drop_last=False)

@@ -30,22 +30,31 @@ def evaluate(
     generate_examples: int = 0,
     cluster: Cluster | None = None,
 ) -> dict[str, float]:
-    """Metrics over the first ``n_batches`` validation batches; in a distributed run each
-    process takes an equal share of them and the sums are added up."""
+    """Metrics over every example of the first ``n_batches`` validation batches (a smaller
+    last batch included): the loss is the sum over scored tokens (examples for a classifier)
+    divided by their number, not a mean of batch means. In a distributed run batch k is
+    counted by process k % world_size; the last n % world_size batches are run by every
+    process (so that all make the same number of forward passes, as FSDP needs) and counted
+    by one; the sums are added up."""
     was_training = model.training
     model.eval()
     total_loss, total_count, correct, seen = 0.0, 0, 0, 0
     n = min(n_batches, len(stream))
     world = 1 if cluster is None else cluster.world_size
-    shard = world > 1 and n >= world  # equal shares, so sharded models stay in step
-    ks = range(cluster.rank, n - n % world, world) if shard else range(n)
-    for batch in (stream.batch(k) for k in ks):
-        batch = {k: v.to(device) for k, v in batch.items()}
+    shard = world > 1 and n >= world
+    rank = cluster.rank if shard else 0
+    for k in range(n):
+        counted = not shard or k % world == rank
+        if not counted and k < n - n % world:
+            continue  # another process's batch
+        batch = {key: v.to(device) for key, v in stream.batch(k).items()}
         out = model(**batch)
+        if not counted:
+            continue
         labels = batch["labels"]
-        n = int(scored(labels, task).sum())
-        total_loss += float(out.loss) * n
-        total_count += n
+        count = int(scored(labels, task).sum())
+        total_loss += float(out.loss) * count  # out.loss is the mean over the batch's count
+        total_count += count
         if task == "classify":
             correct += int((out.logits.argmax(-1) == labels).sum())
             seen += labels.numel()

@@ -111,8 +111,15 @@ class Trainer:
         collate = make_collate(
             task, self.tokenizer, generator=generator, mlm_probability=self.config.mlm_probability
         )
+        # training (shuffled): full batches only; validation: every example, the last batch
+        # smaller
         return BatchStream(
-            encoded, collate, self.config.batch_size, self.config.seed, shuffle=shuffle
+            encoded,
+            collate,
+            self.config.batch_size,
+            self.config.seed,
+            shuffle=shuffle,
+            drop_last=shuffle,
         )
 
     # The loop -----------------------------------------------------------------------------------
