@@ -215,6 +215,31 @@ def test_load_duplicate_or_missing_ids(kind: str, tmp_path: Path) -> None:
         load_tokenizer(_write(tmp_path, clash))
 
 
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("where", ["vocab", "special"])
+def test_a_huge_id_is_refused_without_allocating_for_it(kind: str, where: str, tmp_path: Path):
+    """An id of 10**12 in tokenizer.json: a ValueError naming the id and what is allowed,
+    found with memory in proportion to the number of ids, not to the largest one."""
+    d = trained(kind).to_dict()
+    n = trained(kind).vocab_size
+    if where == "special":
+        d["special_tokens"]["<MASK>"] = 10**12
+        gap = MASK_ID
+    elif kind == "bpe":
+        d["merges"][-1][2] = 10**12
+        gap = n - 1
+    else:
+        last = max(d["vocab"], key=d["vocab"].get)
+        d["vocab"][last] = 10**12
+        gap = n - 1
+    with pytest.raises(ValueError) as err:
+        load_tokenizer(_write(tmp_path, d))
+    assert str(err.value) == (
+        f"{kind} vocab is missing ids [{gap}]: allowed exactly 0 .. {n - 1} for {n} tokens, "
+        "but it gives id 1000000000000"
+    )
+
+
 def test_load_bad_special_tokens(tmp_path: Path) -> None:
     d = trained("char").to_dict()
     d["special_tokens"].pop("<MASK>")

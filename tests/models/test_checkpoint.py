@@ -169,3 +169,71 @@ def test_save_replaces_files_atomically(saved, monkeypatch):
         DecoderLM(preset("tiny", **SMALL)).save_pretrained(saved)
     assert (saved / "model.safetensors").read_bytes() == before
     assert sorted(p.name for p in saved.iterdir()) == ["config.json", "model.safetensors"]
+
+
+def test_a_config_too_big_for_this_machine_is_refused_before_building(saved, monkeypatch):
+    """config.json edited to a 16M vocabulary × d_model 8192 (512 GiB): refused from the
+    config, naming the settings, without calling the model's constructor."""
+    import glassformer.models.budget as budget
+
+    def never(self, config):
+        raise AssertionError("the model was built")
+
+    monkeypatch.setattr(DecoderLM, "__init__", never)
+    monkeypatch.setattr(budget, "available_memory", lambda device: 16 << 30)
+    meta = json.loads((saved / "config.json").read_text())
+    meta["config"].update(vocab_size=2**24, d_model=8192, n_head=4)
+    (saved / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError) as err:
+        load_model(saved)
+    message = str(err.value)
+    assert message.startswith(f"{saved / 'config.json'}: vocab_size=16777216 and d_model=8192 ")
+    assert "give 1.4e11 parameters (518.0 GiB in float32)" in message
+    assert message.endswith(
+        "16.0 GiB of memory available on this machine; lower vocab_size or d_model"
+    )
+
+
+def _with_tokenizer(tmp_path, model, text):
+    tok = CharTokenizer().train(text)
+    model.save_pretrained(tmp_path, tokenizer=tok)
+    return tok
+
+
+def test_a_tokenizer_larger_than_the_vocabulary_is_refused_at_load(tmp_path):
+    """Ids past the embedding would fail at the first use; a smaller tokenizer (a padded
+    vocabulary) is fine."""
+    small = dict(SMALL, vocab_size=12)
+    tok = _with_tokenizer(tmp_path / "lm", DecoderLM(preset("tiny", **small)), "abcdefghijkl")
+    with pytest.raises(ValueError) as err:
+        load_model(tmp_path / "lm")
+    assert str(err.value) == (
+        f"{tmp_path / 'lm' / 'tokenizer.json'} has {tok.vocab_size} tokens but the model's "
+        f"vocabulary (vocab_size) is 12; ids 12 .. {tok.vocab_size - 1} have no embedding: use "
+        "the tokenizer the model was trained with"
+    )
+    classifier = EncoderClassifier(preset("tiny-encoder", **small))
+    _with_tokenizer(tmp_path / "cls", classifier, "abcdefghijkl")
+    with pytest.raises(ValueError, match=r"vocabulary \(vocab_size\) is 12"):
+        load_model(tmp_path / "cls")
+    fits = _with_tokenizer(tmp_path / "ok", DecoderLM(preset("tiny", **SMALL)), "abc")
+    assert (
+        fits.vocab_size < 40 and load_model(tmp_path / "ok").tokenizer.vocab_size == fits.vocab_size
+    )
+
+
+def test_an_encoder_decoder_checks_its_target_vocabulary_too(tmp_path):
+    config = preset("tiny-seq2seq", **SMALL, share_embeddings=False, tgt_vocab_size=12)
+    tok = _with_tokenizer(tmp_path, EncoderDecoder(config), "abcdefghijkl")
+    assert 12 < tok.vocab_size <= 40
+    with pytest.raises(ValueError, match=r"vocabulary \(tgt_vocab_size\) is 12; ids 12 \.\. "):
+        load_model(tmp_path)
+
+
+def test_a_bad_tokenizer_file_is_named(saved):
+    tok = CharTokenizer().train("abc")
+    data = tok.to_dict()
+    data["vocab"]["c"] = 10**12
+    (saved / "tokenizer.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"tokenizer.json: char vocab is missing ids \[7\]"):
+        load_model(saved)

@@ -19,12 +19,14 @@ import torch
 
 from ..generation import GenerationConfig
 from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
+from ..models.checkpoint import check_vocabulary
 from ..tokenizers import load_tokenizer
 from ..training import Trainer
 from ..training.lock import RunLock, StaleLockWarning
 from ..training.state import latest_checkpoint
 from .datasets import load_splits, train_tokenizer
 from .errors import Interrupted, UsageError
+from .fits import check_fits, memory_advice
 from .plan import RunPlan, make_plan, model_config
 from .plots import write_loss_plot, write_tensorboard
 from .resume import nothing_to_do, resumed_plan
@@ -56,25 +58,23 @@ def run(args: argparse.Namespace) -> int:
     """Train as ``args`` say; 0 when the run reached its steps. Under torchrun every process
     runs this; only the first one (RANK 0) prints and writes files."""
     main = int(os.environ.get("RANK", "0")) == 0
+    built: dict[str, Any] = {}  # the plan and the model's config and class, once known
     try:
         if main:
-            return _run(args, main)
+            return _run(args, main, built)
         with contextlib.redirect_stdout(io.StringIO()):
-            return _run(args, main)
+            return _run(args, main, built)
     except RuntimeError as err:
         if not out_of_memory(err):
             raise
         first = str(err).strip().splitlines()[0][:160] if str(err).strip() else type(err).__name__
-        raise UsageError(
-            f"out of memory ({first}); lower --set train.batch_size or --set model.max_len "
-            "(--set train.grad_accum=N keeps the batch per step with 1/N of the memory)"
-        ) from None
+        raise UsageError(f"out of memory ({first}); {memory_advice(**built)}") from None
     finally:
         if torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()
 
 
-def _run(args: argparse.Namespace, main: bool) -> int:
+def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
     settings, builtin = gather_settings(args)
     model_cfg = None
     if _rerun_of_demo(args, builtin, settings):
@@ -110,6 +110,10 @@ def _run(args: argparse.Namespace, main: bool) -> int:
         tokenizer = train_tokenizer(plan, train_data)
     if model_cfg is None:
         model_cfg = model_config(plan, tokenizer.vocab_size, train_data.labels)
+    if ckpt is not None:  # --resume: the run's config and the checkpoint's tokenizer
+        check_vocabulary(tokenizer, model_cfg, where=str(ckpt / "tokenizer.json"))
+    check_fits(plan, model_cfg, MODEL_CLASS[plan.task])  # before anything is allocated
+    built.update(plan=plan, config=model_cfg, architecture=MODEL_CLASS[plan.task])
     torch.manual_seed(plan.train.seed)
     model = MODEL_CLASS[plan.task](model_cfg)
     trainer = Trainer(

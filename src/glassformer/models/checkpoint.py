@@ -2,6 +2,9 @@
 + ``tokenizer.json`` when a tokenizer is attached. Safetensors holds raw tensors only, so
 loading never runs code from a file (no pickle). Each file is written to a temporary name and
 renamed, so a crash leaves either the old file or the new one, never half of one.
+
+Loading checks before it allocates: the config (sizes within limits, and a model that fits
+this machine's memory, budget.py) and the tokenizer (no id past the model's vocabulary).
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ from safetensors.torch import save_file
 
 from ..config import ModelConfig
 from .base import ARCHITECTURES, GlassformerModel
+from .budget import check_memory
 
 __all__ = [
     "CONFIG_FILE",
     "TOKENIZER_FILE",
     "WEIGHTS_FILE",
+    "check_vocabulary",
     "load_pretrained",
     "read_weights",
     "save_pretrained",
@@ -64,15 +69,47 @@ def load_pretrained(directory: str | Path, *, device=None) -> GlassformerModel:
     if not directory.is_dir():
         raise ValueError(f"{directory}: not a checkpoint directory (no such directory)")
     cls, config = read_config(directory / CONFIG_FILE)
+    tokenizer = read_tokenizer(directory / TOKENIZER_FILE, config)
+    try:
+        check_memory(config, cls, device=device)
+    except ValueError as err:
+        raise ValueError(f"{directory / CONFIG_FILE}: {err}") from None
     with torch.device(device or "cpu"):
         model = cls(config)
     load_weights(model, directory / WEIGHTS_FILE)
-    tok_path = directory / TOKENIZER_FILE
-    if tok_path.exists():
-        from ..tokenizers import load_tokenizer
-
-        model.tokenizer = load_tokenizer(tok_path)
+    model.tokenizer = tokenizer
     return model
+
+
+def read_tokenizer(path: Path, config: ModelConfig):
+    """The tokenizer saved beside a model (None if there is none), refused when it has ids
+    past the model's vocabulary: they would have no row in the embedding. A smaller
+    tokenizer is fine (a vocabulary padded to a round size has rows no id uses)."""
+    if not path.exists():
+        return None
+    from ..tokenizers import load_tokenizer
+
+    try:
+        tokenizer = load_tokenizer(path)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
+    check_vocabulary(tokenizer, config, where=str(path))
+    return tokenizer
+
+
+def check_vocabulary(tokenizer, config: ModelConfig, where: str = "the tokenizer") -> None:
+    """Refuse a tokenizer with more ids than the model's vocabulary (vocab_size, and for an
+    encoder-decoder also the target's, tgt_vocab_size), naming both sizes."""
+    sizes = {"vocab_size": config.vocab_size}
+    if config.family == "encoder-decoder" and config.tgt_vocab_size is not None:
+        sizes["tgt_vocab_size"] = config.tgt_vocab_size
+    for name, size in sizes.items():
+        if tokenizer.vocab_size > size:
+            raise ValueError(
+                f"{where} has {tokenizer.vocab_size} tokens but the model's vocabulary "
+                f"({name}) is {size}; ids {size} .. {tokenizer.vocab_size - 1} have no "
+                "embedding: use the tokenizer the model was trained with"
+            )
 
 
 def read_config(path: Path) -> tuple[type[GlassformerModel], ModelConfig]:

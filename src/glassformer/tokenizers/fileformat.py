@@ -82,7 +82,12 @@ def check_ids_contiguous(ids: Iterable[int], what: str) -> int:
     if dups:
         raise ValueError(f"{what} has duplicate ids {sorted(set(dups))[:10]}: each id once")
     n = len(seen)
-    if seen and max(seen) != n - 1:
-        missing = sorted(set(range(max(seen) + 1)) - seen)
-        raise ValueError(f"{what} is missing ids {missing[:10]}: allowed exactly 0 .. {n - 1}")
+    beyond = sorted(i for i in seen if i >= n)  # n unique ids fill 0 .. n-1 unless some are past it
+    if beyond:
+        # the gaps are looked for in 0 .. n-1 only: memory in proportion to n, never to an id
+        missing = [i for i in range(n) if i not in seen][:10]
+        raise ValueError(
+            f"{what} is missing ids {missing}: allowed exactly 0 .. {n - 1} for {n} tokens, "
+            f"but it gives id {beyond[-1]}"
+        )
     return n

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from ...models import DecoderLM, GlassformerModel
+from ...models.budget import check_memory
 from . import bart, bert, gpt2, llama
 from .common import require_transformers, transfer
 
@@ -47,6 +48,7 @@ def from_huggingface(hf_model: Any) -> GlassformerModel:
     module = _converter(name)
     cls, config = module.config_from_hf(hf_model)
     param = next(hf_model.parameters())
+    check_memory(config, cls, device=param.device, via_cpu=False)  # room for the copy
     with torch.device(param.device):
         model = cls(config).to(param.dtype)
     transfer(module.rules(config, name), hf_model, model, to_glass=True, where=name)

@@ -1,0 +1,193 @@
+"""Will a model fit this machine? Checked from its config before anything is allocated.
+
+``check_memory`` counts the parameters (size.py) and compares the memory they take (for
+training: weights, gradients and AdamW's two moments) with the memory this machine has:
+available RAM (/proc/meminfo's MemAvailable, within a cgroup's limit; elsewhere
+``os.sysconf``), and on CUDA the device's free memory. It refuses only what cannot fit, so a
+big model on a big machine is built as usual; building a model directly
+(``DecoderLM(config)``) is never checked.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from ..config import ModelConfig
+from .size import buffer_elements, parameter_parts
+
+__all__ = [
+    "available_memory",
+    "check_memory",
+    "describe_size",
+    "dominant_settings",
+    "format_bytes",
+    "memory_bytes",
+    "what_to_lower",
+]
+
+# the settings that make each part of the parameter count big (size.parameter_parts)
+_PART_SETTINGS = {
+    "vocabulary": ("vocab_size", "tgt_vocab_size", "d_model"),
+    "positions": ("max_len", "d_model"),
+    "blocks": ("n_layer", "n_decoder_layer", "d_model", "d_ff"),
+    "classes": ("n_classes", "d_model"),
+    "other": ("d_model",),
+}
+
+
+def check_memory(
+    config: ModelConfig,
+    architecture: str | type,
+    *,
+    device: str | torch.device | None = None,
+    training: bool = False,
+    shards: int = 1,
+    processes: int = 1,
+    via_cpu: bool = True,
+    setting: Callable[[str], str] = str,
+) -> None:
+    """Refuse (ValueError) a model whose parameters do not fit the memory of this machine.
+
+    The model runs (``training``: trains) on ``device`` (default CPU); ``via_cpu``: its
+    weights pass through the CPU first (built there, or read from a file there), so the CPU
+    must hold them too. ``shards``: processes sharing the gradients and moments (FSDP);
+    ``processes``: processes on this machine, each with its own copy. ``setting`` names a
+    config field as the user sets it (e.g. "model.n_layer"); the message says which of them
+    to lower."""
+    device = torch.device("cpu" if device is None else device)
+    weights = memory_bytes(config, architecture)
+    total = memory_bytes(config, architecture, training=training, shards=shards)
+    cpu = torch.device("cpu")
+    if device.type == "cpu":
+        needs = {cpu: processes * total}
+    else:
+        needs = {cpu: processes * weights} if via_cpu else {}
+        needs[device] = total
+    for where, need in needs.items():
+        have = available_memory(where)
+        if have is not None and need > have:
+            room = "of memory available on this machine"
+            if where.type != "cpu":
+                room = f"free on {where}"
+            raise ValueError(
+                f"{describe_size(config, architecture, training=training, setting=setting)}, "
+                f"more than the {format_bytes(have)} {room}; "
+                f"{what_to_lower(config, architecture, setting)}"
+            )
+
+
+def memory_bytes(
+    config: ModelConfig, architecture: str | type, *, training: bool = False, shards: int = 1
+) -> int:
+    """The parameters in the default dtype (with ``training``, also their gradients and
+    AdamW's two moments, split over ``shards``) and the position tables."""
+    itemsize = torch.get_default_dtype().itemsize
+    n = sum(parameter_parts(config, architecture).values())
+    state = 3 * n * itemsize // shards if training else 0
+    return n * itemsize + state + 4 * buffer_elements(config)
+
+
+def describe_size(
+    config: ModelConfig,
+    architecture: str | type,
+    *,
+    training: bool = False,
+    setting: Callable[[str], str] = str,
+) -> str:
+    """E.g. "n_layer=1000 and d_model=16384 give 3.2e12 parameters (46.7 TiB to train in
+    float32: weights, gradients, AdamW's two moments)"."""
+    n = sum(parameter_parts(config, architecture).values())
+    size = format_bytes(memory_bytes(config, architecture, training=training))
+    dtype = str(torch.get_default_dtype()).removeprefix("torch.")
+    use = f"in {dtype}"
+    if training:
+        use = f"to train in {dtype}: weights, gradients, AdamW's two moments"
+    if 4 * buffer_elements(config) > n * torch.get_default_dtype().itemsize:
+        use += ", most of it the position tables"
+    names = [f"{setting(k)}={getattr(config, k)}" for k in dominant_settings(config, architecture)]
+    given = _join(names, "and")
+    mantissa, exponent = f"{n:.1e}".split("e")
+    count = f"{mantissa}e{int(exponent)}" if n >= 10**6 else f"{n:,}"
+    return f"{given} give {count} parameters ({size} {use})"
+
+
+def what_to_lower(
+    config: ModelConfig, architecture: str | type, setting: Callable[[str], str] = str
+) -> str:
+    """E.g. "lower n_layer or d_model": the settings behind most of the model's memory."""
+    return f"lower {_join([setting(k) for k in dominant_settings(config, architecture)], 'or')}"
+
+
+def dominant_settings(config: ModelConfig, architecture: str | type) -> list[str]:
+    """The config fields behind the largest part of the model's memory."""
+    parts = parameter_parts(config, architecture)
+    parts["positions"] += buffer_elements(config)
+    largest = max(parts, key=parts.__getitem__)
+    names = [k for k in _PART_SETTINGS[largest] if _matters(config, k)]
+    return names or ["d_model"]
+
+
+def _join(names: list[str], word: str) -> str:
+    """["a", "b", "c"], "or" -> "a, b or c"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {word} {names[-1]}"
+
+
+def _matters(c: ModelConfig, name: str) -> bool:
+    """Settings left at their default (None) or unused by this family are not named."""
+    if name in ("tgt_vocab_size", "n_decoder_layer"):
+        return c.family == "encoder-decoder" and getattr(c, name) is not None
+    if name == "n_layer" and c.family == "encoder-decoder" and c.n_decoder_layer is not None:
+        return c.n_layer > 0
+    if name == "d_ff":  # named when it is set and the feed-forward outweighs attention
+        per_width = 3 if c.activation == "swiglu" else 2  # matrix columns per unit of d_ff
+        return c.d_ff is not None and per_width * c.d_ff > 4 * c.d_model
+    return True
+
+
+def available_memory(device: str | torch.device = "cpu") -> int | None:
+    """Bytes this process could still allocate on ``device``: free memory on a CUDA device,
+    available RAM otherwise (MPS shares it); None where it cannot be known."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    if device.type not in ("cpu", "mps"):
+        return None  # e.g. meta: nothing is allocated
+    return _available_ram()
+
+
+def _available_ram() -> int | None:
+    found = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)  # given in kB
+    except (OSError, ValueError, IndexError):
+        pass
+    try:  # a container's limit (cgroup v2), which /proc/meminfo does not show
+        cgroup = Path("/sys/fs/cgroup")
+        limit = (cgroup / "memory.max").read_text().strip()
+        if limit != "max":
+            found.append(int(limit) - int((cgroup / "memory.current").read_text()))
+    except (OSError, ValueError):
+        pass
+    if not found:
+        try:
+            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (AttributeError, ValueError, OSError):
+            return None
+    return max(min(found), 0)
+
+
+def format_bytes(n: float) -> str:
+    """1536 -> "1.5 KiB"; 2.4e13 -> "21.8 TiB"."""
+    units = ("KiB", "MiB", "GiB", "TiB", "PiB")
+    if n < 1024:
+        return f"{n:.0f} B"
+    for unit in units:
+        n /= 1024
+        if n < 1024 or unit == units[-1]:
+            return f"{n:.1f} {unit}"
