@@ -16,6 +16,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from glassformer.models import EncoderDecoder, load_model
+
 WORKER = Path(__file__).with_name("ddp_worker.py")
 pytestmark = pytest.mark.slow
 
@@ -107,6 +109,9 @@ def test_glassformer_train_under_torchrun(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("checkpoints:") == 1  # the summary is printed once
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-000003"]
+    saved = out / "checkpoints" / "step-000003"  # FSDP's wrapper class is saved as the model's
+    assert json.loads((saved / "config.json").read_text())["architecture"] == "EncoderDecoder"
+    assert type(load_model(saved)) is EncoderDecoder
     alone = [sys.executable, "-m", "glassformer", "train", "--out", str(out), "--resume"]
     done = subprocess.run([*alone, "--steps", "5"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]

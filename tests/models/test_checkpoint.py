@@ -8,6 +8,7 @@ import torch
 from safetensors.torch import save_file
 
 from glassformer.models import (
+    ARCHITECTURES,
     DecoderLM,
     EncoderClassifier,
     EncoderDecoder,
@@ -52,6 +53,19 @@ def test_round_trip_is_bit_identical(tmp_path, cls, name):
         if unembed is not None:  # tying survives the round trip
             token = loaded.tgt_embed.token if cls is EncoderDecoder else loaded.embed.token
             assert unembed.proj.weight is token.weight
+
+
+def test_a_wrapped_model_saves_as_the_class_it_wraps(tmp_path):
+    """FSDP turns a model's class into a subclass of (FSDPModule, DecoderLM) named
+    FSDPDecoderLM; its checkpoint must load in a process that never made that class."""
+    from torch.distributed.fsdp import FSDPModule
+
+    model = DecoderLM(preset("tiny", **SMALL))
+    model.__class__ = type("FSDPDecoderLM", (FSDPModule, DecoderLM), {})
+    assert model.architecture() == "DecoderLM" and "FSDPDecoderLM" not in ARCHITECTURES
+    model.save_pretrained(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["architecture"] == "DecoderLM"
+    assert type(load_model(tmp_path)) is DecoderLM
 
 
 def test_tokenizer_is_saved_and_loaded_with_the_model(tmp_path):

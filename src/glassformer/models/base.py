@@ -16,17 +16,29 @@ __all__ = ["ARCHITECTURES", "GlassformerModel"]
 ARCHITECTURES: dict[str, type[GlassformerModel]] = {}
 
 
+def _wraps(cls: type) -> bool:
+    """Is ``cls`` a wrapper made by torch around a model class (FSDP's ``FSDPDecoderLM``,
+    whose first base is torch's ``FSDPModule``)?"""
+    return any(base.__module__.split(".")[0] == "torch" for base in cls.__bases__)
+
+
 class GlassformerModel(nn.Module):
     """Base class: ``config``, ``num_parameters``, ``flops_per_token``, ``save_pretrained`` /
-    ``from_pretrained``. Subclasses register under their class name (the ``architecture``
-    written to config.json)."""
+    ``from_pretrained``. Subclasses that set ``family`` register under their class name (the
+    ``architecture`` written to config.json); a subclass made by a wrapper (FSDP's
+    ``FSDPDecoderLM``) saves as the class it wraps."""
 
     family: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.family:
+        if cls.family and not _wraps(cls):
             ARCHITECTURES[cls.__name__] = cls
+
+    @classmethod
+    def architecture(cls) -> str:
+        """The registered class this model is (or wraps): the name config.json records."""
+        return next(c.__name__ for c in cls.__mro__ if ARCHITECTURES.get(c.__name__) is c)
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()

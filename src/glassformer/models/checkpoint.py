@@ -53,7 +53,7 @@ def save_pretrained(
     meta = {
         "format": FORMAT,
         "version": 1,
-        "architecture": type(model).__name__,
+        "architecture": model.architecture(),
         "config": model.config.to_dict(),
     }
     text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
