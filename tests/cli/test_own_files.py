@@ -9,7 +9,7 @@ import json
 import pytest
 
 from glassformer.cli import build_parser
-from glassformer.cli.datasets import load_splits
+from glassformer.cli.datasets import load_split, load_splits
 from glassformer.cli.plan import make_plan
 from glassformer.cli.runs import read_run
 from glassformer.cli.train import gather_settings
@@ -158,3 +158,13 @@ def test_val_fraction_with_a_validation_file_is_refused(cli, tmp_path):
     result = cli.run("train", "--data", tmp_path / "a.txt", "--val-data", tmp_path / "a.txt",
                      "--set", "data.val_fraction=0.2")  # fmt: skip
     cli.assert_user_error(result, "data.val_fraction=0.2 holds out part of --data", "--val-data")
+
+
+def test_seq2seq_and_classification_data_are_truncated_by_default(tmp_path):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("ab\tba\ncd\tdc\n")
+    assert load_split(str(pairs), "train", "seq2seq", {}).overflow == "truncate"
+    assert load_split(str(pairs), "train", "classify", {}).overflow == "truncate"
+    assert load_split(str(pairs), "train", "seq2seq", {"overflow": "drop"}).overflow == "drop"
+    assert load_split("reverse", "train", "seq2seq", {"num_examples": 2}).overflow == "truncate"
+    assert load_split(str(pairs), "train", "lm", {}).overflow == "error"  # windows, not cut
