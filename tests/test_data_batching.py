@@ -12,6 +12,7 @@ from glassformer.data import (
     Seq2SeqDataset,
     TextDataset,
     collate_lm,
+    encode_dataset,
     load_dataset,
     make_loader,
     shift_right,
@@ -110,6 +111,48 @@ def test_seq2seq_overflow_policies(tok):
     assert cut[1]["labels"].tolist() == [*tok.encode("abc"), EOS_ID]
     with pytest.raises(ValueError, match="overflow is 'cut'"):
         Seq2SeqDataset(pairs, tok, 4, overflow="cut")
+
+
+def test_an_over_long_example_is_named_by_its_file_and_line(tok, tmp_path):
+    p = tmp_path / "sms.tsv"
+    p.write_text("label\ttext\nham\tok\n\nspam\t" + "x" * 40 + "\nham\tfine\n")
+    ds = load_dataset(p, task="classification")
+    with pytest.raises(ValueError) as e:
+        make_loader(ds, tok, max_len=16)
+    assert str(e.value) == (
+        f"file {str(p)!r}, line 4: the text has 42 tokens counting <BOS>/<EOS>, more than "
+        "max_len=16: allowed a larger max_len, or overflow='truncate' or 'drop' (Python: "
+        "load_dataset(..., overflow='truncate') or make_loader(..., overflow='truncate'); "
+        "command line: --set data.overflow=truncate)"
+    )
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("ab\tba\ncd\t" + "y" * 20 + "\n")
+    with pytest.raises(ValueError, match=r"pairs.tsv', line 2: the target has 21 tokens"):
+        encode_dataset(load_dataset(pairs, task="seq2seq"), tok, max_len=8)
+
+
+def test_the_datasets_overflow_is_the_default_and_counted(tok, tmp_path):
+    p = tmp_path / "sms.tsv"
+    p.write_text("ham\tok\nspam\t" + "x" * 40 + "\nham\tfine\nspam\t" + "z" * 30 + "\n")
+
+    def encoded(policy, **kwargs):
+        return encode_dataset(
+            load_dataset(p, task="classification", overflow=policy), tok, **kwargs
+        )
+
+    cut = encoded("truncate")  # max_len 128: nothing to cut
+    assert (len(cut), cut.num_truncated, cut.num_dropped) == (4, 0, 0)
+    cut = encoded("truncate", max_len=16)
+    assert (len(cut), cut.num_truncated, cut.num_dropped) == (4, 2, 0)
+    assert cut[1]["input_ids"].tolist() == [BOS_ID, *tok.encode("x" * 14), EOS_ID]
+    dropped = encoded("drop", max_len=16)
+    assert (len(dropped), dropped.num_truncated, dropped.num_dropped) == (2, 0, 2)
+    with pytest.raises(ValueError, match="line 2: the text has 42 tokens"):
+        encoded("drop", max_len=16, overflow="error")  # an explicit overflow wins
+    pairs = [("abcdef", "x"), ("ab", "abcdefgh"), ("a", "b")]
+    assert Seq2SeqDataset(pairs, tok, 4, overflow="truncate").num_truncated == 2
+    with pytest.raises(ValueError, match=r"all 2 examples \(the first: examples\[0\]\)"):
+        Seq2SeqDataset(pairs[:2], tok, 4, overflow="drop")
 
 
 # ---- classification ---------------------------------------------------------------------

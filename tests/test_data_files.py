@@ -103,3 +103,107 @@ def test_tsv_needs_a_task_and_options_are_checked(tmp_path):
         load_dataset(p, task="seq2seq", one_per_line=True)
     with pytest.raises(ValueError, match=r"\['seed'\] are not allowed"):
         load_dataset(p, task="seq2seq", seed=0)
+
+
+# ---- header rows, the label column, formats that are not text ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "rows"),
+    [
+        ("text,label", "good film,pos\nbad film,neg\n"),
+        ("Text , LABEL", "good film,pos\nbad film,neg\n"),
+        ("label,text", "pos,good film\nneg,bad film\n"),
+    ],
+)
+def test_a_header_row_names_the_column_order(tmp_path, header, rows):
+    ds = load_dataset(_write(tmp_path, "r.csv", f"{header}\n{rows}"))
+    assert ds.labels == ("neg", "pos")
+    assert ds.examples == (("pos", "good film"), ("neg", "bad film"))
+    assert ds.lines == (2, 3)
+
+
+def test_a_seq2seq_header_row_in_either_order(tmp_path):
+    p = _write(tmp_path, "p.tsv", "target\tsource\ncba\tabc\nzy\tyz\n")
+    ds = load_dataset(p, task="seq2seq")
+    assert ds.examples == (("abc", "cba"), ("yz", "zy")) and ds.lines == (2, 3)
+
+
+def test_a_label_column_of_mostly_distinct_values_is_refused(tmp_path):
+    # text,label rows without a header: the "labels" are the texts
+    rows = "".join(f"message number {i},{'ham' if i % 3 else 'spam'}\n" for i in range(301))
+    p = _write(tmp_path, "swapped.csv", rows)
+    with pytest.raises(ValueError) as e:
+        load_dataset(p)
+    assert str(e.value) == (
+        f"file {str(p)!r}: the label column has 301 distinct values in 301 rows; is the first "
+        "column the text? allowed label,text rows (a header row text,label reads the columns "
+        "the other way round), with at least 2 rows per label on average"
+    )
+    # the same rows under a header that names the order train two classes
+    fixed = load_dataset(_write(tmp_path, "fixed.csv", "text,label\n" + rows))
+    assert fixed.labels == ("ham", "spam") and len(fixed) == 301
+    # few rows per class is fine up to half the rows; a tiny file is not checked
+    half = "".join(f"c{i // 2},text {i}\n" for i in range(20))
+    assert len(load_dataset(_write(tmp_path, "half.csv", half)).labels) == 10
+    tiny = "".join(f"c{i},text {i}\n" for i in range(9))
+    assert len(load_dataset(_write(tmp_path, "tiny.csv", tiny)).labels) == 9
+
+
+@pytest.mark.parametrize("name", ["data.json", "data.jsonl", "x.parquet", "x.csv.gz", "a.zip"])
+def test_formats_that_are_not_text_are_refused(tmp_path, name):
+    p = _write(tmp_path, name, '{"text": "hello"}\n')
+    with pytest.raises(ValueError, match="is not plain text: allowed UTF-8 text") as e:
+        load_dataset(p, task="lm")
+    assert str(p) in str(e.value) and ".tsv or .csv" in str(e.value)
+
+
+# ---- lines and held-out validation ---------------------------------------------------------
+
+
+def test_examples_keep_their_lines(tmp_path):
+    p = _write(tmp_path, "r.csv", 'label,text\n\npos,"two\nlines"\nneg,bad\n')
+    ds = load_dataset(p)
+    assert ds.lines == (3, 5) and ds.where(1) == f"file {str(p)!r}, line 5"
+    names = load_dataset(_write(tmp_path, "n.txt", "emma\n\nava\n"), one_per_line=True)
+    assert names.lines == (1, 3)
+    assert load_dataset("reverse", num_examples=3).where(2) == "dataset 'reverse', examples[2]"
+
+
+def test_a_text_holds_out_its_last_part(tmp_path):
+    text = "".join(f"line {i}\n" for i in range(100))  # 790 characters
+    p = _write(tmp_path, "notes.txt", text)
+    train = load_dataset(p, val_fraction=0.1)
+    val = load_dataset(p, "validation", val_fraction=0.1)
+    assert (len(train[0]), len(val[0])) == (711, 79)  # floor(790 * 0.1) = 79
+    assert train[0] + val[0] == text and val.split == "validation"
+    assert val.lines == (text.count("\n", 0, 711) + 1,)
+    assert load_dataset(p, "validation", val_fraction=0.1) == val  # the same part every time
+    assert load_dataset(p, "validation").examples == (text,)  # no fraction: the whole file
+
+
+def test_records_hold_out_an_evenly_spread_part(tmp_path):
+    rows = "label\ttext\n" + "".join(f"{'ab'[i >= 50]}\ttext {i}\n" for i in range(100))
+    p = _write(tmp_path, "sorted.tsv", rows)  # sorted by label: the last 10% are all "b"
+    train = load_dataset(p, task="classification", val_fraction=0.1)
+    val = load_dataset(p, "validation", task="classification", val_fraction=0.1)
+    assert [t for _, t in val] == [f"text {i}" for i in range(9, 100, 10)]
+    assert val.lines == tuple(range(11, 102, 10))
+    assert {lab for lab, _ in val} == {"a", "b"} and train.labels == val.labels == ("a", "b")
+    assert sorted(train.examples + val.examples) == sorted(load_dataset(p, task="classification"))
+    names = _write(tmp_path, "names.txt", "".join(f"n{i}\n" for i in range(25)))
+    held = load_dataset(names, "validation", one_per_line=True, val_fraction=0.2)
+    assert held.examples == ("n4", "n9", "n14", "n19", "n24")
+
+
+def test_a_file_too_short_to_hold_out_is_refused(tmp_path):
+    p = _write(tmp_path, "nine.tsv", "".join(f"s{i}\tt{i}\n" for i in range(9)))
+    with pytest.raises(ValueError) as e:
+        load_dataset(p, task="seq2seq", val_fraction=0.1)
+    assert str(e.value).startswith(
+        f"file {str(p)!r}: 9 rows are too few to hold out val_fraction=0.1 for validation"
+    )
+    assert "at least 10 rows" in str(e.value) and "--val-data none" in str(e.value)
+    for bad in (1, -0.1, True, "0.1"):
+        with pytest.raises(ValueError, match="val_fraction is .*: allowed a number in"):
+            load_dataset(p, task="seq2seq", val_fraction=bad)

@@ -1,25 +1,55 @@
-"""Loading a run's data and making its tokenizer, as the plan says."""
+"""Loading a run's data and making its tokenizer, as the plan says.
+
+Over-long examples: the command line reads seq2seq and classification data with
+``overflow="truncate"`` unless ``--set data.overflow=error|drop`` says otherwise, so real data
+(a message longer than the model's ``max_len``) trains with the defaults, and the header says how
+many examples were cut. For classification this is what Hugging Face tokenizers do with
+``truncation=True``: the first ``max_len`` tokens of a text nearly always carry its label. For
+seq2seq the same default is chosen, and Hugging Face's translation and summarization scripts
+truncate both sides too: a model cannot read a source or write a target longer than its
+``max_len`` anyway, so a truncated pair teaches what the model can do (the start of the target,
+then stop), while dropping long pairs would silently leave out the long examples, or all of them
+when ``max_len`` is too small. The count in the header tells when ``max_len`` should grow.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import Any
 
 from ..data import TextDataset, load_dataset
+from ..data.files import percent
 from ..tokenizers import Tokenizer, get_tokenizer
 from .evaldata import short_list
 from .plan import DATA_TASK, RunPlan, is_builtin
 
-__all__ = ["align_labels", "load_split", "load_splits", "train_tokenizer"]
+__all__ = [
+    "DEFAULT_OVERFLOW",
+    "align_labels",
+    "held_out_line",
+    "load_split",
+    "load_splits",
+    "overflow_line",
+    "train_tokenizer",
+]
+
+DEFAULT_OVERFLOW = "truncate"  # seq2seq and classification at the command line (see above)
 
 
 def load_split(name: str, split: str, task: str, options: dict[str, Any]) -> TextDataset:
-    """One split of a built-in dataset or a user file, parsed for ``task`` (lm, mlm, ...)."""
+    """One split of a built-in dataset or a user file, parsed for ``task`` (lm, mlm, ...);
+    over-long seq2seq and classification examples are truncated unless ``options["overflow"]``
+    says otherwise (the module docstring)."""
+    if DATA_TASK[task] != "lm":
+        options = {"overflow": DEFAULT_OVERFLOW, **options}
     return load_dataset(name, split, task=DATA_TASK[task], **options)
 
 
 def load_splits(plan: RunPlan) -> tuple[TextDataset, TextDataset | None]:
     """(train, validation or None). The [data] options go to the training data, and to the
-    validation data when it is of the same kind (the same built-in dataset, or a file)."""
+    validation data when it is of the same kind (the same built-in dataset, or a file; a part
+    held out of the training file is read with the same options, val_fraction included)."""
     train = load_split(plan.data, "train", plan.task, plan.data_options)
     if plan.validation is None:
         return train, None
@@ -42,14 +72,42 @@ def align_labels(dataset: TextDataset, labels: tuple[str, ...]) -> TextDataset:
             f"{dataset.name}: labels {short_list(unknown)} are not among the model's "
             f"{len(labels)} classes {short_list(labels, keep=5)}"
         )
-    return TextDataset(
-        dataset.name,
-        dataset.task,
-        dataset.split,
-        dataset.examples,
-        labels=tuple(labels),
-        description=dataset.description,
+    return dataclasses.replace(dataset, labels=tuple(labels))
+
+
+def held_out_line(plan: RunPlan, validation: TextDataset | None) -> str | None:
+    """The header line saying which part of the training file validates the run, if any:
+    ``validation: the last 10% of notes.txt (4,210 characters)``."""
+    fraction = plan.data_options.get("val_fraction")
+    if validation is None or not fraction or plan.validation != plan.data:
+        return None
+    name = Path(plan.data).name
+    if validation.task == "lm" and not plan.data_options.get("one_per_line"):
+        chars = sum(len(text) for text in validation.examples)
+        return f"validation: the last {percent(fraction)} of {name} ({chars:,} characters)"
+    unit = "lines" if validation.task == "lm" else "rows"
+    return (
+        f"validation: {percent(fraction)} of the {unit} of {name}, spread evenly "
+        f"({len(validation):,} {unit})"
     )
+
+
+def overflow_line(splits: dict[str, tuple[TextDataset, Any]], max_len: int) -> str | None:
+    """The header line counting the examples longer than ``max_len`` that were truncated or
+    dropped, from ``{"training": (raw, encoded), "validation": ...}``; None when there were
+    none: ``12 of 5,574 training texts longer than max_len 256 were truncated
+    (data.overflow)``."""
+    counts = []
+    for name, (raw, encoded) in splits.items():
+        n = getattr(encoded, "num_truncated", 0) + getattr(encoded, "num_dropped", 0)
+        counts.append((name, n, len(raw)))
+    raw = next(iter(splits.values()))[0]
+    if raw.task == "lm" or not any(n for _, n, _ in counts):
+        return None
+    unit = "pairs" if raw.task == "seq2seq" else "texts"
+    verb = "dropped" if raw.overflow == "drop" else "truncated"
+    shown = " and ".join(f"{n:,} of {total:,} {name}" for name, n, total in counts)
+    return f"{shown} {unit} longer than max_len {max_len} were {verb} (data.overflow)"
 
 
 def train_tokenizer(plan: RunPlan, train: TextDataset) -> Tokenizer:

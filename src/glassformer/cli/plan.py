@@ -5,7 +5,10 @@ exactly the same run. Defaults fill what the settings leave open:
 
     task        the dataset's own task (a .txt file: lm, a .csv file: classify)
     model       tiny (lm), tiny-encoder (mlm, classify), tiny-seq2seq (seq2seq)
-    validation  the built-in dataset's "validation" split; none for a user file
+    validation  the built-in dataset's "validation" split; for a user file, a part of it held
+                out (data.val_fraction = 0.1: the last 10% of a text, or 10% of the
+                records spread evenly; see data/files.py), recorded in run.json so that
+                --resume and ``glassformer eval`` read the same part
     out         runs/<data>-<tokenizer> (lm) or runs/<data>-<task>-<tokenizer>
 """
 
@@ -29,6 +32,7 @@ DATA_TASK = {"lm": "lm", "mlm": "lm", "seq2seq": "seq2seq", "classify": "classif
 DEFAULT_PRESET = {"lm": "tiny", "mlm": "tiny-encoder", "classify": "tiny-encoder"}
 DEFAULT_PRESET["seq2seq"] = "tiny-seq2seq"
 SUFFIX_TASK = {".txt": "lm", ".csv": "classify"}
+VAL_FRACTION = 0.1  # of a user file held out for validation when no --val-data is given
 BPE_VOCAB = 512
 
 
@@ -73,8 +77,17 @@ def make_plan(settings: Settings) -> RunPlan:
     run = RunSettings(**settings.get("run", {}))
     task = run.task or _task_of(run.data)
     data = run.data if is_builtin(run.data) else _path(run.data, "--data")
-    if run.val_data is None:
-        validation = run.data if is_builtin(run.data) else None
+    data_options = dict(settings.get("data", {}))
+    if run.val_data is None and is_builtin(run.data):
+        validation = run.data
+    elif run.val_data is None:  # a part of the file, held out (data/files.py)
+        held_out = data_options.setdefault("val_fraction", VAL_FRACTION)
+        validation = data if held_out else None
+    elif data_options.get("val_fraction"):
+        raise UsageError(
+            f"data.val_fraction={data_options['val_fraction']} holds out part of --data for "
+            f"validation, but --val-data {run.val_data} is given; use one of them"
+        )
     elif run.val_data.lower() == "none":
         validation = None
     else:
@@ -90,7 +103,7 @@ def make_plan(settings: Settings) -> RunPlan:
         task=task,
         data=data,
         validation=validation,
-        data_options=dict(settings.get("data", {})),
+        data_options=data_options,
         tokenizer=run.tokenizer,
         tokenizer_options=_tokenizer_options(run.tokenizer, run.vocab_size),
         preset=preset_name,

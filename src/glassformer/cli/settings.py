@@ -6,7 +6,11 @@ command's flags each give some of them; later layers win)::
     [run]     task, data, val_data, tokenizer, vocab_size, model (a preset), out
     [model]   ModelConfig fields applied to the preset (the sizes the data decides excluded)
     [train]   TrainConfig fields (steps, batch_size, lr, ...)
-    [data]    options of the dataset (e.g. num_examples of a synthetic task, one_per_line)
+    [data]    options of the dataset: num_examples, ... of a synthetic task; one_per_line
+              and val_fraction (default 0.1 when no --val-data is given: that part of the file
+              validates) of a file; overflow of seq2seq and classification data ("truncate",
+              the default at the command line, "drop" or "error": what happens to an example
+              longer than model.max_len)
     [sample]  the text sampled at the end of a language-model run
 
 ``--set section.key=value`` reads ``value`` as a TOML literal (``64``, ``1e-3``, ``true``,
@@ -58,7 +62,8 @@ class RunSettings:
 
     task: str | None = None  # lm | mlm | seq2seq | classify (None: the data's own task)
     data: str = "shakespeare"  # a built-in dataset name or a path to a .txt/.tsv/.csv file
-    val_data: str | None = None  # a file, or "none" (default: the built-in validation split)
+    val_data: str | None = None  # a file, or "none" (default: the built-in validation split,
+    # or data.val_fraction of a file held out)
     tokenizer: str = "char"  # char | word | bpe
     vocab_size: int | None = None  # bpe: the vocabulary to learn; word: the most kept
     model: str | None = None  # a preset (None: tiny, tiny-encoder or tiny-seq2seq by task)

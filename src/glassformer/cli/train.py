@@ -24,7 +24,7 @@ from ..tokenizers import load_tokenizer
 from ..training import Trainer
 from ..training.lock import RunLock, StaleLockWarning
 from ..training.state import latest_checkpoint
-from .datasets import load_splits, train_tokenizer
+from .datasets import held_out_line, load_splits, overflow_line, train_tokenizer
 from .errors import Interrupted, UsageError
 from .fits import check_fits, memory_advice
 from .plan import RunPlan, make_plan, model_config
@@ -184,6 +184,12 @@ def _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt) 
         f"{plan.preset} model ({model.num_parameters() / 1e6:.2f}M parameters, context "
         f"{model.config.max_len}) on {trainer.device}"
     )
+    encoded = {"training": (train_data, trainer.train_stream.dataset)}
+    if val_data is not None:
+        encoded["validation"] = (val_data, trainer.val_stream.dataset)
+    for line in (held_out_line(plan, val_data), overflow_line(encoded, model.config.max_len)):
+        if line is not None:
+            print(line)
     start = f"resuming at step {checkpoint_step(ckpt)}" if ckpt is not None else "training"
     print(f"{start} to step {plan.train.steps}; run directory: {plan.out}", flush=True)
 

@@ -42,7 +42,8 @@ settings tables (for --config FILE.toml and --set SECTION.KEY=VALUE):
   [model]   ModelConfig fields applied to the preset (d_model, n_layer, max_len, dropout, ...)
   [train]   TrainConfig fields (steps, batch_size, lr, warmup, eval_every, save_every, ...)
   [data]    options of the dataset (num_examples, max_length, ... of a synthetic task;
-            one_per_line for a .txt file)
+            one_per_line for a .txt file; val_fraction of a file, default 0.1; overflow of
+            seq2seq and classification data: truncate (default), drop or error)
   [sample]  the sample printed after a language-model run (prompt, max_new_tokens,
             temperature, top_k, top_p, seed)
 """
@@ -73,7 +74,7 @@ def add_parser(commands, run) -> None:
         "--val-data",
         metavar="PATH",
         help="a validation file in the same format, or 'none'; default: a built-in dataset's "
-        "validation split, none for a file",
+        "validation split; for a file, 10%% of it held out (data.val_fraction)",
     )
     p.add_argument(
         "--tokenizer",

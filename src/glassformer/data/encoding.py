@@ -22,23 +22,28 @@ tensors, padded into batches by the collate functions of ``collate.py``:
   ``add_bos=False`` leaves it out.
 
 A seq2seq or classification example longer than ``max_len`` (its <BOS>/<EOS> counted) is
-handled by ``overflow``: ``"error"`` (the default: ValueError naming the example), ``"truncate"``
-(keep the first tokens, then the closing <EOS>) or ``"drop"`` (skip it; ``num_dropped`` counts).
+handled by ``overflow``: ``"error"`` (the default: ValueError naming the example — its file and
+line when ``where`` says them — and how to choose another policy), ``"truncate"`` (keep the
+first tokens, then the closing <EOS>, as Hugging Face tokenizers do with ``truncation=True``;
+``num_truncated`` counts the examples cut) or ``"drop"`` (skip it; ``num_dropped`` counts).
+In a seq2seq pair each side longer than ``max_len`` is truncated on its own.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import torch
 from torch.utils.data import Dataset
 
+from .examples import OVERFLOW
+
 if TYPE_CHECKING:
     from glassformer.tokenizers.base import Tokenizer
 
-OVERFLOW: tuple[str, ...] = ("error", "truncate", "drop")
+Where = Callable[[int], str]  # example index -> "file 'x.tsv', line 5" (for messages)
 
 
 class LMDataset(Dataset):
@@ -88,12 +93,14 @@ class Seq2SeqDataset(Dataset):
         max_len: int,
         *,
         overflow: str = "error",
+        where: Where | None = None,
     ) -> None:
         _check_max_len(max_len, 2)
         _check_overflow(overflow)
+        where = where or _index
         eos = tokenizer.eos_id
         self.items: list[dict[str, torch.Tensor]] = []
-        self.num_dropped = 0
+        self.num_dropped = self.num_truncated = 0
         for i, (source, target) in enumerate(pairs):
             src = tokenizer.encode(source, add_eos=True)
             tgt = tokenizer.encode(target, add_eos=True)
@@ -101,13 +108,15 @@ class Seq2SeqDataset(Dataset):
                 what = "source" if len(src) > max_len else "target"
                 n = max(len(src), len(tgt))
                 if overflow == "error":
-                    raise ValueError(_overflow_message(i, what, n, max_len))
+                    raise ValueError(_overflow_message(where(i), what, n, max_len))
                 if overflow == "drop":
                     self.num_dropped += 1
                     continue
+                self.num_truncated += 1
                 src = [*src[: max_len - 1], eos] if len(src) > max_len else src
                 tgt = [*tgt[: max_len - 1], eos] if len(tgt) > max_len else tgt
             self.items.append({"input_ids": torch.tensor(src), "labels": torch.tensor(tgt)})
+        _check_kept(self.items, pairs, max_len, where)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -128,27 +137,31 @@ class ClassificationDataset(Dataset):
         *,
         add_bos: bool = True,
         overflow: str = "error",
+        where: Where | None = None,
     ) -> None:
         _check_max_len(max_len, 2 if add_bos else 1)
         _check_overflow(overflow)
+        where = where or _index
         index = {label: k for k, label in enumerate(labels)}
         self.labels = tuple(labels)
         self.items: list[dict[str, torch.Tensor]] = []
-        self.num_dropped = 0
+        self.num_dropped = self.num_truncated = 0
         for i, (label, text) in enumerate(examples):
             if label not in index:
-                raise ValueError(f"examples[{i}] has label {label!r}: allowed {self.labels}")
+                raise ValueError(f"{where(i)} has label {label!r}: allowed {self.labels}")
             ids = tokenizer.encode(text, add_bos=add_bos, add_eos=True)
             if len(ids) > max_len:
                 if overflow == "error":
-                    raise ValueError(_overflow_message(i, "text", len(ids), max_len))
+                    raise ValueError(_overflow_message(where(i), "text", len(ids), max_len))
                 if overflow == "drop":
                     self.num_dropped += 1
                     continue
+                self.num_truncated += 1
                 ids = [*ids[: max_len - 1], tokenizer.eos_id]
             self.items.append(
                 {"input_ids": torch.tensor(ids), "labels": torch.tensor(index[label])}
             )
+        _check_kept(self.items, examples, max_len, where)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -173,8 +186,24 @@ def _check_overflow(overflow: str) -> None:
         raise ValueError(f"overflow is {overflow!r}: allowed {', '.join(map(repr, OVERFLOW))}")
 
 
-def _overflow_message(i: int, what: str, n: int, max_len: int) -> str:
+def _index(i: int) -> str:
+    return f"examples[{i}]"
+
+
+def _overflow_message(where: str, what: str, n: int, max_len: int) -> str:
     return (
-        f"examples[{i}]: the {what} has {n} tokens counting <BOS>/<EOS>, more than "
-        f"max_len={max_len}: allowed overflow='truncate' or 'drop', or a larger max_len"
+        f"{where}: the {what} has {n} tokens counting <BOS>/<EOS>, more than "
+        f"max_len={max_len}: allowed a larger max_len, or overflow='truncate' or 'drop' "
+        "(Python: load_dataset(..., overflow='truncate') or make_loader(..., "
+        "overflow='truncate'); command line: --set data.overflow=truncate)"
     )
+
+
+def _check_kept(items: list, examples: Sequence, max_len: int, where: Where) -> None:
+    """overflow='drop' must leave something to train on."""
+    if examples and not items:
+        raise ValueError(
+            f"all {len(examples)} examples (the first: {where(0)}) are longer than "
+            f"max_len={max_len}, and overflow='drop' dropped them all: allowed a larger "
+            "max_len or overflow='truncate'"
+        )

@@ -9,7 +9,9 @@
 
 A :class:`TextDataset` holds the examples of one split, before tokenization. It is a
 read-only sequence (``len``, indexing, iteration), so it also works as a
-``torch.utils.data.Dataset`` of raw examples.
+``torch.utils.data.Dataset`` of raw examples. A dataset read from a file keeps the line of
+each example, so that every message about an example names the file and the line
+(``where(i)``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from dataclasses import dataclass, field
 
 TASKS: tuple[str, ...] = ("lm", "seq2seq", "classification")
 SPLITS: tuple[str, ...] = ("train", "validation")
+# What encoding does with a seq2seq / classification example longer than max_len (encoding.py).
+OVERFLOW: tuple[str, ...] = ("error", "truncate", "drop")
 
 Example = str | tuple[str, str]
 
@@ -36,6 +40,11 @@ class TextDataset(Sequence):
         labels: classification only: the class names, in the order that defines the class
             indices (``labels.index(label)``); ``()`` for the other tasks.
         description: one line saying what the data is.
+        lines: for data read from a file, the line on which each example starts (1-based);
+            ``()`` otherwise.
+        overflow: what encoding does with a seq2seq / classification example longer than
+            ``max_len``: "error" (the default), "truncate" or "drop" (see encoding.py); an
+            "lm" text is cut into windows instead, so it stays "error" there.
     """
 
     name: str
@@ -44,6 +53,8 @@ class TextDataset(Sequence):
     examples: tuple[Example, ...]
     labels: tuple[str, ...] = ()
     description: str = ""
+    lines: tuple[int, ...] = ()
+    overflow: str = "error"
     _label_index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -51,6 +62,21 @@ class TextDataset(Sequence):
             raise ValueError(f"task is {self.task!r}: allowed {', '.join(map(repr, TASKS))}")
         object.__setattr__(self, "examples", tuple(self.examples))
         object.__setattr__(self, "labels", tuple(self.labels))
+        object.__setattr__(self, "lines", tuple(self.lines))
+        if self.lines and len(self.lines) != len(self.examples):
+            raise ValueError(
+                f"lines has {len(self.lines)} entries: allowed one per example "
+                f"({len(self.examples)}), or none"
+            )
+        if self.overflow not in OVERFLOW:
+            raise ValueError(
+                f"overflow is {self.overflow!r}: allowed {', '.join(map(repr, OVERFLOW))}"
+            )
+        if self.task == "lm" and self.overflow != "error":
+            raise ValueError(
+                f"overflow is {self.overflow!r}: allowed only for seq2seq and classification "
+                "data (an lm text is cut into windows of max_len, never truncated)"
+            )
         for i, ex in enumerate(self.examples):
             _check_example(self.task, ex, i)
         if self.task == "classification":
@@ -76,6 +102,13 @@ class TextDataset(Sequence):
 
     def __iter__(self) -> Iterator[Example]:
         return iter(self.examples)
+
+    def where(self, i: int) -> str:
+        """Where example ``i`` comes from, for messages: ``file 'sms.tsv', line 245`` for
+        data read from a file, else ``dataset 'reverse', examples[243]``."""
+        if self.lines:
+            return f"file {self.name!r}, line {self.lines[i]}"
+        return f"dataset {self.name!r}, examples[{i}]"
 
     def label_id(self, label: str) -> int:
         """The class index of ``label`` (its position in ``labels``)."""

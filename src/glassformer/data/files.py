@@ -1,4 +1,4 @@
-"""User data from files, one file per split, for the three tasks of the notes (seeds/001).
+"""User data from files, for the three tasks of the notes (seeds/001).
 
 File formats (UTF-8; a byte-order mark is ignored; ``\\r\\n`` line ends are accepted):
 
@@ -8,21 +8,48 @@ File formats (UTF-8; a byte-order mark is ignored; ``\\r\\n`` line ends are acce
   ``source,target`` with csv quoting instead).
 * ``"classification"`` — one example per line, ``label,text`` in a ``.csv`` file (csv
   quoting, so ``pos,"good, really"`` has the text ``good, really``; a quoted text may span
-  lines) or ``label<TAB>text`` in any other file. An optional first line ``label,text``
-  (``label<TAB>text``) is a header and is skipped. The class list is the sorted set of labels
+  lines) or ``label<TAB>text`` in any other file. The class list is the sorted set of labels
   (surrounding spaces of a label are removed); there must be at least two classes.
 
-In a two-column file blank lines are skipped; every other line must have exactly two fields,
-neither empty (nor only spaces); texts are kept exactly as written. In a tab-separated file
-quotes are ordinary characters. Anything else raises ``ValueError`` naming the file, the line
-and what is allowed.
+A first line that names the two columns, in either order and any case (``label,text`` or
+``text,label``; ``source,target`` or ``target,source``), is a header: it is skipped, and it says
+which column is which. In a two-column file blank lines are skipped; every other line must have
+exactly two fields, neither empty (nor only spaces); texts are kept exactly as written. In a
+tab-separated file quotes are ordinary characters.
+
+A label column in which most values are distinct is refused: with more classes than half the
+rows (in a file of at least ``MIN_ROWS_CHECKED`` rows) a class has fewer than two examples on
+average, too few to learn it or to score it, and such a column is almost always the text (the
+columns swapped, with no header to say so) or an id.
+
+Files of formats that are not plain text (``.json``, ``.jsonl``, ``.parquet``, ``.zip``,
+``.gz``, ``.pdf``, ...; see ``NOT_TEXT``) are refused rather than read as text.
+
+Held-out validation (``val_fraction``, e.g. 0.1): a file is one split, unless ``val_fraction``
+holds part of it out. Then ``split="train"`` reads the rest and ``split="validation"`` the part
+held out, the same part every time:
+
+* a whole text (``"lm"``): its last ``val_fraction`` of characters, as nanoGPT's data
+  preparation does (windows are cut from one stream, so the held-out part is one piece);
+* records (lines of ``one_per_line`` text, pairs, labelled texts): ``val_fraction`` of them,
+  spread evenly through the file (for 0.1: records 10, 20, 30, ... of 100), so that a file
+  sorted by label or by length still gives a validation set like the rest.
+
+The count held out is ``floor(n * val_fraction)`` of n characters or records; a file too
+short to hold out one is refused. Classification keeps the whole file's class list in both
+parts, so class indices agree.
+
+Anything else raises ``ValueError`` naming the file, the line and what is allowed. Every
+example keeps the line it starts on (``TextDataset.lines``), so later messages name it too.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 import os
+from fractions import Fraction
 from pathlib import Path
 
 from .examples import TextDataset
@@ -31,25 +58,68 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "seq2seq": ("source", "target"),
     "classification": ("label", "text"),
 }
+NOT_TEXT: frozenset[str] = frozenset({
+    ".json", ".jsonl", ".ndjson", ".parquet", ".arrow", ".feather", ".avro", ".orc", ".pkl",
+    ".pickle", ".npy", ".npz", ".pt", ".pth", ".safetensors", ".bin", ".h5", ".hdf5", ".gz",
+    ".bz2", ".xz", ".zst", ".zip", ".tar", ".tgz", ".7z", ".rar", ".pdf", ".doc", ".docx", ".xls",
+    ".xlsx", ".ods", ".odt", ".rtf", ".png", ".jpg", ".jpeg", ".gif", ".mp3", ".wav", ".mp4",
+})  # fmt: skip
+MIN_ROWS_CHECKED = 10  # the label-column check applies from this many rows
 
 
 def read_file(
-    path: str | os.PathLike[str], task: str, split: str = "train", *, one_per_line: bool = False
+    path: str | os.PathLike[str],
+    task: str,
+    split: str = "train",
+    *,
+    one_per_line: bool = False,
+    val_fraction: float = 0.0,
 ) -> TextDataset:
-    """Read ``path`` in the format of ``task`` (see the module docstring) as one split."""
+    """Read ``path`` in the format of ``task`` (see the module docstring) as one split; with
+    ``val_fraction`` > 0, the part of the file for ``split`` (the module docstring)."""
     p = Path(path)
     if task not in ("lm", *COLUMNS):
         raise ValueError(f"task is {task!r}: allowed 'lm', 'seq2seq', 'classification'")
     if one_per_line and task != "lm":
         raise ValueError(f"one_per_line is {one_per_line!r}: allowed only for task 'lm'")
+    fraction = _check_fraction(val_fraction)
+    if p.suffix.lower() in NOT_TEXT:
+        raise ValueError(
+            f"file {str(p)!r}: a {p.suffix} file is not plain text: allowed UTF-8 text, read "
+            "as .txt (or any other text file) for lm and .tsv or .csv for seq2seq and "
+            "classification; convert it first (e.g. JSON Lines: one text per line of a .txt, "
+            "read with one_per_line)"
+        )
     text = read_utf8(p)
     if task == "lm":
         text = text.replace("\r\n", "\n")
-        docs = [ln for ln in text.split("\n") if ln.strip()] if one_per_line else [text]
-        return TextDataset(str(p), "lm", split, docs, description=f"text file {p}")
+        if not one_per_line:
+            return _whole_text(p, text, split, fraction)
+        dataset = _read_lines(p, text, split)
+    else:
+        dataset = _read_records(p, text, task, split)
+    return _split_records(dataset, fraction, split) if fraction else dataset
+
+
+def _read_lines(p: Path, text: str, split: str) -> TextDataset:
+    docs = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
+    return TextDataset(
+        str(p),
+        "lm",
+        split,
+        [d for _, d in docs],
+        description=f"text lines {p}",
+        lines=[n for n, _ in docs],
+    )
+
+
+def _read_records(p: Path, text: str, task: str, split: str) -> TextDataset:
     rows = read_two_columns(p, text, task)
+    lines = [n for n, _ in rows]
     if task == "seq2seq":
-        return TextDataset(str(p), task, split, [r for _, r in rows], description=f"pairs {p}")
+        return TextDataset(
+            str(p), task, split, [r for _, r in rows], description=f"pairs {p}", lines=lines
+        )
     examples = [(label.strip(), txt) for _, (label, txt) in rows]
     labels = sorted({label for label, _ in examples})
     if len(labels) < 2:
@@ -57,8 +127,22 @@ def read_file(
             f"file {str(p)!r}, line {rows[0][0]}: every example has the label {labels[0]!r}: "
             f"allowed at least 2 distinct labels for classification"
         )
+    if len(rows) >= MIN_ROWS_CHECKED and len(labels) > len(rows) / 2:
+        sep = "," if p.suffix.lower() == ".csv" else "<TAB>"
+        raise ValueError(
+            f"file {str(p)!r}: the label column has {len(labels)} distinct values in "
+            f"{len(rows)} rows; is the first column the text? allowed label{sep}text rows (a "
+            f"header row text{sep}label reads the columns the other way round), with at least "
+            "2 rows per label on average"
+        )
     return TextDataset(
-        str(p), task, split, examples, labels=labels, description=f"labelled texts {p}"
+        str(p),
+        task,
+        split,
+        examples,
+        labels=labels,
+        description=f"labelled texts {p}",
+        lines=lines,
     )
 
 
@@ -85,7 +169,9 @@ def read_utf8(path: Path) -> str:
 
 
 def read_two_columns(path: Path, text: str, task: str) -> list[tuple[int, tuple[str, str]]]:
-    """(line number, (first, second)) for each non-blank record of a two-column file."""
+    """(line number, (first, second)) for each non-blank record of a two-column file, in the
+    order of ``COLUMNS[task]`` (a header row naming the columns the other way round swaps
+    them)."""
     first, second = COLUMNS[task]
     if path.suffix.lower() == ".csv":
         sep, sep_name = ",", ","
@@ -98,22 +184,29 @@ def read_two_columns(path: Path, text: str, task: str) -> list[tuple[int, tuple[
     allowed = f"allowed exactly 2 fields, {first}{sep_name}{second}"
     if sep == ",":
         allowed += ' (quote a field that contains a comma: "a, b")'
+    names = (first, second)  # the columns in the file's order
     rows: list[tuple[int, tuple[str, str]]] = []
+    header_seen = False
     line = 1  # the line on which the next record starts
     try:
         for record in reader:
             start, line = line, reader.line_num + 1
             if not any(field.strip() for field in record):
                 continue  # a blank line
-            if not rows and [f.strip().lower() for f in record] == [first, second]:
-                continue  # the optional header
+            if not header_seen:
+                header_seen = True
+                named = tuple(f.strip().lower() for f in record)
+                if named in ((first, second), (second, first)):
+                    names = named  # the header: skipped, and it orders the columns
+                    continue
             where = f"file {str(path)!r}, line {start}"
             if len(record) != 2:
                 raise ValueError(f"{where}: found {len(record)} fields: {allowed}")
-            for name, field in zip((first, second), record, strict=True):
+            for name, field in zip(names, record, strict=True):
                 if not field.strip():
                     raise ValueError(f"{where}: the {name} is empty: allowed non-empty fields")
-            rows.append((start, (record[0], record[1])))
+            pair = (record[0], record[1]) if names[0] == first else (record[1], record[0])
+            rows.append((start, pair))
     except csv.Error as e:
         raise ValueError(f"file {str(path)!r}, line {reader.line_num}: {e}: {allowed}") from None
     if not rows:
@@ -121,3 +214,72 @@ def read_two_columns(path: Path, text: str, task: str) -> list[tuple[int, tuple[
             f"file {str(path)!r}, line 1: no {first}{sep_name}{second} records: {allowed}"
         )
     return rows
+
+
+# Held-out validation --------------------------------------------------------------------------
+def _check_fraction(val_fraction: float) -> Fraction:
+    """``val_fraction`` as an exact fraction (0.1 -> 1/10, so counts are not off by rounding)."""
+    ok = isinstance(val_fraction, int | float) and not isinstance(val_fraction, bool)
+    if not ok or not 0 <= val_fraction < 1:
+        raise ValueError(
+            f"val_fraction is {val_fraction!r}: allowed a number in [0, 1), e.g. 0.1 (0: no "
+            "part held out)"
+        )
+    return Fraction(repr(float(val_fraction)))
+
+
+def percent(fraction: float | Fraction) -> str:
+    """0.1 -> '10%', 0.125 -> '12.5%'."""
+    return f"{float(fraction) * 100:g}%"
+
+
+def _held_out(n: int, fraction: Fraction, unit: str, path: str) -> int:
+    """How many of ``n`` characters / records are held out; refuses a file too short."""
+    k = math.floor(n * fraction)
+    if k == 0:
+        raise ValueError(
+            f"file {path!r}: {n} {unit} are too few to hold out val_fraction="
+            f"{float(fraction)} for validation (none would be held out): allowed a file of at "
+            f"least {math.ceil(1 / fraction)} {unit}, or a separate validation file (command "
+            "line: --val-data FILE, or --val-data none to train on the whole file)"
+        )
+    return k
+
+
+def _whole_text(p: Path, text: str, split: str, fraction: Fraction) -> TextDataset:
+    """The whole text as one document, or its first or last part (the module docstring)."""
+    if not fraction:
+        return TextDataset(str(p), "lm", split, [text], description=f"text file {p}", lines=[1])
+    cut = len(text) - _held_out(len(text), fraction, "characters", str(p))
+    if split == "train":
+        return TextDataset(
+            str(p), "lm", split, [text[:cut]], description=f"text file {p}", lines=[1]
+        )
+    return TextDataset(
+        str(p),
+        "lm",
+        split,
+        [text[cut:]],
+        description=f"the last {percent(fraction)} of text file {p}",
+        lines=[text.count("\n", 0, cut) + 1],
+    )
+
+
+def _split_records(dataset: TextDataset, fraction: Fraction, split: str) -> TextDataset:
+    """The records of ``split``: those held out, spread evenly, or the others."""
+    n = len(dataset)
+    k = _held_out(n, fraction, "lines" if dataset.task == "lm" else "rows", dataset.name)
+    held = {(j + 1) * n // k - 1 for j in range(k)}  # k indices, one in every n/k records
+    keep = [i for i in range(n) if (i in held) == (split == "validation")]
+    description = dataset.description
+    if split == "validation":
+        description = f"{percent(fraction)} of the records of {description}, held out"
+    return TextDataset(
+        dataset.name,
+        dataset.task,
+        split,
+        [dataset.examples[i] for i in keep],
+        labels=dataset.labels,
+        description=description,
+        lines=[dataset.lines[i] for i in keep],
+    )

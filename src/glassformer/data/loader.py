@@ -54,17 +54,27 @@ def encode_dataset(
     task: str | None = None,
     *,
     max_len: int = 128,
-    overflow: str = "error",
+    overflow: str | None = None,
 ) -> Dataset:
     """The token dataset of ``dataset`` for ``task`` (see encoding.py): LMDataset (packed
-    windows, <BOS> per document) for "lm"/"mlm", Seq2SeqDataset, ClassificationDataset."""
+    windows, <BOS> per document) for "lm"/"mlm", Seq2SeqDataset, ClassificationDataset.
+    ``overflow`` None: the dataset's own (``dataset.overflow``, "error" unless it was loaded
+    with another); messages name an example by ``dataset.where(i)`` (file and line)."""
     task = resolve_task(dataset, task)
+    overflow = dataset.overflow if overflow is None else overflow
     if task in ("lm", "mlm"):
         return LMDataset(dataset.examples, tokenizer, max_len)
     if task == "seq2seq":
-        return Seq2SeqDataset(dataset.examples, tokenizer, max_len, overflow=overflow)
+        return Seq2SeqDataset(
+            dataset.examples, tokenizer, max_len, overflow=overflow, where=dataset.where
+        )
     return ClassificationDataset(
-        dataset.examples, dataset.labels, tokenizer, max_len, overflow=overflow
+        dataset.examples,
+        dataset.labels,
+        tokenizer,
+        max_len,
+        overflow=overflow,
+        where=dataset.where,
     )
 
 
@@ -96,7 +106,7 @@ def make_loader(
     seed: int = 0,
     drop_last: bool = False,
     mlm_probability: float = 0.15,
-    overflow: str = "error",
+    overflow: str | None = None,
 ) -> DataLoader:
     """A DataLoader of padded batches (dicts of tensors, see collate.py) for ``task``.
 
@@ -111,7 +121,8 @@ def make_loader(
         drop_last: drop a last, smaller batch.
         mlm_probability: for "mlm", the probability that a token is selected.
         overflow: seq2seq / classification examples longer than ``max_len``: "error",
-            "truncate" or "drop".
+            "truncate" or "drop"; None: the dataset's own ``overflow`` ("error" unless
+            ``load_dataset(..., overflow=...)`` chose another).
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size is {batch_size!r}: allowed a positive int")

