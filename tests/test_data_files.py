@@ -137,8 +137,8 @@ def test_a_label_column_of_mostly_distinct_values_is_refused(tmp_path):
         load_dataset(p)
     assert str(e.value) == (
         f"file {str(p)!r}: the label column has 301 distinct values in 301 rows; is the first "
-        "column the text? allowed label,text rows (a header row text,label reads the columns "
-        "the other way round), with at least 2 rows per label on average"
+        "column the text? allowed label,text rows, at least 2 a label on average (a text,label "
+        "header swaps the columns)"
     )
     # the same rows under a header that names the order train two classes
     fixed = load_dataset(_write(tmp_path, "fixed.csv", "text,label\n" + rows))

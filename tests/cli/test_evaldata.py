@@ -35,8 +35,12 @@ CASES = {
         ["pairs.tsv", "seq2seq columns", "classifier", "label,text"],
     ),
     "pairs without a header for a classifier": (
+        "classify", "pairs.tsv", "".join(f"w{i % 30}\tx{i}\n" for i in range(300)),
+        ["labels ['w0', 'w1', 'w10', ... 27 more]", "model's 2 classes", "'sorted'"],
+    ),
+    "a label column as varied as its rows": (
         "classify", "pairs.tsv", "".join(f"w{i}\tx{i}\n" for i in range(300)),
-        ["labels ['w0', 'w1', 'w10', ... 297 more]", "model's 2 classes", "'sorted'"],
+        ["pairs.tsv", "300 distinct values in 300 rows"],
     ),
     "text the tokenizer cannot read": (
         "seq2seq", "digits.tsv", "".join(f"{i}\t{str(i)[::-1]}\n" for i in range(100, 130)),

@@ -89,11 +89,11 @@ def test_a_text_file_holds_out_its_last_tenth_and_eval_reads_it(cli, tmp_path):
     train, validation = load_splits(read_run(out)[0])
     assert (train.examples[0], validation.examples[0]) == (LM_TEXT[:1296], LM_TEXT[1296:])
     # eval of the run: the 10 windows of 16 tokens of the held-out 144 characters (+ <BOS>,
-    # <EOS>), not the 91 of the whole file; its first 8 are what the trainer scored
+    # <EOS>), not the 91 of the whole file; the trainer scored them in batches of 8 and 2
     result = cli.run("eval", "--checkpoint", out, "--json", tmp_path / "all.json")
     assert result.code == 0, result.err
     assert json.loads((tmp_path / "all.json").read_text())["examples"] == 10
-    result = cli.run("eval", "--checkpoint", out, "--batch-size", "8", "--batches", "1",
+    result = cli.run("eval", "--checkpoint", out, "--batch-size", "8",
                      "--json", tmp_path / "first.json")  # fmt: skip
     report = json.loads((tmp_path / "first.json").read_text())
     assert report["metrics"]["loss"] == pytest.approx(logged["val_loss"], rel=1e-6)

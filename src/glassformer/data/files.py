@@ -131,9 +131,8 @@ def _read_records(p: Path, text: str, task: str, split: str) -> TextDataset:
         sep = "," if p.suffix.lower() == ".csv" else "<TAB>"
         raise ValueError(
             f"file {str(p)!r}: the label column has {len(labels)} distinct values in "
-            f"{len(rows)} rows; is the first column the text? allowed label{sep}text rows (a "
-            f"header row text{sep}label reads the columns the other way round), with at least "
-            "2 rows per label on average"
+            f"{len(rows)} rows; is the first column the text? allowed label{sep}text rows, "
+            f"at least 2 a label on average (a text{sep}label header swaps the columns)"
         )
     return TextDataset(
         str(p),
