@@ -20,7 +20,7 @@ from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
 from ..training import BatchStream, evaluate
 from .datasets import align_labels, load_split
 from .errors import UsageError
-from .options import add_checkpoint, add_device, non_negative, positive
+from .options import add_checkpoint, add_device, non_negative, output_file, positive
 from .plan import DATA_TASK, is_builtin
 from .runs import RUN_FILE, load_checkpoint, read_run, write_json
 from .settings import parse_assignment
@@ -84,6 +84,9 @@ def add_parser(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate the checkpoint, print the metrics and write them as JSON."""
+    path = args.json or args.checkpoint / "eval.json"
+    if args.json is not None or args.checkpoint.is_dir():
+        output_file(path, "--json")  # before anything is loaded
     kinds = tuple(TASK_OF)
     model, folder = load_checkpoint(args.checkpoint, kinds, "eval", args.device)
     task = TASK_OF[type(model)]
@@ -109,7 +112,6 @@ def run(args: argparse.Namespace) -> int:
         "examples": examples,
         "metrics": metrics,
     }
-    path = args.json or args.checkpoint / "eval.json"
     write_json(path, report)
     print(f"wrote {path}")
     return 0
