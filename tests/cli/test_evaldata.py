@@ -70,7 +70,7 @@ def test_eval_refuses_data_of_another_task_and_keeps_eval_json(
 
 def test_eval_refuses_a_json_path_that_is_a_directory(cli, task_runs, tmp_path):
     result = cli.run("eval", "--checkpoint", task_runs["classify"], "--json", tmp_path)
-    cli.assert_user_error(result, f"--json {tmp_path} is a directory")
+    cli.assert_user_error(result, f"--json {tmp_path}: is a directory")
 
 
 def test_eval_takes_real_pairs_whose_sources_repeat(cli, task_runs, tmp_path):

@@ -121,3 +121,15 @@ def test_stale_lock_of_a_killed_run_is_recovered_on_resume(tmp_path, dead_pid):
     assert not partial.exists() and not (run / LOCK_FILE).exists()
     steps = [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert steps == [1, 2, 3, 4]
+
+
+def test_fit_trains_under_the_callers_lock_and_leaves_it_held(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    t = trainer(run)
+    with RunLock(run) as lock:
+        t.fit(lock=lock)
+        assert lock.held and json.loads((run / LOCK_FILE).read_text())["pid"] == os.getpid()
+    assert not (run / LOCK_FILE).exists() and t.step == 2
+    with pytest.raises(ValueError, match="not a held lock"):
+        trainer(run).fit(lock=RunLock(run))

@@ -30,7 +30,7 @@ from ..training import BatchStream, evaluate
 from .datasets import align_labels, load_split
 from .errors import UsageError
 from .evaldata import check_dataset, check_header
-from .options import add_checkpoint, add_device, non_negative, positive
+from .options import add_checkpoint, add_device, non_negative, output_file, positive
 from .plan import DATA_TASK, is_builtin
 from .runs import RUN_FILE, load_checkpoint, read_run, write_json
 from .settings import parse_assignment
@@ -94,10 +94,10 @@ def add_parser(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate the checkpoint, print the metrics and write them as JSON."""
-    kinds = tuple(TASK_OF)
     path = args.json or args.checkpoint / "eval.json"
-    if path.is_dir():
-        raise UsageError(f"--json {path} is a directory: allowed a path to a JSON file")
+    if args.json is not None or args.checkpoint.is_dir():
+        output_file(path, "--json")  # before anything is loaded
+    kinds = tuple(TASK_OF)
     model, folder = load_checkpoint(args.checkpoint, kinds, "eval", args.device)
     task = TASK_OF[type(model)]
     dataset = _dataset(args, folder, task)

@@ -21,7 +21,7 @@ from torch import Tensor
 from ..inspect import capture, plots
 from ..inspect.trace import format_trace, trace
 from ..models import DecoderLM, EncoderDecoder, EncoderModel
-from .options import add_checkpoint, add_device, non_negative, positive
+from .options import add_checkpoint, add_device, non_negative, output_dir, positive
 from .runs import load_checkpoint
 
 __all__ = ["add_parser", "run", "run_inspect", "run_trace"]
@@ -112,8 +112,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         plots.require_matplotlib()
     except ImportError as err:
         raise ValueError(f"glassformer inspect: {err}") from None
-    if args.out.exists() and not args.out.is_dir():
-        raise ValueError(f"--out {args.out}: exists and is not a directory")
+    output_dir(args.out, "--out")
     model, _ = load_checkpoint(args.checkpoint, KINDS, "inspect", args.device)
     seq2seq = isinstance(model, EncoderDecoder)
     if args.cross and not seq2seq:

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
+
+from ..files import remove, replace_file, temp_dir
 
 __all__ = ["read_metrics", "write_loss_plot", "write_tensorboard"]
 
@@ -63,27 +66,34 @@ def write_loss_plot(run_dir: Path) -> Path | None:
     if any(series.values()):
         ax.legend()
     fig.tight_layout()
-    path = run_dir / "loss.png"
-    tmp = run_dir / ".loss.png.tmp"
-    fig.savefig(tmp, format="png")
-    os.replace(tmp, path)
-    return path
+    return replace_file(run_dir / "loss.png", lambda tmp: fig.savefig(tmp, format="png"))
 
 
 def write_tensorboard(run_dir: Path) -> Path | None:
     """Write every metric of metrics.jsonl as TensorBoard scalars (train/*, val/*) into
-    <run_dir>/tensorboard/, replacing earlier event files; None without tensorboard."""
+    <run_dir>/tensorboard/, replacing that folder; None without tensorboard. The event file
+    is written into a new hidden folder, then renamed into place, so no link is followed."""
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:
         return None
     log_dir = run_dir / "tensorboard"
-    if log_dir.is_dir():
-        for old in log_dir.glob("events.out.tfevents.*"):
-            old.unlink()
-    writer = SummaryWriter(log_dir=str(log_dir))
+    tmp = temp_dir(run_dir, ".tensorboard.")
     try:
-        for r in read_metrics(run_dir):
+        _write_scalars(SummaryWriter(log_dir=str(tmp)), read_metrics(run_dir))
+        if log_dir.exists() or log_dir.is_symlink():
+            remove(log_dir)
+        os.replace(tmp, log_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return log_dir
+
+
+def _write_scalars(writer, records: list[dict[str, Any]]) -> None:
+    """Every number in ``records`` as a scalar: val/<key> for val_<key>, else train/<key>."""
+    try:
+        for r in records:
             for key, value in r.items():
                 if key == "step" or isinstance(value, bool) or not isinstance(value, int | float):
                     continue
@@ -91,4 +101,3 @@ def write_tensorboard(run_dir: Path) -> Path | None:
                 writer.add_scalar(tag, value, r["step"])
     finally:
         writer.close()
-    return log_dir

@@ -5,6 +5,11 @@
     <run>/checkpoints/step-NNNNNN/   loadable models (config.json, model.safetensors,
                                      tokenizer.json) + trainer state (trainer.json, ...)
     <run>/loss.png, <run>/tensorboard/, <run>/eval.json   written after the run
+    <run>/.lock             the pid and host of the process training (training/lock.py)
+
+Every file is written with the mode the umask gives and never through a symbolic link (see
+glassformer/files.py); ``train`` refuses a run folder in which one of these names is a link.
+The run folder itself may be a link (e.g. to a bigger disk).
 
 ``--checkpoint DIR`` accepts a checkpoint folder (it has config.json) or a run folder (its best
 checkpoint when the newest trainer.json records one, else its newest checkpoint).
@@ -18,14 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ModelConfig
+from ..files import write_text
 from ..models import GlassformerModel, load_model
 from ..training import resolve_device
+from ..training.lock import LOCK_FILE
 from ..training.state import checkpoints
 from .errors import UsageError
 from .plan import RunPlan
 
 __all__ = [
     "RUN_FILE",
+    "check_no_links",
     "holds_run",
     "load_checkpoint",
     "read_run",
@@ -35,6 +43,16 @@ __all__ = [
 ]
 
 RUN_FILE, FORMAT, VERSION = "run.json", "glassformer-run", 1
+# what a run writes into its folder
+WRITTEN = (
+    RUN_FILE,
+    "metrics.jsonl",
+    "checkpoints",
+    "loss.png",
+    "tensorboard",
+    "eval.json",
+    LOCK_FILE,
+)
 
 
 def holds_run(path: Path) -> bool:
@@ -44,16 +62,24 @@ def holds_run(path: Path) -> bool:
     return bool(checkpoints(path))
 
 
+def check_no_links(run_dir: Path) -> None:
+    """``UsageError`` when a name the run writes in ``run_dir`` is a symbolic link: nothing is
+    written through a link that may lead out of the run folder."""
+    for name in WRITTEN:
+        path = run_dir / name
+        if path.is_symlink():
+            raise UsageError(
+                f"{path} is a symbolic link (to {os.readlink(path)}); a run writes nothing "
+                "through a link in its folder: remove the link (to keep a run on another disk, "
+                "link the run folder itself)"
+            )
+
+
 def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as indented JSON through a temporary file and a rename."""
+    """Write ``data`` as indented JSON through a temporary file and a rename (a link at
+    ``path`` is replaced, not followed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_text(path, json.dumps(data, indent=2) + "\n")
 
 
 def write_run(plan: RunPlan, model: ModelConfig) -> Path:

@@ -21,7 +21,7 @@ from ..generation import GenerationConfig
 from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
 from ..models.checkpoint import check_vocabulary
 from ..tokenizers import load_tokenizer
-from ..training import Trainer
+from ..training import Trainer, lr_at
 from ..training.lock import RunLock, StaleLockWarning
 from ..training.state import latest_checkpoint
 from .datasets import held_out_line, load_splits, overflow_line, train_tokenizer
@@ -30,6 +30,7 @@ from .fits import check_fits, memory_advice
 from .plan import RunPlan, make_plan, model_config
 from .plots import write_loss_plot, write_tensorboard
 from .resume import nothing_to_do, resumed_plan
+from .run_folder import check_out, differences, refuse_kept_run, take_lock
 from .runs import checkpoint_step, holds_run, write_run
 from .settings import builtin_config_path, to_toml
 from .textgen import continue_text
@@ -85,6 +86,7 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
         args.resume = True
     if args.resume:
         out = Path(args.out) if args.out else make_plan(settings).out
+        check_out(out)
         plan, model_cfg = resumed_plan(args, out)
         settings, builtin = plan.settings, None
         ckpt = latest_checkpoint(plan.out)
@@ -92,11 +94,8 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
             return nothing_to_do(plan, checkpoint_step(ckpt))
     else:
         plan = make_plan(settings)
-        if holds_run(plan.out):
-            raise UsageError(
-                f"{plan.out} already holds a run; continue it with --resume, or choose another "
-                "--out"
-            )
+        check_out(plan.out)
+        refuse_kept_run(plan)
         ckpt = None
     if plan.train.steps == 0:
         raise UsageError(
@@ -120,24 +119,43 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
         model, tokenizer, train_data, val_data, plan.train, plan.out, progress=sys.stderr.isatty()
     )
     _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt)
+    lock = RunLock(plan.out)  # taken before anything is written, held until the last file
     error = None
     if main:
         try:
-            RunLock(plan.out).check()  # refuse a second run before touching run.json
-        except ValueError as err:
+            with _notes():
+                take_lock(lock, plan, new=not args.resume)
+        except (ValueError, UsageError) as err:
             error = err
-        else:
-            write_run(plan, model_cfg)
     trainer.cluster.raise_together(error)
-    with _notes():
-        last = trainer.fit(resume=ckpt is not None)
-    if trainer.interrupted:
-        raise Interrupted(
-            f"interrupted at step {trainer.step}; saved in {plan.out}; continue with: "
-            f"glassformer train --out {plan.out} --resume"
-        )
-    _print_summary(plan, trainer, last, main)
+    try:
+        if main:
+            write_run(plan, model_cfg)
+            _note_warmup(plan.train)
+        last = trainer.fit(resume=ckpt is not None, lock=lock if main else None)
+        if trainer.interrupted:
+            raise Interrupted(
+                f"interrupted at step {trainer.step}; saved in {plan.out}; continue with: "
+                f"glassformer train --out {plan.out} --resume"
+            )
+        _print_summary(plan, trainer, last, main)
+    finally:
+        lock.release()
     return 0
+
+
+def _note_warmup(train) -> None:
+    """A warmup longer than the run: the learning rate never reaches train.lr (optim.py)."""
+    if train.warmup > train.steps:
+        peak = lr_at(train.steps - 1, train)
+        print(
+            f"glassformer: note: train.warmup={train.warmup} is longer than the run's "
+            f"{train.steps} steps: the learning rate only rises, to {peak:.3g} at the last "
+            f"step, and never reaches train.lr={train.lr:g} (--set train.warmup=N with "
+            f"N <= {train.steps} reaches it)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 @contextlib.contextmanager
@@ -166,9 +184,13 @@ def out_of_memory(err: BaseException) -> bool:
 
 def _rerun_of_demo(args: argparse.Namespace, builtin, settings) -> bool:
     """``glassformer train`` with no options, a second time: continue (show) the demo run
-    instead of refusing its folder."""
+    instead of refusing its folder; not another run kept there (e.g. ``--data shakespeare``'s,
+    whose default folder is the demo's)."""
     plain = not args.set and all(getattr(args, k) is None for k in ("out", "steps", "seed"))
-    return builtin == DEMO and args.config is None and plain and holds_run(make_plan(settings).out)
+    if not (builtin == DEMO and args.config is None and plain):
+        return False
+    plan = make_plan(settings)
+    return holds_run(plan.out) and differences(plan) == []
 
 
 def _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt) -> None:

@@ -10,8 +10,6 @@ this machine's memory, budget.py) and the tokenizer (no id past the model's voca
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import torch
@@ -19,6 +17,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from ..config import ModelConfig
+from ..files import replace_file
 from .base import ARCHITECTURES, GlassformerModel
 from .budget import check_memory
 
@@ -49,7 +48,9 @@ def save_pretrained(
     tensors = _unique_tensors(model)
     if state_dict is not None:
         tensors = {name: state_dict[name].detach().contiguous().cpu() for name in tensors}
-    _atomic(directory / WEIGHTS_FILE, lambda p: save_file(tensors, p, metadata={"format": "pt"}))
+    replace_file(
+        directory / WEIGHTS_FILE, lambda p: save_file(tensors, p, metadata={"format": "pt"})
+    )
     meta = {
         "format": FORMAT,
         "version": 1,
@@ -57,7 +58,7 @@ def save_pretrained(
         "config": model.config.to_dict(),
     }
     text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
-    _atomic(directory / CONFIG_FILE, lambda p: Path(p).write_text(text, encoding="utf-8"))
+    replace_file(directory / CONFIG_FILE, lambda p: p.write_text(text, encoding="utf-8"))
     tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
     if tokenizer is not None:
         tokenizer.save(directory / TOKENIZER_FILE)
@@ -199,14 +200,3 @@ def _unique_tensors(model: GlassformerModel) -> dict[str, torch.Tensor]:
         seen.add(id(t))
         out[name] = t.detach()
     return out
-
-
-def _atomic(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

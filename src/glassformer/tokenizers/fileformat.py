@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
+
+from ..files import write_text
 
 FORMAT_NAME = "glassformer-tokenizer"
 FORMAT_VERSION = 1
@@ -20,16 +20,7 @@ FORMAT_VERSION = 1
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` (UTF-8) to a temp file beside ``path``, then ``os.replace`` it there."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0o600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text(path, text)
 
 
 def dumps(d: dict[str, Any]) -> str:

@@ -16,6 +16,8 @@ import socket
 import warnings
 from pathlib import Path
 
+from ..files import temp_file
+
 __all__ = ["LOCK_FILE", "RunLock", "StaleLockWarning"]
 
 LOCK_FILE = ".lock"
@@ -39,7 +41,7 @@ class RunLock:
         if not self.run_dir.is_dir():
             raise ValueError(f"run directory {self.run_dir} does not exist")
         me = {"pid": os.getpid(), "host": socket.gethostname()}
-        tmp = self.run_dir / f".lock.{me['pid']}.tmp"
+        tmp = temp_file(self.run_dir, f"{LOCK_FILE}.")  # a new file, never through a link
         tmp.write_text(json.dumps(me) + "\n", encoding="utf-8")
         try:
             for _ in range(3):  # a stale lock removed; a racing process may take it first

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import torch
 
+from ..files import write_text
+
 __all__ = ["autocast", "progress_bar", "resolve_device", "truncate_metrics"]
 
 
@@ -46,4 +48,4 @@ def truncate_metrics(path: Path, step: int) -> None:
             continue  # a line cut short by a kill
         if isinstance(record, dict) and record.get("step", 0) <= step:
             keep.append(line)
-    path.write_text("".join(ln + "\n" for ln in keep), encoding="utf-8")
+    write_text(path, "".join(ln + "\n" for ln in keep))  # replaces a link, never follows it

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from torch.distributed.checkpoint.state_dict import (
     set_state_dict,
 )
 
+from ..files import remove, replace_file, temp_dir
 from ..models import GlassformerModel
 from .state_check import check_training_state
 
@@ -66,19 +66,18 @@ def save_checkpoint(
     if not write:
         return final
     ckpt_root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=ckpt_root))
+    tmp = temp_dir(ckpt_root, f".{final.name}.")
     try:
         model.save_pretrained(tmp, tokenizer, state_dict=model_sd)
         tensors, opt_meta = _optimizer_tensors(optim_sd)
         tensors["rng.cpu"] = torch.get_rng_state()
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             tensors["rng.cuda"] = torch.cuda.get_rng_state()
-        save_file(tensors, tmp / "trainer.safetensors")
+        replace_file(tmp / "trainer.safetensors", lambda p: save_file(tensors, p))
         meta = {"step": step, "optimizer": opt_meta, "scheduler": scheduler.state_dict(), **state}
         (tmp / "trainer.json").write_text(json.dumps(meta, indent=2, default=_jsonable))
-        tmp.chmod(0o755)  # mkdtemp makes it private; a checkpoint is an ordinary folder
-        if final.exists():  # re-saving the same step (e.g. final == periodic)
-            shutil.rmtree(final)
+        if final.exists() or final.is_symlink():  # re-saving the same step (final == periodic)
+            remove(final)
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -130,7 +129,7 @@ def prune(run_dir: Path, keep_last: int, keep: set[int]) -> None:
     found = checkpoints(run_dir)
     for path in found[: max(len(found) - keep_last, 0)]:
         if int(path.name[len(PREFIX) :]) not in keep:
-            shutil.rmtree(path, ignore_errors=True)
+            shutil.rmtree(path, ignore_errors=True)  # a link is left, never followed
 
 
 def _read(file: Path, reader: Callable[[Path], Any]) -> Any:

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from ..data import TextDataset, encode_dataset, make_collate
+from ..files import append_text, write_text
 from ..models import GlassformerModel
 from .batches import BatchStream
 from .config import TrainConfig
@@ -123,34 +124,38 @@ class Trainer:
         )
 
     # The loop -----------------------------------------------------------------------------------
-    def fit(self, *, resume: bool = False) -> dict[str, Any]:
+    def fit(self, *, resume: bool = False, lock: RunLock | None = None) -> dict[str, Any]:
         """Train until ``config.steps``; returns the last metrics. ``resume`` continues from
         the newest checkpoint in ``run_dir``. The first process holds ``run_dir/.lock`` while
-        it runs (see lock.py): a second run into the same folder is refused."""
-        lock = None
+        it runs (see lock.py): a second run into the same folder is refused. ``lock``: that
+        lock, taken already by the caller (who releases it), e.g. to write files of its own
+        into the run folder before and after training."""
+        if lock is not None and not (lock.held and lock.run_dir == self.run_dir):
+            raise ValueError(f"lock={lock.path} is not a held lock of run_dir={self.run_dir}")
+        own = None  # the lock this call takes (and releases)
         error: ValueError | None = None
-        if self.run_dir is not None and self.cluster.is_main:
-            lock = RunLock(self.run_dir)
+        if self.run_dir is not None and self.cluster.is_main and lock is None:
+            own = RunLock(self.run_dir)
             try:
                 if not resume:
                     self.run_dir.mkdir(parents=True, exist_ok=True)
                 elif not self.run_dir.is_dir():
                     raise ValueError(f"nothing to resume: {self.run_dir} does not exist")
-                lock.acquire()
+                own.acquire()
             except ValueError as err:
                 error = err
         self.cluster.raise_together(error)  # under torchrun: every process stops, none hangs
         try:
             return self._fit(resume)
         finally:
-            if lock is not None:
-                lock.release()
+            if own is not None:
+                own.release()
 
     def _fit(self, resume: bool) -> dict[str, Any]:
         if resume:
             self.resume()
         elif self.run_dir is not None and self.cluster.is_main:
-            (self.run_dir / "metrics.jsonl").write_text("")
+            write_text(self.run_dir / "metrics.jsonl", "")
         c = self.config
         self.interrupted = False
         bar = progress_bar(c.steps, self.step, enabled=self.progress)
@@ -280,8 +285,7 @@ class Trainer:
         if self.on_log is not None:
             self.on_log(record)
         if self.run_dir is not None:
-            with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as f:
-                f.write(json.dumps(record) + "\n")
+            append_text(self.run_dir / "metrics.jsonl", json.dumps(record) + "\n")
 
     @contextlib.contextmanager
     def _signals(self):

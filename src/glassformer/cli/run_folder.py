@@ -1,0 +1,75 @@
+"""``glassformer train`` claiming its run folder: checked before any data is loaded, locked
+before anything is written into it.
+
+    check_out          the folder can be a run folder: a directory (or none yet) this user may
+                       write, with no symbolic link where the run writes (see runs.WRITTEN)
+    refuse_kept_run    a new run does not start over a run that has a checkpoint
+    take_lock          the run's lock (training/lock.py), then the check above once more, as
+                       another run may have finished into the folder meanwhile
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..training.lock import RunLock
+from .errors import UsageError
+from .options import output_dir
+from .plan import RunPlan
+from .resume import comparable
+from .runs import RUN_FILE, check_no_links, holds_run, read_run
+
+__all__ = ["check_out", "differences", "refuse_kept_run", "take_lock"]
+
+
+def check_out(out: Path) -> None:
+    """``UsageError`` unless ``out`` can be a run folder (see the module docstring)."""
+    output_dir(out, "--out")
+    check_no_links(out)
+
+
+def differences(plan: RunPlan) -> list[str] | None:
+    """The settings in which the run kept in ``plan.out`` differs from ``plan``, as
+    "key A there, B here" texts; None when its run.json cannot be read."""
+    try:
+        stored, _ = read_run(plan.out)
+    except UsageError:
+        return None
+    before, now = comparable(stored), comparable(plan)
+    keys = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+    return [f"{k} {_shown(before.get(k))} there, {_shown(now.get(k))} here" for k in keys]
+
+
+def _shown(value) -> str:
+    return "not set" if value is None else repr(value)
+
+
+def refuse_kept_run(plan: RunPlan) -> None:
+    """``UsageError`` when ``plan.out`` holds a run (see holds_run), saying whether that run
+    has the same settings and how to continue it."""
+    if not holds_run(plan.out):
+        return
+    differ = differences(plan)
+    if differ == []:
+        raise UsageError(
+            f"{plan.out} already holds a run with these settings; continue it with --resume "
+            "(a larger --steps extends it), or choose another --out"
+        )
+    why = f"its {RUN_FILE} is unreadable" if differ is None else differ[0]
+    raise UsageError(
+        f"{plan.out} already holds a run with other settings ({why}); continue that run with "
+        f"--out {plan.out} --resume, or choose another --out for this one"
+    )
+
+
+def take_lock(lock: RunLock, plan: RunPlan, new: bool) -> None:
+    """Create the folder and take ``lock`` (``ValueError`` naming the holder when another run
+    has it); a ``new`` run then refuses a run kept there, releasing the lock."""
+    plan.out.mkdir(parents=True, exist_ok=True)
+    lock.acquire()
+    if new:
+        try:
+            refuse_kept_run(plan)
+        except UsageError:
+            lock.release()
+            raise
