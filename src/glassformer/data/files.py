@@ -1,4 +1,4 @@
-"""User data from files, for the three tasks of the notes (seeds/001).
+"""User data from files, for the three tasks of the notes ("Formal Algorithms for Transformers").
 
 File formats (UTF-8; a byte-order mark is ignored; ``\\r\\n`` line ends are accepted):
 

@@ -1,5 +1,6 @@
-"""From raw examples to batches in one call: ``make_loader`` (seeds/001: tokens wrapped in
-<BOS>/<EOS>, chunked to l_max, padded with <PAD>; the task decides the batch).
+"""From raw examples to batches in one call: ``make_loader`` ("Formal Algorithms for
+Transformers": tokens wrapped in <BOS>/<EOS>, chunked to l_max, padded with <PAD>; the task
+decides the batch).
 
 ``make_loader(dataset, tokenizer, task, ...)`` = ``encode_dataset`` (text -> token dataset,
 encoding.py) + ``make_collate`` (padding, and for "mlm" masking) + ``torch.utils.data.DataLoader``.

@@ -1,5 +1,5 @@
-"""Masked-language-model corruption for encoder pretraining (the BERT recipe; seeds/001,
-"Encoder-only ... (BERT)", with the <MASK> token of "Tokenization").
+"""Masked-language-model corruption for encoder pretraining (the BERT recipe; "Formal Algorithms
+for Transformers", "Encoder-only ... (BERT)", with the <MASK> token of "Tokenization").
 
 Eligible positions are those holding an ordinary token: never a special token (<PAD>,
 <BOS>, <EOS>, <UNK>, <MASK>, or any other id in ``special_ids``). Each eligible position is

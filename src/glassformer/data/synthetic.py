@@ -1,4 +1,5 @@
-"""Synthetic tasks, generated on the fly from a seed (seeds/001, "Transformers Tasks").
+"""Synthetic tasks, generated on the fly from a seed ("Formal Algorithms for Transformers",
+"Transformers Tasks").
 
 Sequence-to-sequence (pairs ``(source, target)``, the P(z | x) task of the notes):
 

@@ -1,7 +1,8 @@
 """The tokenizer interface shared by the char, word and BPE tokenizers.
 
-Implements the "Tokenization" part of the notes (seeds/001): every vocabulary element is
-associated with a unique integer, and five special tokens are added to the vocabulary::
+Implements the "Tokenization" part of the notes ("Formal Algorithms for Transformers"): every
+vocabulary element is associated with a unique integer, and five special tokens are added to the
+vocabulary::
 
     id  token    use
     0   <PAD>    padding up to the sequence length

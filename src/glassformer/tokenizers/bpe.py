@@ -1,4 +1,5 @@
-"""Byte-level BPE tokenizer ("Tokenization - Subword-level" in the notes, seeds/001).
+"""Byte-level BPE tokenizer ("Tokenization - Subword-level" in the notes, "Formal Algorithms for
+Transformers").
 
 Ids of a tokenizer trained by glassformer::
 

@@ -1,4 +1,5 @@
-"""Pre-tokenisation regexes for byte-level BPE ("Tokenization - Subword-level", seeds/001).
+"""Pre-tokenisation regexes for byte-level BPE ("Tokenization - Subword-level", "Formal
+Algorithms for Transformers").
 
 BPE never merges across the pieces that these patterns cut a text into: words with their
 leading space, runs of digits, runs of punctuation, runs of whitespace. The named patterns are

@@ -1,4 +1,5 @@
-"""Training byte-level BPE merges ("Tokenization - Subword-level" in the notes, seeds/001).
+"""Training byte-level BPE merges ("Tokenization - Subword-level" in the notes, "Formal
+Algorithms for Transformers").
 
 Byte-pair encoding (Sennrich et al. 2016; byte-level as in GPT-2): start from the 256 bytes
 and repeatedly replace the most frequent adjacent pair of tokens by a new token.

@@ -1,4 +1,5 @@
-"""Character-level tokenizer ("Tokenization - Character-level" in the notes, seeds/001).
+"""Character-level tokenizer ("Tokenization - Character-level" in the notes, "Formal Algorithms
+for Transformers").
 
 V is the set of characters (Unicode code points) seen in training, sorted by code point and
 numbered from 5 upwards after the five special tokens (0 <PAD>, 1 <BOS>, 2 <EOS>, 3 <UNK>,

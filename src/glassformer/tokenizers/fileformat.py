@@ -1,8 +1,8 @@
 """The tokenizer JSON file: writing it readably and atomically, and validating ids on load.
 
-Part of the "Tokenization" section of the notes (seeds/001): each vocabulary element is
-associated with a unique integer, so a file must give every id in 0 .. vocab_size - 1 exactly
-once, and must contain the special tokens.
+Part of the "Tokenization" section of the notes ("Formal Algorithms for Transformers"): each
+vocabulary element is associated with a unique integer, so a file must give every id in 0 ..
+vocab_size - 1 exactly once, and must contain the special tokens.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Word-level tokenizer ("Tokenization - Word-level" in the notes, seeds/001).
+"""Word-level tokenizer ("Tokenization - Word-level" in the notes, "Formal Algorithms for
+Transformers").
 
 Splitting (``WORD_PATTERN``, the ``regex`` module, Unicode-aware), first match wins:
 
