@@ -22,6 +22,7 @@ from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
 from ..tokenizers import load_tokenizer
 from ..training import Trainer
 from ..training.lock import RunLock, StaleLockWarning
+from ..training.runtime import SlowBfloat16Warning
 from ..training.state import latest_checkpoint
 from .datasets import load_splits, train_tokenizer
 from .errors import Interrupted, UsageError
@@ -112,9 +113,8 @@ def _run(args: argparse.Namespace, main: bool) -> int:
         model_cfg = model_config(plan, tokenizer.vocab_size, train_data.labels)
     torch.manual_seed(plan.train.seed)
     model = MODEL_CLASS[plan.task](model_cfg)
-    trainer = Trainer(
-        model, tokenizer, train_data, val_data, plan.train, plan.out, progress=sys.stderr.isatty()
-    )
+    shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
+    trainer = Trainer(model, tokenizer, train_data, val_data, plan.train, plan.out, progress=shown)
     _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt)
     error = None
     if main:
@@ -138,11 +138,12 @@ def _run(args: argparse.Namespace, main: bool) -> int:
 
 @contextlib.contextmanager
 def _notes():
-    """Show a ``StaleLockWarning`` (a killed run's lock replaced) as one note line."""
+    """Show a ``StaleLockWarning`` (a killed run's lock replaced) and a
+    ``SlowBfloat16Warning`` (bf16 emulated on this CPU) as one note line each."""
     original = warnings.showwarning
 
     def show(message, category, *args, **kwargs):
-        if issubclass(category, StaleLockWarning):
+        if issubclass(category, (StaleLockWarning, SlowBfloat16Warning)):
             print(f"glassformer: note: {message}", file=sys.stderr, flush=True)
         else:
             original(message, category, *args, **kwargs)
