@@ -45,6 +45,7 @@ settings tables (for --config FILE.toml and --set SECTION.KEY=VALUE):
             one_per_line for a .txt file)
   [sample]  the sample printed after a language-model run (prompt, max_new_tokens,
             temperature, top_k, top_p, seed)
+every key with its type, default and allowed values: glassformer config
 """
 
 
