@@ -6,18 +6,19 @@
 
 Choices are strings checked against fixed lists, so a saved ``config.json`` rebuilds the model
 and a typo is refused with the allowed values. Sizes are checked against generous upper bounds
-before anything is allocated (a vocabulary of 10^12 is refused, not attempted).
+before anything is allocated (a vocabulary of 10^12 is refused, not attempted). The lists and
+bounds are data (``ModelConfig.CHOICES``, ``ModelConfig.RANGES``; see limits.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from .limits import Range, check_fields
 from .nn.feedforward import ACTIVATIONS
 from .nn.norms import NORM_KINDS
 from .nn.positional import POSITIONAL_KINDS
@@ -26,18 +27,6 @@ __all__ = ["FAMILIES", "POOLINGS", "ModelConfig"]
 
 FAMILIES = ("decoder", "encoder", "encoder-decoder")
 POOLINGS = ("cls", "mean")
-_LIMITS = {  # far beyond any model this library can train, far below an absurd allocation
-    "vocab_size": 2**24,
-    "tgt_vocab_size": 2**24,
-    "max_len": 2**20,
-    "d_model": 2**16,
-    "d_ff": 2**18,
-    "n_layer": 1024,
-    "n_decoder_layer": 1024,
-    "n_head": 1024,
-    "n_classes": 2**20,
-    "type_vocab_size": 2**10,
-}
 
 
 @dataclass
@@ -80,20 +69,39 @@ class ModelConfig:
     init_std: float = 0.02
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (e.g. converted from)
 
+    # The allowed values, checked in __post_init__. The sizes' upper bounds are far beyond any
+    # model this library can train, far below an absurd allocation.
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "family": FAMILIES,
+        "activation": ACTIVATIONS,
+        "norm": NORM_KINDS,
+        "positional": POSITIONAL_KINDS,
+        "pooling": POOLINGS,
+    }
+    RANGES: ClassVar[dict[str, Range]] = {
+        "vocab_size": Range(1, 2**24),
+        "tgt_vocab_size": Range(1, 2**24),
+        "max_len": Range(1, 2**20),
+        "d_model": Range(1, 2**16),
+        "n_layer": Range(0, 1024),
+        "n_decoder_layer": Range(1, 1024),
+        "n_head": Range(1, 1024),
+        "n_kv_head": Range(1),
+        "d_ff": Range(1, 2**18),
+        "norm_eps": Range(0.0, open_low=True),
+        "position_offset": Range(0),
+        "rope_base": Range(0.0, open_low=True),
+        "type_vocab_size": Range(0, 2**10),
+        "dropout": Range(0.0, 1.0, open_high=True),
+        "attn_dropout": Range(0.0, 1.0, open_high=True),
+        "n_classes": Range(1, 2**20),
+        "pad_id": Range(0),
+        "decoder_start_id": Range(0),
+        "init_std": Range(0.0, open_low=True),
+    }
+
     def __post_init__(self) -> None:
-        _choice("family", self.family, FAMILIES)
-        _choice("activation", self.activation, ACTIVATIONS)
-        _choice("norm", self.norm, NORM_KINDS)
-        _choice("positional", self.positional, POSITIONAL_KINDS)
-        _choice("pooling", self.pooling, POOLINGS)
-        for name in ("vocab_size", "max_len", "d_model", "n_head", "n_classes"):
-            _check_int(name, getattr(self, name), 1)
-        for name in ("tgt_vocab_size", "d_ff", "n_kv_head", "n_decoder_layer"):
-            if getattr(self, name) is not None:
-                _check_int(name, getattr(self, name), 1)
-        _check_int("n_layer", self.n_layer, 0)
-        _check_int("type_vocab_size", self.type_vocab_size, 0)
-        _check_int("position_offset", self.position_offset, 0)
+        check_fields(self)
         if self.d_model % self.n_head:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_head={self.n_head}")
         if self.n_head % self.kv_heads:
@@ -107,17 +115,9 @@ class ModelConfig:
             )
         if self.positional == "rotary" and self.head_dim % 2:
             raise ValueError(f"positional='rotary' needs an even head size, got {self.head_dim}")
-        for name in ("dropout", "attn_dropout"):
-            p = getattr(self, name)
-            if p is not None and not (isinstance(p, int | float) and 0.0 <= p < 1.0):
-                raise ValueError(f"{name}={p!r} must be in [0, 1)")
-        for name in ("norm_eps", "init_std", "rope_base"):
-            v = getattr(self, name)
-            if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
-                raise ValueError(f"{name}={v!r} must be a positive finite number")
         for name in ("pad_id", "decoder_start_id"):
             v = getattr(self, name)
-            if not (isinstance(v, int) and 0 <= v < min(self.vocab_size, self.target_vocab_size)):
+            if v >= min(self.vocab_size, self.target_vocab_size):
                 raise ValueError(f"{name}={v!r} must be an id in [0, vocab_size)")
         if self.share_embeddings and self.tgt_vocab_size not in (None, self.vocab_size):
             raise ValueError(
@@ -194,19 +194,6 @@ class ModelConfig:
 
     def replace(self, **changes: Any) -> ModelConfig:
         return dataclasses.replace(self, **changes)
-
-
-def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name}={value!r} is not known; choose one of {allowed}")
-
-
-def _check_int(name: str, value: Any, low: int) -> None:
-    high = _LIMITS.get(name)
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name}={value!r} must be an int >= {low}")
-    if high is not None and value > high:
-        raise ValueError(f"{name}={value} is absurdly large (limit {high})")
 
 
 def _check_types(data: dict[str, Any]) -> None:

@@ -25,7 +25,7 @@ TRAIN_ERRORS = {
     "key without section": (["--set", "lr=1"], ["needs a section"]),
     "no value": (["--set", "train.lr"], ["SECTION.KEY=VALUE"]),
     "bad value type": (["--set", "train.lr=fast"], ["train.lr='fast'", "float"]),
-    "bad value": (["--set", "train.lr=-1"], ["lr > 0"]),
+    "bad value": (["--set", "train.lr=-1"], ["lr=-1", "> 0"]),
     "derived key": (["--set", "model.vocab_size=10"], ["cannot be set", "tokenizer"]),
     "bad model value": (
         ["--data", "{tmp}/a.txt", "--set", "model.d_model=30"],

@@ -8,6 +8,7 @@
     glassformer predict --checkpoint DIR --text TEXT
     glassformer inspect --checkpoint DIR --text TEXT --out DIR     attention maps and more, as PNG
     glassformer trace --checkpoint DIR --text TEXT                 the forward pass, step by step
+    glassformer config                    every setting of train: type, default, allowed values
 
 Each subcommand lives in its own module (train, evaluate, generate, predict, inspect_cmd);
 errors.py says how the command fails (one line on stderr; exit status 2 for user mistakes).
@@ -19,7 +20,7 @@ import argparse
 from collections.abc import Sequence
 
 from .. import __version__
-from . import evaluate, generate, inspect_cmd, predict, train
+from . import config_cmd, evaluate, generate, inspect_cmd, predict, train
 from .errors import ArgumentParser, UsageError, guarded
 
 __all__ = ["build_parser", "main"]
@@ -33,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"glassformer {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
-    for module in (train, evaluate, generate, predict, inspect_cmd):
+    for module in (train, evaluate, generate, predict, inspect_cmd, config_cmd):
         module.add_parser(commands)
     return parser
 
@@ -46,7 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.command is None:
             raise UsageError(
-                "choose a command: train, eval, generate, predict, inspect, trace (see --help)"
+                "choose a command: train, eval, generate, predict, inspect, trace, config "
+                "(see --help)"
             )
         return args.handler(args)
 

@@ -28,9 +28,10 @@ import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..config import ModelConfig
+from ..limits import Range, check_fields
 from ..training import TASKS, TrainConfig
 from .errors import UsageError
 
@@ -69,15 +70,11 @@ class RunSettings:
     model: str | None = None  # a preset (None: tiny, tiny-encoder or tiny-seq2seq by task)
     out: str | None = None  # the run directory (None: runs/<data>[-<task>]-<tokenizer>)
 
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"task": TASKS, "tokenizer": TOKENIZER_KINDS}
+    RANGES: ClassVar[dict[str, Range]] = {"vocab_size": Range(1)}
+
     def __post_init__(self) -> None:
-        if self.task is not None and self.task not in TASKS:
-            raise UsageError(f"run.task={self.task!r} is not known; choose one of {TASKS}")
-        if self.tokenizer not in TOKENIZER_KINDS:
-            raise UsageError(
-                f"run.tokenizer={self.tokenizer!r} is not known; choose one of {TOKENIZER_KINDS}"
-            )
-        if self.vocab_size is not None and self.vocab_size < 1:
-            raise UsageError(f"run.vocab_size={self.vocab_size} must be a positive int")
+        _check("run", self)
 
 
 @dataclass
@@ -91,9 +88,22 @@ class SampleSettings:
     top_p: float = 1.0
     seed: int | None = None  # None: the run's train.seed
 
+    RANGES: ClassVar[dict[str, Range]] = {  # as GenerationConfig allows them
+        "max_new_tokens": Range(0),
+        "temperature": Range(0.0),
+        "top_k": Range(0),
+        "top_p": Range(0.0, 1.0, open_low=True),
+    }
+
     def __post_init__(self) -> None:
-        if self.max_new_tokens < 0:
-            raise UsageError(f"sample.max_new_tokens={self.max_new_tokens} must be >= 0")
+        _check("sample", self)
+
+
+def _check(section: str, settings: Any) -> None:
+    try:
+        check_fields(settings)
+    except ValueError as err:
+        raise UsageError(f"{section}.{err}") from None
 
 
 # Keys the data decides (ModelConfig) or another table holds (TrainConfig.task).

@@ -23,6 +23,7 @@ from ..models.checkpoint import check_vocabulary
 from ..tokenizers import load_tokenizer
 from ..training import Trainer, lr_at
 from ..training.lock import RunLock, StaleLockWarning
+from ..training.runtime import SlowBfloat16Warning
 from ..training.state import latest_checkpoint
 from .datasets import held_out_line, load_splits, overflow_line, train_tokenizer
 from .errors import Interrupted, UsageError
@@ -115,9 +116,8 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
     built.update(plan=plan, config=model_cfg, architecture=MODEL_CLASS[plan.task])
     torch.manual_seed(plan.train.seed)
     model = MODEL_CLASS[plan.task](model_cfg)
-    trainer = Trainer(
-        model, tokenizer, train_data, val_data, plan.train, plan.out, progress=sys.stderr.isatty()
-    )
+    shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
+    trainer = Trainer(model, tokenizer, train_data, val_data, plan.train, plan.out, progress=shown)
     _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt)
     lock = RunLock(plan.out)  # taken before anything is written, held until the last file
     error = None
@@ -132,7 +132,8 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
         if main:
             write_run(plan, model_cfg)
             _note_warmup(plan.train)
-        last = trainer.fit(resume=ckpt is not None, lock=lock if main else None)
+        with _notes():
+            last = trainer.fit(resume=ckpt is not None, lock=lock if main else None)
         if trainer.interrupted:
             raise Interrupted(
                 f"interrupted at step {trainer.step}; saved in {plan.out}; continue with: "
@@ -160,11 +161,12 @@ def _note_warmup(train) -> None:
 
 @contextlib.contextmanager
 def _notes():
-    """Show a ``StaleLockWarning`` (a killed run's lock replaced) as one note line."""
+    """Show a ``StaleLockWarning`` (a killed run's lock replaced) and a
+    ``SlowBfloat16Warning`` (bf16 emulated on this CPU) as one note line each."""
     original = warnings.showwarning
 
     def show(message, category, *args, **kwargs):
-        if issubclass(category, StaleLockWarning):
+        if issubclass(category, (StaleLockWarning, SlowBfloat16Warning)):
             print(f"glassformer: note: {message}", file=sys.stderr, flush=True)
         else:
             original(message, category, *args, **kwargs)

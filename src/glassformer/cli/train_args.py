@@ -46,6 +46,7 @@ settings tables (for --config FILE.toml and --set SECTION.KEY=VALUE):
             seq2seq and classification data: truncate (default), drop or error)
   [sample]  the sample printed after a language-model run (prompt, max_new_tokens,
             temperature, top_k, top_p, seed)
+every key with its type, default and allowed values: glassformer config
 """
 
 

@@ -130,9 +130,20 @@ def _looks_like_path(x: object) -> bool:
     return os.path.isfile(x) or os.sep in x or "/" in x or Path(x).suffix.lower() in FILE_SUFFIXES
 
 
+def dataset_options() -> dict[str, list[inspect.Parameter]]:
+    """The ``**options`` ``load_dataset`` accepts for each built-in dataset and, under "file",
+    for a user file: the keyword-only parameters of its loader (name, annotation, default)."""
+    loaders = {name: build for name, (_, build) in _BUILTINS.items()}
+    return {name: _options(build) for name, build in {**loaders, "file": read_file}.items()}
+
+
+def _options(build: Callable[..., Any]) -> list[inspect.Parameter]:
+    params = inspect.signature(build).parameters.values()
+    return [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+
 def _check_options(name: str, build: Callable[..., Any], options: dict[str, Any]) -> None:
-    params = inspect.signature(build).parameters
-    allowed = [p.name for p in params.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    allowed = [p.name for p in _options(build)]
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         allowed_text = ", ".join(allowed) if allowed else "none"

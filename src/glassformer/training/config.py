@@ -1,11 +1,13 @@
-"""TrainConfig: the settings of a training run, validated, JSON/TOML-serialisable."""
+"""TrainConfig: the settings of a training run, validated (against ``TrainConfig.CHOICES`` and
+``TrainConfig.RANGES``, see limits.py), JSON/TOML-serialisable."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
+
+from ..limits import Range, check_fields
 
 __all__ = ["TASKS", "TrainConfig"]
 
@@ -44,32 +46,37 @@ class TrainConfig:
     mlm_probability: float = 0.15
     strategy: str = "ddp"  # under torchrun: "ddp" (replicate) or "fsdp" (shard)
 
+    # The allowed values, checked in __post_init__ (and min_lr <= lr).
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "task": TASKS,
+        "device": DEVICES,
+        "strategy": STRATEGIES,
+    }
+    RANGES: ClassVar[dict[str, Range]] = {
+        "steps": Range(0),
+        "batch_size": Range(1),
+        "grad_accum": Range(1),
+        "lr": Range(0.0, open_low=True),
+        "min_lr": Range(0.0),
+        "warmup": Range(0),
+        "weight_decay": Range(0.0),
+        "beta1": Range(0.0, 1.0, open_high=True),
+        "beta2": Range(0.0, 1.0, open_high=True),
+        "grad_clip": Range(0.0),
+        "eval_every": Range(0),
+        "eval_batches": Range(1),
+        "eval_generate": Range(0),
+        "save_every": Range(0),
+        "keep_last": Range(1),
+        "seed": Range(0),
+        "log_every": Range(1),
+        "mlm_probability": Range(0.0, 1.0, open_low=True, open_high=True),
+    }
+
     def __post_init__(self) -> None:
-        if self.task not in TASKS:
-            raise ValueError(f"task={self.task!r} is not known; choose one of {TASKS}")
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy={self.strategy!r} is not known; choose one of {STRATEGIES}")
-        if self.device not in DEVICES:
-            raise ValueError(f"device={self.device!r} is not known; choose one of {DEVICES}")
-        for name in ("steps", "eval_every", "save_every", "warmup", "eval_generate"):
-            _int(name, getattr(self, name), 0)
-        for name in ("batch_size", "grad_accum", "eval_batches", "keep_last", "log_every"):
-            _int(name, getattr(self, name), 1)
-        _int("seed", self.seed, 0)
-        for name in ("lr", "beta1", "beta2", "weight_decay", "grad_clip", "mlm_probability"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-                raise ValueError(f"{name}={v!r} must be a finite number")
-        if self.lr <= 0 or (self.min_lr is not None and not 0 <= self.min_lr <= self.lr):
-            raise ValueError(
-                f"need lr > 0 and 0 <= min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}"
-            )
-        if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
-            raise ValueError(f"beta1={self.beta1}, beta2={self.beta2} must be in [0, 1)")
-        if self.weight_decay < 0 or self.grad_clip < 0:
-            raise ValueError("weight_decay and grad_clip must be >= 0")
-        if not 0 < self.mlm_probability < 1:
-            raise ValueError(f"mlm_probability={self.mlm_probability} must be in (0, 1)")
+        check_fields(self)
+        if self.min_lr is not None and self.min_lr > self.lr:
+            raise ValueError(f"need min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
 
     @property
     def final_lr(self) -> float:
@@ -88,8 +95,3 @@ class TrainConfig:
 
     def replace(self, **changes: Any) -> TrainConfig:
         return dataclasses.replace(self, **changes)
-
-
-def _int(name: str, value: Any, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name}={value!r} must be an int >= {low}")

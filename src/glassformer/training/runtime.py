@@ -1,15 +1,29 @@
-"""The trainer's surroundings: which device, autocast, the progress bar, the metrics file."""
+"""The trainer's surroundings: which device, autocast, the metrics file."""
 
 from __future__ import annotations
 
 import json
+import platform
+import warnings
 from pathlib import Path
 
 import torch
 
 from ..files import write_text
 
-__all__ = ["autocast", "progress_bar", "resolve_device", "truncate_metrics"]
+__all__ = [
+    "SlowBfloat16Warning",
+    "autocast",
+    "cpu_has_bf16",
+    "resolve_device",
+    "truncate_metrics",
+    "warn_if_slow_bf16",
+]
+
+
+class SlowBfloat16Warning(UserWarning):
+    """bfloat16 autocast on a CPU without bfloat16 instructions: emulated, several times
+    slower than float32."""
 
 
 def resolve_device(name: str) -> torch.device:
@@ -30,10 +44,29 @@ def autocast(device: torch.device, enabled: bool):
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled)
 
 
-def progress_bar(total: int, initial: int, enabled: bool):
-    from tqdm.auto import tqdm
+def cpu_has_bf16() -> bool:
+    """Does this CPU compute in bfloat16 natively: x86 AVX512_BF16 or AMX, Arm BF16? (Without
+    them torch converts to float32 and back around every operation.) Unknown: True."""
+    capabilities = getattr(torch.cpu, "get_capabilities", None)
+    if capabilities is not None:
+        found = capabilities()
+        return any(found.get(k) for k in ("avx512_bf16", "amx_bf16", "bf16", "sve_bf16"))
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return True  # older torch cannot tell on Arm; say nothing rather than guess
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: True)() for name in checks)
 
-    return tqdm(total=total, initial=initial, disable=not enabled, unit="step", dynamic_ncols=True)
+
+def warn_if_slow_bf16(device: torch.device, bf16: bool) -> None:
+    """Warn (SlowBfloat16Warning) when bf16 autocast would run emulated on this CPU."""
+    if bf16 and device.type == "cpu" and not cpu_has_bf16():
+        warnings.warn(
+            "train.bf16 is set, but this CPU has no bfloat16 instructions (AVX512_BF16, AMX "
+            "or Arm BF16): autocast emulates them and a training step runs several times "
+            "slower than in float32; leave bf16 off (--set train.bf16=false) on this machine",
+            SlowBfloat16Warning,
+            stacklevel=3,
+        )
 
 
 def truncate_metrics(path: Path, step: int) -> None:

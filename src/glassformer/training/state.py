@@ -22,11 +22,6 @@ from typing import Any
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
-from torch.distributed.checkpoint.state_dict import (
-    StateDictOptions,
-    get_state_dict,
-    set_state_dict,
-)
 
 from ..files import remove, replace_file, temp_dir
 from ..models import GlassformerModel
@@ -42,9 +37,16 @@ __all__ = [
 ]
 
 PREFIX = "step-"
-# Full (unsharded) tensors keyed by parameter name: the same checkpoint for 1 process, DDP
-# and FSDP.
-_FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
+
+
+def _state_dicts():
+    """torch.distributed.checkpoint's state-dict functions and the options that ask for full
+    (unsharded) tensors keyed by parameter name: the same checkpoint for 1 process, DDP and
+    FSDP. Imported on first use: the import takes a second or more, which ``glassformer
+    --help`` and a mistyped option should not wait for."""
+    from torch.distributed.checkpoint import state_dict
+
+    return state_dict, state_dict.StateDictOptions(full_state_dict=True, cpu_offload=True)
 
 
 def save_checkpoint(
@@ -60,7 +62,8 @@ def save_checkpoint(
 ) -> Path:
     """Gather the full state (a collective call in a distributed run: every process calls
     it) and, where ``write``, write it."""
-    model_sd, optim_sd = get_state_dict(model, optimizer, options=_FULL)
+    dcp, full = _state_dicts()
+    model_sd, optim_sd = dcp.get_state_dict(model, optimizer, options=full)
     ckpt_root = Path(run_dir) / "checkpoints"
     final = ckpt_root / f"{PREFIX}{step:06d}"
     if not write:
@@ -112,8 +115,9 @@ def load_checkpoint(
     check_training_state(path, meta, tensors, model, optimizer, scheduler)
     try:
         optim_sd = _optimizer_state(meta["optimizer"], tensors)
-        set_state_dict(
-            model, optimizer, model_state_dict=weights, optim_state_dict=optim_sd, options=_FULL
+        dcp, full = _state_dicts()
+        dcp.set_state_dict(
+            model, optimizer, model_state_dict=weights, optim_state_dict=optim_sd, options=full
         )
         scheduler.load_state_dict(meta["scheduler"])
         torch.set_rng_state(tensors["rng.cpu"])

@@ -35,7 +35,8 @@ from .evaluate import evaluate
 from .lock import RunLock
 from .memory import reuse_freed_memory
 from .optim import build_optimizer, build_scheduler
-from .runtime import autocast, progress_bar, resolve_device, truncate_metrics
+from .progress import Progress, progress_mode
+from .runtime import autocast, resolve_device, truncate_metrics, warn_if_slow_bf16
 from .state import (
     latest_checkpoint,
     load_checkpoint,
@@ -66,10 +67,12 @@ class Trainer:
         config: TrainConfig,
         run_dir: str | Path | None = None,
         *,
-        progress: bool = True,
+        progress: bool | str = True,
         on_log: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
-        """``on_log(record)`` is called with every metrics record (also written to
+        """``progress``: True (or "bar") a progress bar, "lines" one line every ``log_every``
+        steps and per evaluation (for a log file), False (or "none") nothing; see progress.py.
+        ``on_log(record)`` is called with every metrics record (also written to
         ``run_dir/metrics.jsonl``), e.g. to forward it to TensorBoard."""
         if model.family != FAMILY[config.task]:
             raise ValueError(
@@ -88,7 +91,7 @@ class Trainer:
                 f"batch_size={config.batch_size} (the global batch) must be divisible by the "
                 f"{self.cluster.world_size} processes"
             )
-        self.progress = progress and self.cluster.is_main
+        self.progress = progress_mode(progress) if self.cluster.is_main else "none"
         torch.manual_seed(config.seed)
         self.model = model.to(self.device)
         self.model.tokenizer = tokenizer
@@ -104,6 +107,7 @@ class Trainer:
         self.step = 0
         self.best: dict[str, Any] | None = None  # {"step", "loss"} of the best validation loss
         self.interrupted = False  # set when Ctrl-C / SIGTERM ended the last fit() early
+        self._shown = Progress("none", config.steps, 0)  # what fit() shows while it runs
 
     def _stream(self, data: TextDataset, shuffle: bool) -> BatchStream:
         task = LOADER_TASK[self.config.task]
@@ -134,6 +138,8 @@ class Trainer:
             raise ValueError(f"lock={lock.path} is not a held lock of run_dir={self.run_dir}")
         own = None  # the lock this call takes (and releases)
         error: ValueError | None = None
+        if self.cluster.is_main:
+            warn_if_slow_bf16(self.device, self.config.bf16)
         if self.run_dir is not None and self.cluster.is_main and lock is None:
             own = RunLock(self.run_dir)
             try:
@@ -158,7 +164,7 @@ class Trainer:
             write_text(self.run_dir / "metrics.jsonl", "")
         c = self.config
         self.interrupted = False
-        bar = progress_bar(c.steps, self.step, enabled=self.progress)
+        self._shown = Progress(self.progress, c.steps, self.step)
         last: dict[str, Any] = {}
         with self._signals():
             while self.step < c.steps and not self.interrupted:
@@ -167,15 +173,15 @@ class Trainer:
                 self.step += 1
                 rate = tokens / max(time.perf_counter() - t0, 1e-9)
                 last = {"step": self.step, "loss": loss, "lr": self.scheduler.get_last_lr()[0]}
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss:.4f}", lr=f"{last['lr']:.2e}", tok_s=f"{rate:,.0f}")
-                if self.step % c.log_every == 0 or self.step == c.steps:
+                log = self.step % c.log_every == 0 or self.step == c.steps
+                self._shown.step(self.step, loss, last["lr"], rate, log)
+                if log:
                     self._log({**last, "tokens_per_s": round(rate, 1)})
                 if self.val_stream is not None and c.eval_every and self.step % c.eval_every == 0:
                     last.update(self._evaluate())
                 if c.save_every and self.step % c.save_every == 0:
                     self.save()
-        bar.close()
+        self._shown.close()
         if self.interrupted:
             self._log({"step": self.step, "event": "interrupted"})
         elif self.val_stream is not None and (not c.eval_every or self.step % c.eval_every):
@@ -238,6 +244,7 @@ class Trainer:
     def _evaluate(self) -> dict[str, Any]:
         metrics = {f"val_{k}": v for k, v in self.evaluate().items()}
         self._log({"step": self.step, **metrics})
+        self._shown.evaluation(self.step, {k[4:]: v for k, v in metrics.items()})
         if self.best is None or metrics["val_loss"] < self.best["loss"]:
             self.best = {"step": self.step, "loss": metrics["val_loss"]}
         return metrics

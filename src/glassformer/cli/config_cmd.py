@@ -1,0 +1,178 @@
+"""``glassformer config``: every setting of ``glassformer train`` (a key of --config FILE.toml
+or --set SECTION.KEY=VALUE) with its type, default, allowed values and the comment on its line.
+
+Nothing here is a copy: the keys are the fields of the classes in settings.SECTIONS, the
+allowed values are their ``CHOICES`` and ``RANGES`` (what their checks use, see limits.py),
+the [data] keys are the options of the dataset loaders, and the notes are the comments on
+the fields' lines in the source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import io
+import re
+import textwrap
+import tokenize
+from dataclasses import dataclass
+from typing import Any
+
+from ..data.registry import dataset_options
+from ..presets import PRESETS
+from .settings import DERIVED, SECTIONS, _toml_value
+
+__all__ = ["Key", "add_parser", "data_keys", "run", "section_keys"]
+
+HEADINGS = {
+    "run": "what to train on, and where",
+    "model": "the model: fields of ModelConfig applied over the preset (--model)",
+    "train": "the optimisation: fields of TrainConfig",
+    "data": "options of the dataset, checked by the dataset that receives them",
+    "sample": "the sample printed after a language-model run",
+}
+DESCRIPTION = """\
+Every key of the settings tables of `glassformer train`: in a TOML file (--config FILE.toml)
+or one at a time (--set SECTION.KEY=VALUE, VALUE read as TOML: 64, 1e-3, true, "text").
+Later layers win: the config file, then --set, then the flags. With none of --config, --task,
+--data, --val-data, --tokenizer, --vocab-size and --model, `glassformer train` starts from
+the built-in config shakespeare-char instead of these defaults."""
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting: its name, type, default, allowed values (a tuple of choices, a Range, or
+    None) and the comment on its line in the source."""
+
+    name: str
+    type: str
+    default: Any
+    allowed: Any = None
+    note: str = ""
+
+
+def add_parser(commands) -> None:
+    p = commands.add_parser(
+        "config",
+        help="list every setting of train (--set SECTION.KEY=VALUE) with its type, default "
+        "and allowed values",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("section", nargs="?", choices=tuple(SECTIONS), help="only this table")
+    p.add_argument(
+        "--model",
+        metavar="PRESET",
+        choices=sorted(PRESETS),
+        default="tiny",
+        help="show the [model] defaults of this preset (default: tiny)",
+    )
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    sections = [args.section] if args.section else list(SECTIONS)
+    print("key, type, default, allowed values and note of each setting of glassformer train\n")
+    print("\n\n".join(_render(s, args.model) for s in sections))
+    return 0
+
+
+def section_keys(section: str, preset: str = "tiny") -> list[Key]:
+    """The keys of a settings table that --set accepts (for [data]: see ``data_keys``)."""
+    cls = SECTIONS[section]
+    if cls is None:
+        return []
+    notes = _field_notes(cls)
+    defaults = PRESETS[preset].to_dict() if section == "model" else {}
+    choices, ranges = getattr(cls, "CHOICES", {}), getattr(cls, "RANGES", {})
+    keys = []
+    for f in dataclasses.fields(cls):
+        if f"{section}.{f.name}" in DERIVED:
+            continue
+        default = defaults.get(f.name, _default(f))
+        allowed = choices.get(f.name, ranges.get(f.name))
+        keys.append(Key(f.name, str(f.type), default, allowed, notes.get(f.name, "")))
+    return keys
+
+
+def data_keys() -> list[tuple[list[str], list[Key]]]:
+    """The [data] keys: (datasets, their options), datasets with the same options together
+    ("file" stands for a user's .txt, .tsv or .csv file)."""
+    groups: dict[tuple, tuple[list[str], list[Key]]] = {}
+    for name, params in dataset_options().items():
+        keys = [Key(p.name, str(p.annotation), p.default) for p in params]
+        groups.setdefault(tuple(keys), ([], keys))[0].append(name)
+    return list(groups.values())
+
+
+# Showing --------------------------------------------------------------------------------------
+def _render(section: str, preset: str) -> str:
+    heading = f"[{section}]  {HEADINGS.get(section, '')}".rstrip()
+    if section == "model":
+        heading += f"; defaults: the {preset} preset's"
+    rows: list[tuple[str, ...]] = [_row(k) for k in section_keys(section, preset)]
+    if section == "data":
+        for names, keys in data_keys():
+            shown = "a file (.txt, .tsv, .csv)" if names == ["file"] else ", ".join(names)
+            rows.append((f"{shown}:" if keys else f"{shown}: none",))
+            rows.extend(("  " + k.name, *_row(k)[1:]) for k in keys)
+    derived = [k.split(".", 1)[1] for k in DERIVED if k.startswith(f"{section}.")]
+    lines = [heading, *_table(rows)]
+    if derived:
+        lines.append(f"  set by the run, not by --set: {', '.join(derived)}")
+    return "\n".join(lines)
+
+
+def _row(key: Key) -> tuple[str, ...]:
+    if isinstance(key.allowed, tuple):
+        allowed = ", ".join(key.allowed)
+    else:
+        allowed = "" if key.allowed is None else str(key.allowed)
+    return (key.name, key.type, _value(key.default), allowed, key.note)
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max((len(r[i]) for r in rows if len(r) > 1), default=0) for i in range(4)]
+    out = []
+    for r in rows:
+        if len(r) == 1:  # a dataset's name over its options
+            out.append("  " + r[0])
+            continue
+        cells = [c.ljust(w) for c, w in zip(r[:4], widths, strict=True)] + [r[4]]
+        out.append(("  " + "  ".join(cells)).rstrip())
+    return out
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "unset"
+    if value is dataclasses.MISSING or value is inspect.Parameter.empty:
+        return "required"
+    return _toml_value(value)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def _field_notes(cls: type) -> dict[str, str]:
+    """The comment at the end of each field's line in the source of ``cls`` ({} when the
+    source is not available)."""
+    try:
+        source = textwrap.dedent(inspect.getsource(cls))
+    except (OSError, TypeError):
+        return {}
+    comments = {
+        t.start[0]: t.string.lstrip("#").strip()
+        for t in tokenize.generate_tokens(io.StringIO(source).readline)
+        if t.type == tokenize.COMMENT
+    }
+    notes = {}
+    for number, line in enumerate(source.splitlines(), start=1):
+        m = re.match(r"    (\w+)\s*:", line)
+        if m and number in comments:
+            notes[m[1]] = comments[number]
+    return notes
