@@ -11,7 +11,9 @@ import pytest
 
 from glassformer.cli import settings
 from glassformer.cli.config_cmd import section_keys
+from glassformer.cli.datasets import DEFAULT_OVERFLOW
 from glassformer.cli.errors import UsageError
+from glassformer.cli.plan import VAL_FRACTION
 from glassformer.data.registry import dataset_options
 from glassformer.limits import Range
 
@@ -72,6 +74,10 @@ def test_every_field_and_dataset_option_is_listed(cli):
         assert any(("a file" if name == "file" else name) in h for h in headers), name
         for p in params:
             assert any(line.split()[0] == p.name for line in data_lines), (name, p.name)
+    # the command line's own defaults for data: truncation and the held-out part of a file
+    data_rows = {ln.split()[0]: ln.split()[:3] for ln in data_lines}
+    assert data_rows["overflow"] == ["overflow", "str", f'"{DEFAULT_OVERFLOW}"']
+    assert data_rows["val_fraction"] == ["val_fraction", "float", str(VAL_FRACTION)]
     rows = {ln.split()[0]: ln.split() for ln in listed["sample"] + listed["model"]}
     assert rows["temperature"] == ["temperature", "float", "0.8", ">=", "0"]
     assert rows["norm"] == ["norm", "str", '"layer"', "layer,", "rms,", "batch"]

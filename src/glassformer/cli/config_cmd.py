@@ -19,8 +19,11 @@ import tokenize
 from dataclasses import dataclass
 from typing import Any
 
+from ..data.examples import OVERFLOW
 from ..data.registry import dataset_options
 from ..presets import PRESETS
+from .datasets import DEFAULT_OVERFLOW
+from .plan import VAL_FRACTION
 from .settings import DERIVED, SECTIONS, _toml_value
 
 __all__ = ["Key", "add_parser", "data_keys", "run", "section_keys"]
@@ -102,8 +105,18 @@ def data_keys() -> list[tuple[list[str], list[Key]]]:
     groups: dict[tuple, tuple[list[str], list[Key]]] = {}
     for name, params in dataset_options().items():
         keys = [Key(p.name, str(p.annotation), p.default) for p in params]
+        if name == "file":  # the command line's default, not the loader's
+            keys = [_val_fraction(k) if k.name == "val_fraction" else k for k in keys]
         groups.setdefault(tuple(keys), ([], keys))[0].append(name)
-    return list(groups.values())
+    overflow = Key(
+        "overflow", "str", DEFAULT_OVERFLOW, OVERFLOW, "an example longer than model.max_len"
+    )
+    return [*groups.values(), (["any seq2seq or classification data"], [overflow])]
+
+
+def _val_fraction(key: Key) -> Key:
+    note = "held out of the file for validation when --val-data is not given"
+    return dataclasses.replace(key, default=VAL_FRACTION, allowed="in [0, 1)", note=note)
 
 
 # Showing --------------------------------------------------------------------------------------
