@@ -63,8 +63,7 @@ class RunSettings:
 
     task: str | None = None  # lm | mlm | seq2seq | classify (None: the data's own task)
     data: str = "shakespeare"  # a built-in dataset name or a path to a .txt/.tsv/.csv file
-    val_data: str | None = None  # a file, or "none" (default: the built-in validation split,
-    # or data.val_fraction of a file held out)
+    val_data: str | None = None  # a file or "none" (None: built-in split, or part of the file)
     tokenizer: str = "char"  # char | word | bpe
     vocab_size: int | None = None  # bpe: the vocabulary to learn; word: the most kept
     model: str | None = None  # a preset (None: tiny, tiny-encoder or tiny-seq2seq by task)
