@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["DEVICES", "add_checkpoint", "add_device", "non_negative", "positive"]
+__all__ = ["DEVICES", "add_checkpoint", "add_device", "non_negative", "positive", "positive_up_to"]
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
@@ -27,6 +27,18 @@ def positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be >= 1")
     return value
+
+
+def positive_up_to(limit: int):
+    """argparse type: an int in [1, limit] (a size checked before anything is allocated)."""
+
+    def parse(text: str) -> int:
+        value = positive(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"{value} is too large: allowed 1 to {limit}")
+        return value
+
+    return parse
 
 
 def add_device(parser: argparse.ArgumentParser, default: str | None = "auto") -> None:
