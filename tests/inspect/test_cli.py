@@ -13,6 +13,7 @@ import torch
 from glassformer import DecoderLM, EncoderDecoder
 from glassformer.cli import inspect_cmd
 from glassformer.cli.errors import ArgumentParser, guarded
+from glassformer.inspect import plots
 from glassformer.tokenizers import get_tokenizer
 
 
@@ -74,6 +75,27 @@ def test_inspect_writes_the_pictures_and_an_index(checkpoints, tmp_path):
         assert f"[{name}]({name})" in index
     pads = ", '<PAD>'" * 4
     assert f"decoder tokens: ['<BOS>', 't', 'h', 'e', ' ', 'c', 'a', 't'{pads}]" in index
+
+
+def test_repeated_layers_and_heads_are_drawn_once(checkpoints, tmp_path, monkeypatch):
+    drawn = []
+    for name in ("plot_attention", "plot_head"):
+        real = getattr(plots, name)
+
+        def spy(rec, path, real=real, **kw):
+            drawn.append((path.name, kw.get("layers"), kw.get("heads")))
+            return real(rec, path, **kw)
+
+        monkeypatch.setattr(plots, name, spy)
+    argv = ["--heads", *["1"] * 1000, "--layers", "0", "0"]
+    code, _, err = run_cli(
+        "inspect", "--checkpoint", checkpoints["lm"], "--text", "the", "--out", tmp_path, *argv
+    )
+    assert code == 0, err
+    assert drawn == [
+        ("self_attention_decoder.png", [0], [1]),
+        ("self_attention_decoder_layer0_head1.png", None, None),
+    ]
 
 
 def test_inspect_cross_attention_of_a_seq2seq_model(checkpoints, tmp_path):

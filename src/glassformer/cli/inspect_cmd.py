@@ -249,9 +249,10 @@ def _padded(arg: str, ids: list[int], pad_to, max_len: int, pad_id: int):
 
 
 def _checked(arg: str, values: list[int] | None, n: int) -> list[int] | None:
+    """The chosen layers or heads, each once (so at most n pictures per kind)."""
     if values is not None and max(values) >= n:
         raise ValueError(f"{arg} {max(values)} is out of range: allowed 0..{n - 1}")
-    return values
+    return None if values is None else list(dict.fromkeys(values))
 
 
 def _stacks(model) -> list:
