@@ -83,3 +83,68 @@ def test_encoder_decoder_prints_its_output(cli, task_runs):
     result = cli.run("generate", "--checkpoint", ckpt, "--prompt", "abcd", "--max-new-tokens", "6")
     assert result.code == 0, result.err
     assert result.out == f"{expected}\n"
+
+
+def test_default_max_new_tokens_fits_every_checkpoint(cli, lm, task_runs):
+    """200 tokens, or the most the model allows without sliding: an encoder-decoder's max_len
+    (16), beam search's room after the prompt (16 - 5 + 1 = 12 after <BOS> + "the ")."""
+    ckpt = task_runs["seq2seq"] / "checkpoints" / "step-000020"
+    model = load_model(ckpt)
+    expected = generate_text(model, model.tokenizer, "hello", max_new_tokens=16, temperature=0)
+    result = cli.run("generate", "--checkpoint", ckpt, "--prompt", "hello")
+    assert (result.code, result.out) == (0, f"{expected}\n"), result.err
+
+    ckpt, model = lm
+    beams = dict(num_beams=2, temperature=0)
+    expected = generate_text(model, model.tokenizer, "the ", max_new_tokens=12, **beams)
+    result = cli.run("generate", "--checkpoint", ckpt, "--prompt", "the ", "--num-beams", "2")
+    assert (result.code, result.out) == (0, f"the {expected}\n"), result.err
+    result = cli.run("generate", "--checkpoint", ckpt, "--prompt", "the ", "--temperature", "0")
+    assert result.code == 0 and len(result.out) == len("the ") + 200 + 1  # the window slides
+
+
+def test_too_many_new_tokens_names_the_limit(cli, lm, task_runs):
+    seq2seq = task_runs["seq2seq"] / "checkpoints" / "step-000020"
+    result = cli.run("generate", "--checkpoint", seq2seq, "--prompt", "ab", "--max-new-tokens", 17)
+    cli.assert_user_error(result, "--max-new-tokens 17", "max_len 16", "at most 16")
+    assert result.out == ""
+    ckpt, _ = lm
+    result = cli.run("generate", "--checkpoint", ckpt, "--prompt", "the ", "--num-beams", "2",
+                     "--max-new-tokens", "13")  # fmt: skip
+    cli.assert_user_error(result, "--max-new-tokens 13", "beam search", "at most 12")
+    assert result.out == ""
+    result = cli.run("generate", "--checkpoint", ckpt, "--prompt", "the cat sat on the mat",
+                     "--num-beams", "2")  # fmt: skip
+    cli.assert_user_error(result, "--prompt has 23 tokens", "max_len is 16", "shorten")
+    assert result.out == ""  # nothing printed before the refusal
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [
+        ("--num-beams", "100000000", ["--num-beams", "100000000 is too large", "1 to 256"]),
+        ("--max-new-tokens", "1000000", ["--max-new-tokens", "allowed 1 to 100000"]),
+    ],
+)
+def test_sizes_are_refused_before_the_model_is_loaded(cli, lm, monkeypatch, option, value, words):
+    def never(*args, **kwargs):
+        raise AssertionError("the checkpoint was loaded")
+
+    monkeypatch.setattr("glassformer.cli.generate.load_checkpoint", never)
+    result = cli.run("generate", "--checkpoint", lm[0], "--prompt", "a", option, value)
+    cli.assert_user_error(result, *words)
+
+
+@pytest.mark.parametrize(
+    ("pieces", "printed"), [(["ab", "c"], "the abc\n"), (["ab\n"], "the ab\n"), ([], "the \n")]
+)
+def test_ctrl_c_while_streaming_ends_the_line_first(cli, lm, monkeypatch, pieces, printed):
+    """The message starts a line of its own: a newline ends the text when it ends mid-line."""
+
+    def interrupted(*args, **kwargs):
+        yield from pieces
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("glassformer.cli.generate.continue_text", interrupted)
+    result = cli.run("generate", "--checkpoint", lm[0], "--prompt", "the ")
+    assert (result.code, result.out, result.err) == (130, printed, "glassformer: interrupted\n")

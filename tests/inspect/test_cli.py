@@ -8,10 +8,12 @@ import io
 import struct
 
 import pytest
+import torch
 
 from glassformer import DecoderLM, EncoderDecoder
 from glassformer.cli import inspect_cmd
 from glassformer.cli.errors import ArgumentParser, guarded
+from glassformer.inspect import plots
 from glassformer.tokenizers import get_tokenizer
 
 
@@ -75,6 +77,27 @@ def test_inspect_writes_the_pictures_and_an_index(checkpoints, tmp_path):
     assert f"decoder tokens: ['<BOS>', 't', 'h', 'e', ' ', 'c', 'a', 't'{pads}]" in index
 
 
+def test_repeated_layers_and_heads_are_drawn_once(checkpoints, tmp_path, monkeypatch):
+    drawn = []
+    for name in ("plot_attention", "plot_head"):
+        real = getattr(plots, name)
+
+        def spy(rec, path, real=real, **kw):
+            drawn.append((path.name, kw.get("layers"), kw.get("heads")))
+            return real(rec, path, **kw)
+
+        monkeypatch.setattr(plots, name, spy)
+    argv = ["--heads", *["1"] * 1000, "--layers", "0", "0"]
+    code, _, err = run_cli(
+        "inspect", "--checkpoint", checkpoints["lm"], "--text", "the", "--out", tmp_path, *argv
+    )
+    assert code == 0, err
+    assert drawn == [
+        ("self_attention_decoder.png", [0], [1]),
+        ("self_attention_decoder_layer0_head1.png", None, None),
+    ]
+
+
 def test_inspect_cross_attention_of_a_seq2seq_model(checkpoints, tmp_path):
     out = tmp_path / "s2s"
     code, _, err = run_cli(
@@ -97,7 +120,31 @@ def test_trace_prints_each_step_of_one_block(checkpoints):
     assert "decoder input (8 tokens): ['<BOS>', 't', 'h', 'e', ' ', 'c', 'a', 't']" in out
     assert "decoder.layers.1.self_attn · scores\n     a_nm = q_nᵀ k_m / √d_k  (Eq. 2)" in out
     assert "A (1, 4, 8, 8)" in out and "decoder.layers.0" not in out
-    assert out.rstrip().endswith(f"logits (1, 8, {checkpoints['vocab']})")
+    assert f"logits (1, 8, {checkpoints['vocab']})" in out
+    assert all(f"     A[0, {h}, -1] = [" in out for h in range(4))  # the last token's row
+
+
+def test_trace_prints_the_values_and_the_prediction_of_the_model(checkpoints):
+    from glassformer import load_model
+
+    model = load_model(checkpoints["lm"])
+    tok = model.tokenizer
+    with torch.no_grad():
+        logits = model(torch.tensor([tok.encode("the cat", add_bos=True)])).logits[0, -1]
+    code, out, err = run_cli("trace", "--checkpoint", checkpoints["lm"], "--text", "the cat")
+    assert code == 0, err
+    *_, shown, blank, prediction = out.splitlines()
+    assert shown.startswith("     logits[0, -1, :4] = [") and blank == ""
+    values = [float(v) for v in shown.split("= [")[1].rstrip("]").split(", ")]
+    torch.testing.assert_close(torch.tensor(values), logits[:4], rtol=1e-3, atol=1e-6)
+    head, _, top = prediction.partition(") = ")
+    assert head == "next token after the input: p = softmax(logits[0, -1]"
+    p = logits.double().softmax(-1)
+    best = p.topk(3)
+    pairs = [part.rsplit(" ", 1) for part in top.split(", ")]
+    assert [name for name, _ in pairs] == [repr(tok.id_to_token(i)) for i in best.indices.tolist()]
+    probabilities = torch.tensor([float(v) for _, v in pairs], dtype=torch.double)
+    torch.testing.assert_close(probabilities, best.values, rtol=0, atol=1e-4)
 
 
 @pytest.mark.parametrize(

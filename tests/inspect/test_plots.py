@@ -146,3 +146,49 @@ def test_missing_matplotlib_names_the_extra(padded_run, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(ImportError, match=r"pip install 'glassformer\[plot\]'"):
         plot_attention(rec, tmp_path / "a.png")
+
+
+def _saved_figures(monkeypatch) -> list:
+    """The matplotlib figures the plot functions save, to measure what was drawn."""
+    import glassformer.inspect.plots as plots
+
+    figures, real = [], plots.save
+
+    def spy(fig, path, axes):
+        figures.append(fig)
+        return real(fig, path, axes)
+
+    monkeypatch.setattr(plots, "save", spy)
+    return figures
+
+
+def test_titles_lie_inside_the_figure(kit, padded_run, encoder, tmp_path, monkeypatch):
+    """The narrowest default figures: one layer and two heads of cross-attention (the grid
+    of README's `inspect --cross --layers 1 --heads 0 2`), one head, one mask panel."""
+    figures = _saved_figures(monkeypatch)
+    seq2seq = kit.build(EncoderDecoder, "tiny-seq2seq", double=False)
+    with capture(seq2seq) as rec:
+        seq2seq(kit.ids(b=1, t=3), decoder_input_ids=kit.ids(b=1, t=2))
+    plot_attention(rec, tmp_path / "c.png", kind="cross", layers=[1], heads=[0, 2])
+    plot_head(rec, tmp_path / "h.png", kind="cross", layer=1, head=2)
+    plot_attention(padded_run[1], tmp_path / "a.png", layers=[0], heads=[1])
+    with capture(encoder) as rec:
+        encoder(kit.ids(b=1, t=3))
+    plot_masks(rec, tmp_path / "m.png")
+    for fig in figures:
+        renderer = fig.canvas.get_renderer()
+        titles = [*fig.texts, *(ax.title for ax in fig.axes)]  # fig.texts: the suptitle
+        for title in (t for t in titles if t.get_text()):
+            box = title.get_window_extent(renderer)
+            assert 0 <= box.x0 < box.x1 <= fig.bbox.width, (title.get_text(), box, fig.bbox)
+            assert 0 <= box.y0 < box.y1 <= fig.bbox.height, (title.get_text(), box, fig.bbox)
+
+
+def test_residual_legend_shows_tokens_as_the_heatmaps_do(padded_run, tmp_path, monkeypatch):
+    figures = _saved_figures(monkeypatch)
+    tokens = ["<BOS>", "a", " ", "b", "\n", "c"]
+    plot_residual(padded_run[1], tmp_path / "r.png", tokens=tokens)
+    plot_attention(padded_run[1], tmp_path / "a.png", tokens=tokens, layers=[0], heads=[0])
+    legend = [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()]
+    assert legend == ["<BOS>", "a", "␣", "b", "↵", "c", "mean"]
+    assert [t.get_text() for t in figures[1].axes[0].get_yticklabels()] == legend[:-1]

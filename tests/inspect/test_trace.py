@@ -3,6 +3,8 @@ output, and its intermediate steps what capture() saw inside the model."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from torch.testing import assert_close
@@ -127,3 +129,77 @@ def test_bad_arguments_are_named(kit):
         trace(torch.nn.Linear(2, 2), kit.ids())
     with pytest.raises(ValueError, match="needs decoder_input_ids"):
         trace(kit.build(EncoderDecoder, "tiny-seq2seq"), kit.ids())
+
+
+def _printed_values(text: str) -> list[tuple[int, str, str, list[str]]]:
+    """(step number, tensor name, index, values) of every ``name[index] = [...]`` line."""
+    found, step = [], 0
+    for line in text.splitlines():
+        if head := re.match(r"\s*(\d+)\. ", line):
+            step = int(head.group(1))
+        elif value := re.fullmatch(r"\s+(\S+)\[([^\]]*)\] = \[(.*)\]", line):
+            name, index, numbers = value.groups()
+            found.append((step, name, index, numbers.split(", ")))
+    return found
+
+
+def _index(text: str) -> tuple:
+    return tuple(slice(None, int(i[1:])) if i.startswith(":") else int(i) for i in text.split(", "))
+
+
+@pytest.mark.parametrize("t", [7, 14])  # 14 keys: the attention row is shown by its two ends
+def test_text_shows_the_values_of_every_tensor(kit, t):
+    model = kit.build(DecoderLM, "tiny")
+    steps = trace(model, kit.ids(b=1, t=t), layer=1)
+    printed = _printed_values(format_trace(steps))
+    names = [(n, name) for n, s in enumerate(steps, 1) for name in s.tensors if name != "A"]
+    heads = [(n, "A") for n, s in enumerate(steps, 1) if s.name == "softmax" for _ in range(4)]
+    assert sorted((n, name) for n, name, _, _ in printed) == sorted(names + heads)
+    for n, name, index, shown in printed:
+        row = steps[n - 1].tensors[name][_index(index)].double().flatten()
+        if "…" in shown:  # the first and last 6 of the row
+            cut = shown.index("…")
+            row = torch.cat([row[:cut], row[cut - len(shown) + 1 :]])
+            shown = shown[:cut] + shown[cut + 1 :]
+        assert len(shown) == len(row) <= 12
+        values = torch.tensor([float(v) for v in shown], dtype=torch.double)
+        assert_close(values, row, rtol=1e-3, atol=1e-12)  # printed with 4 significant digits
+    rows = {index: shown for _, name, index, shown in printed if name == "A"}
+    assert list(rows) == ["0, 0, -1", "0, 1, -1", "0, 2, -1", "0, 3, -1"]  # every head
+    assert all(("…" in shown) == (t > 12) for shown in rows.values())
+    assert ("0, -1, :4", "X") in {(index, name) for _, name, index, _ in printed}
+
+
+def test_prediction_is_softmax_of_the_logits(kit):
+    from glassformer.inspect.readout import format_prediction
+    from glassformer.tokenizers import get_tokenizer
+
+    tok = get_tokenizer("char").train("the cat sat on a mat")
+    lm = kit.build(DecoderLM, "tiny", vocab_size=tok.vocab_size)
+    x = torch.tensor([tok.encode("the ca", add_bos=True)])
+    p = lm(x).logits[0, -1].softmax(-1)
+    best = p.topk(3)
+    (line,) = format_prediction(lm, trace(lm, x)[-1].value, x, tok)
+    expected = ", ".join(
+        f"{tok.id_to_token(i)!r} {v:.4f}"
+        for v, i in zip(best.values.tolist(), best.indices.tolist(), strict=True)
+    )
+    assert line == f"next token after the input: p = softmax(logits[0, -1]) = {expected}"
+
+    classifier = kit.build(EncoderClassifier, "tiny-encoder", n_classes=3)
+    classifier.config.extra["labels"] = ["neg", "neu", "pos"]
+    x = kit.ids(b=1)
+    p = classifier(x).logits[0].softmax(-1).tolist()
+    (line,) = format_prediction(classifier, trace(classifier, x)[-1].value, x, None)
+    order = sorted(range(3), key=lambda i: -p[i])
+    shown = ", ".join(f"{['neg', 'neu', 'pos'][i]!r} {p[i]:.4f}" for i in order)
+    assert line == f"class: p = softmax(logits[0]) = {shown}"
+
+    mlm = kit.build(EncoderMLM, "bert-base", vocab_size=tok.vocab_size, type_vocab_size=0)
+    x = torch.tensor([tok.encode("the <MASK>at", add_bos=True, add_eos=True, allowed_special=True)])
+    n = x[0].tolist().index(tok.mask_id)
+    p = mlm(x).logits[0, n].softmax(-1)
+    (line,) = format_prediction(mlm, trace(mlm, x)[-1].value, x, tok)
+    top = p.argmax().item()
+    assert line.startswith(f"<MASK> at {n}: p = softmax(logits[0, {n}]) = ")
+    assert line.split(" = ")[-1].startswith(f"{tok.id_to_token(top)!r} {p[top]:.4f}")

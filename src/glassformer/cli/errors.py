@@ -5,11 +5,15 @@
      error raised by the library, whose messages name the argument and what is allowed
 1    the run itself failed (``TrainingError``: a loss that is not finite)
 130  interrupted (Ctrl-C)
+141  the reader of stdout went away (``glassformer generate ... | head -c 20``): the command
+     stops quietly, as a Unix tool stopped by SIGPIPE does (a shell reports 128 + 13 for it);
+     stdout is then pointed at /dev/null so that the interpreter's last flush cannot fail
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import NoReturn
@@ -17,6 +21,7 @@ from typing import NoReturn
 from ..training import TrainingError
 
 __all__ = [
+    "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
     "EXIT_RUN_FAILED",
     "EXIT_USAGE",
@@ -27,7 +32,7 @@ __all__ = [
     "say_error",
 ]
 
-EXIT_RUN_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+EXIT_RUN_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 1, 2, 130, 141
 USER_ERRORS = (
     ValueError,
     FileNotFoundError,
@@ -61,7 +66,12 @@ def say_error(message: str) -> None:
 def guarded(command: Callable[[], int]) -> int:
     """Run ``command``; turn the errors a user can meet into one line and an exit status."""
     try:
-        return command()
+        code = command()
+        sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except UsageError as err:
         say_error(str(err))
         return EXIT_USAGE
@@ -77,6 +87,18 @@ def guarded(command: Callable[[], int]) -> int:
     except USER_ERRORS as err:
         say_error(_describe(err))
         return EXIT_USAGE
+
+
+def _silence_stdout() -> None:
+    """Point stdout's file descriptor at /dev/null: what is still buffered for the closed pipe
+    is dropped at exit instead of raising again (the recipe of Python's ``signal`` docs)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a file (a StringIO): nothing will be flushed to a pipe
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _describe(err: Exception) -> str:

@@ -1,18 +1,30 @@
 """``glassformer generate``: continue a prompt (decoder-only) or translate a source
-(encoder-decoder), streaming the text to the terminal as the tokens are produced."""
+(encoder-decoder), streaming the text to the terminal as the tokens are produced.
+
+Without ``--max-new-tokens`` it makes up to 200 tokens, fewer where the model allows fewer
+without sliding its window: an encoder-decoder (at most its max_len) and beam search (what fits
+the context after the prompt). A decoder-only model that samples slides its window, so 200 (and
+up to ``MAX_NEW_TOKENS``) always works. Sizes are checked before anything is allocated.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ..generation import GenerationConfig, generate_text
+from ..generation import GenerationConfig, encode_prompt, generate_text
+from ..generation.config import MAX_BEAMS
+from ..generation.job import max_new_tokens_allowed
 from ..models import DecoderLM, EncoderDecoder
-from .options import add_checkpoint, add_device, non_negative, positive
+from .errors import UsageError
+from .options import add_checkpoint, add_device, non_negative, positive_up_to
 from .runs import load_checkpoint
 from .textgen import continue_text
 
-__all__ = ["add_parser", "run"]
+__all__ = ["DEFAULT_NEW_TOKENS", "MAX_NEW_TOKENS", "add_parser", "run"]
+
+DEFAULT_NEW_TOKENS = 200
+MAX_NEW_TOKENS = 100_000  # a sliding decoder-only model could otherwise go on for ever
 
 
 def add_parser(commands) -> None:
@@ -28,11 +40,12 @@ def add_parser(commands) -> None:
     p.add_argument("--prompt", default="", help="the text to continue or translate ('')")
     p.add_argument(
         "--max-new-tokens",
-        type=positive,
-        default=200,
+        type=positive_up_to(MAX_NEW_TOKENS),
         metavar="N",
-        help="tokens to generate at most (200); a decoder-only model slides its context "
-        "window when prompt + N exceeds it",
+        help=f"tokens to generate at most, up to {MAX_NEW_TOKENS} (default {DEFAULT_NEW_TOKENS}, "
+        "or the most the model allows when fewer: an encoder-decoder's max_len, or with "
+        "--num-beams what fits the context after the prompt); a decoder-only model that "
+        "samples slides its context window when prompt + N exceeds it",
     )
     p.add_argument(
         "--temperature",
@@ -56,10 +69,10 @@ def add_parser(commands) -> None:
     )
     p.add_argument(
         "--num-beams",
-        type=positive,
+        type=positive_up_to(MAX_BEAMS),
         default=1,
         metavar="N",
-        help="beam search with N beams (1: no beam search)",
+        help=f"beam search with N beams, up to {MAX_BEAMS} (1: no beam search)",
     )
     p.add_argument(
         "--length-penalty",
@@ -90,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     if temperature is None:
         temperature = 0.0 if seq2seq or args.num_beams > 1 else 0.8
     config = GenerationConfig(
-        max_new_tokens=args.max_new_tokens,
+        max_new_tokens=_new_tokens(model, args),
         temperature=temperature,
         top_k=args.top_k,
         top_p=args.top_p,
@@ -99,15 +112,67 @@ def run(args: argparse.Namespace) -> int:
         stop_strings=tuple(args.stop),
         seed=args.seed,
     )
-    out = sys.stdout
-    if not seq2seq:
-        out.write(args.prompt)
-        out.flush()
-    if config.num_beams > 1:
-        out.write(generate_text(model, model.tokenizer, args.prompt, config))
-    else:
-        for piece in continue_text(model, model.tokenizer, args.prompt, config):
-            out.write(piece)
-            out.flush()
+    out = _Output(sys.stdout)
+    try:
+        if not seq2seq:
+            out.write(args.prompt)
+        if config.num_beams > 1:
+            out.write(generate_text(model, model.tokenizer, args.prompt, config))
+        else:
+            for piece in continue_text(model, model.tokenizer, args.prompt, config):
+                out.write(piece)
+    except KeyboardInterrupt:
+        out.end_line()  # "glassformer: interrupted" starts its own line
+        raise
     out.write("\n")
     return 0
+
+
+def _new_tokens(model, args: argparse.Namespace) -> int:
+    """--max-new-tokens, or its default capped at what the model allows (module docstring);
+    a request the model cannot serve is refused here, before the prompt is printed."""
+    if isinstance(model, DecoderLM) and args.num_beams == 1:
+        return args.max_new_tokens or DEFAULT_NEW_TOKENS  # the window slides
+    prompt = len(encode_prompt(model, model.tokenizer, args.prompt))
+    max_len = model.config.max_len
+    if prompt > max_len:
+        seq2seq = isinstance(model, EncoderDecoder)
+        added = "<EOS>" if seq2seq else "<BOS>"
+        why = "" if seq2seq else " and beam search does not slide the context window"
+        raise UsageError(
+            f"--prompt has {prompt} tokens (with {added}) but the model's max_len is "
+            f"{max_len}{why}: shorten it"
+        )
+    room = max_new_tokens_allowed(model, prompt)
+    if args.max_new_tokens is None:
+        return min(DEFAULT_NEW_TOKENS, room)
+    if args.max_new_tokens > room:
+        why = (
+            f"an encoder-decoder makes at most its max_len {max_len} tokens"
+            if isinstance(model, EncoderDecoder)
+            else f"beam search does not slide the context window: the prompt's {prompt} "
+            f"tokens leave room for {room} in the model's max_len {max_len}"
+        )
+        raise UsageError(
+            f"--max-new-tokens {args.max_new_tokens} is too many: {why}; allowed at most "
+            f"{room} (or leave the option out)"
+        )
+    return args.max_new_tokens
+
+
+class _Output:
+    """stdout, flushed after every write, remembering whether the last line is unfinished."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.open_line = False
+
+    def write(self, text: str) -> None:
+        if text:
+            self.stream.write(text)
+            self.stream.flush()
+            self.open_line = not text.endswith("\n")
+
+    def end_line(self) -> None:
+        if self.open_line:
+            self.write("\n")

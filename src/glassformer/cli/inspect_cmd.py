@@ -1,5 +1,6 @@
 """``glassformer inspect`` (pictures of attention, masks, residual stream, positions) and
-``glassformer trace`` (the forward pass step by step, with formulas and shapes).
+``glassformer trace`` (the forward pass step by step: formulas, shapes, a few values, and
+the model's prediction).
 
     glassformer inspect --checkpoint DIR --text TEXT --out DIR [--layers L ...] [--heads H ...]
                         [--cross] [--target TEXT] [--pad-to N]
@@ -19,6 +20,7 @@ import torch
 from torch import Tensor
 
 from ..inspect import capture, plots
+from ..inspect.readout import format_prediction
 from ..inspect.trace import format_trace, trace
 from ..models import DecoderLM, EncoderDecoder, EncoderModel
 from .options import add_checkpoint, add_device, non_negative, output_dir, positive
@@ -63,11 +65,13 @@ def add_parser(commands) -> None:
 
     p = commands.add_parser(
         "trace",
-        help="print each step of the forward pass with its formula and tensor shapes",
+        help="print each step of the forward pass with its formula, shapes and values",
         description="Walk through the forward pass of a checkpoint on --text: embedding, "
         "positional encoding, each block's norm, Q/K/V projections, scores, mask, softmax, "
         "weighted sum, output projection, residual and feed-forward, then the head; each step "
-        "computed from the weights, with its formula (Eq. 1-5 of the notes) and shapes.",
+        "computed from the weights, with its formula (Eq. 1-5 of the notes), shapes, the first "
+        "values of each tensor at the last token and the last token's attention row in every "
+        "head; then the prediction (next token, <MASK> or class) with its probability.",
     )
     _common(p)
     p.add_argument("--layer", type=non_negative, metavar="N", help="show only block N")
@@ -103,6 +107,10 @@ def run_trace(args: argparse.Namespace) -> int:
     for stack, labels in inputs.tokens.items():
         print(f"{stack} input ({len(labels)} tokens): {labels}")
     print(format_trace(steps))
+    ids = inputs.kwargs["input_ids"]
+    prediction = format_prediction(model, steps[-1].value, ids, model.tokenizer)
+    if prediction:
+        print("\n" + "\n".join(prediction))
     return 0
 
 
@@ -240,9 +248,10 @@ def _padded(arg: str, ids: list[int], pad_to, max_len: int, pad_id: int):
 
 
 def _checked(arg: str, values: list[int] | None, n: int) -> list[int] | None:
+    """The chosen layers or heads, each once (so at most n pictures per kind)."""
     if values is not None and max(values) >= n:
         raise ValueError(f"{arg} {max(values)} is out of range: allowed 0..{n - 1}")
-    return values
+    return None if values is None else list(dict.fromkeys(values))
 
 
 def _stacks(model) -> list:

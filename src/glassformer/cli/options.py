@@ -16,6 +16,7 @@ __all__ = [
     "output_dir",
     "output_file",
     "positive",
+    "positive_up_to",
 ]
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -38,6 +39,18 @@ def positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be >= 1")
     return value
+
+
+def positive_up_to(limit: int):
+    """argparse type: an int in [1, limit] (a size checked before anything is allocated)."""
+
+    def parse(text: str) -> int:
+        value = positive(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"{value} is too large: allowed 1 to {limit}")
+        return value
+
+    return parse
 
 
 def add_device(parser: argparse.ArgumentParser, default: str | None = "auto") -> None:

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EARLY_STOPPING", "GenerationConfig"]
+__all__ = ["EARLY_STOPPING", "MAX_BEAMS", "GenerationConfig"]
 
 EARLY_STOPPING = (True, False, "never")
+MAX_BEAMS = 256  # beam search holds num_beams copies of the KV cache for every prompt
 
 
 @dataclass
@@ -32,7 +33,8 @@ class GenerationConfig:
     top_k: sample only from the k likeliest tokens (0 = off). Ties with the k-th are kept.
     top_p: nucleus sampling: keep the likeliest tokens whose probabilities sum to >= top_p
         (1.0 = off). Applied after temperature and top-k.
-    num_beams: > 1 runs beam search (deterministic; top_k / top_p / temperature do not apply).
+    num_beams: > 1 runs beam search (deterministic; top_k / top_p / temperature do not apply);
+        at most ``MAX_BEAMS`` (256), as every beam holds its own copy of the KV cache.
     length_penalty: beam search ranks finished sequences by log P / n^length_penalty, n the
         number of generated tokens (> 0 favours longer sequences, < 0 shorter ones).
     early_stopping: beam search stops a prompt when ``num_beams`` finished sequences exist
@@ -74,7 +76,10 @@ class GenerationConfig:
         _number("top_p", self.top_p, "a number in (0, 1] (1 = off)", low=0.0, high=1.0)
         if self.top_p <= 0:
             raise ValueError(f"top_p={self.top_p!r} is not allowed: a number in (0, 1] (1 = off)")
-        _int("num_beams", self.num_beams, 1, "an int >= 1 (1 = no beam search)")
+        allowed = f"an int in [1, {MAX_BEAMS}] (1 = no beam search)"
+        _int("num_beams", self.num_beams, 1, allowed)
+        if self.num_beams > MAX_BEAMS:
+            raise ValueError(f"num_beams={self.num_beams} is not allowed: {allowed}")
         _number("length_penalty", self.length_penalty, "a finite number")
         if not any(self.early_stopping is v or self.early_stopping == v for v in EARLY_STOPPING):
             raise ValueError(

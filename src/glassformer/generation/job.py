@@ -25,7 +25,17 @@ from .outputs import GenerationOutput
 from .sampling import sample_steps
 from .stopping import StopState, cut_at_stop
 
-__all__ = ["GenerationJob"]
+__all__ = ["GenerationJob", "max_new_tokens_allowed"]
+
+
+def max_new_tokens_allowed(model: DecoderLM | EncoderDecoder, prompt_length: int) -> int:
+    """The most new tokens one call can make after a prompt (an EncoderDecoder: a source) of
+    ``prompt_length`` tokens, before the model's ``max_len`` positions run out. A DecoderLM
+    feeds back every new token but the last: max_len - prompt_length + 1 (< 1 when the
+    prompt alone is longer than max_len). An EncoderDecoder's decoder holds its start token
+    and every new token but the last: max_len, whatever the source's length."""
+    max_len = model.config.max_len
+    return max_len if isinstance(model, EncoderDecoder) else max_len - prompt_length + 1
 
 
 class GenerationJob:
@@ -82,18 +92,20 @@ class GenerationJob:
 
     def _check_length(self) -> None:
         max_len, m = self.model.config.max_len, self.config.max_new_tokens
-        if self.seq2seq:
-            need, what = m, f"the decoder start token + {m - 1} fed back"
-            if self.prompt_length > max_len:
-                raise ValueError(
-                    f"inputs: the source has {self.prompt_length} tokens but the model's "
-                    f"max_len is {max_len}; shorten it"
-                )
-        else:
-            need = self.prompt_length + m - 1  # the last new token is never fed
-            what = f"a prompt of {self.prompt_length} + {m - 1} tokens fed back"
-        if need > max_len:
-            allowed = max_len if self.seq2seq else max_len - self.prompt_length + 1
+        if self.prompt_length > max_len:
+            what = "source" if self.seq2seq else "prompt"
+            raise ValueError(
+                f"inputs: the {what} has {self.prompt_length} tokens but the model's "
+                f"max_len is {max_len}; shorten it"
+            )
+        allowed = max_new_tokens_allowed(self.model, self.prompt_length)
+        if m > allowed:
+            need = m if self.seq2seq else self.prompt_length + m - 1
+            what = (
+                f"the decoder start token + {m - 1} fed back"
+                if self.seq2seq
+                else f"a prompt of {self.prompt_length} + {m - 1} tokens fed back"
+            )
             raise ValueError(
                 f"max_new_tokens={m} is not allowed: generating it needs {need} positions "
                 f"({what}) but the model's max_len is {max_len}; allowed max_new_tokens <= "

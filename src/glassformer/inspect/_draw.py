@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Picture", "label_ticks", "new_figure", "require_matplotlib", "save", "token_label"]
+__all__ = ["Picture", "fit_width", "label_ticks", "new_figure", "require_matplotlib", "save"]
+__all__ += ["token_label"]
 
 INSTALL_HINT = "pip install 'glassformer[plot]'"
 MAX_TICKS = 48  # more positions than this: label every k-th one only
@@ -49,6 +50,17 @@ def new_figure(figsize: tuple[float, float], dpi: int) -> Any:
     fig = Figure(figsize=figsize, dpi=dpi)
     FigureCanvasAgg(fig)
     return fig
+
+
+def fit_width(fig: Any, title: Any, figsize: Any = None, margin: float = 0.15) -> None:
+    """Widen ``fig`` when its ``title`` (a Text: the suptitle, an axes title) would not fit,
+    with ``margin`` inches either side, so that no title is cut at the figure's edges; a
+    ``figsize`` the caller chose is kept as it is."""
+    if figsize is not None:
+        return
+    width = title.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
+    if width + 2 * margin > fig.get_figwidth():
+        fig.set_figwidth(width + 2 * margin)
 
 
 def token_label(token: str, width: int = 10) -> str:

@@ -9,8 +9,9 @@
 Attention cells show A_nm = e^{â_nm} / Z_n (Eq. 3) on a fixed 0..1 scale; masked cells
 (b_nm = -inf, so A_nm = 0 exactly) are grey. ``tokens`` labels the positions: a list of
 strings, or {stack: list} for an encoder-decoder ({"encoder": source, "decoder": target}),
-whose cross-attention keys take the encoder's labels. matplotlib is an optional dependency
-(``pip install 'glassformer[plot]'``); every function returns a ``Picture``.
+whose cross-attention keys take the encoder's labels; a space shows as "␣" in every picture.
+Without ``figsize`` a figure is wide enough for its title. matplotlib is an optional
+dependency (``pip install 'glassformer[plot]'``); every function returns a ``Picture``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-from ._draw import Picture, label_ticks, new_figure, require_matplotlib, save
+from ._draw import (
+    Picture,
+    fit_width,
+    label_ticks,
+    new_figure,
+    require_matplotlib,
+    save,
+    token_label,
+)
 from .capture import Recording
 from .selection import (
     Tokens,
@@ -78,7 +87,8 @@ def plot_attention(
             _ticks(ax, queries if j == 0 else None, keys if i == len(layers) - 1 else None, font)
             axes[f"layer {layer} head {head}"] = ax
     fig.colorbar(image, ax=grid, shrink=0.6, label="A_nm")
-    fig.suptitle(f"{name} {kind}-attention weights A = softmax(QKᵀ/√d_k), Eq. (1)", fontsize=10)
+    title = f"{name} {kind}-attention weights A = softmax(QKᵀ/√d_k), Eq. (1)"
+    fit_width(fig, fig.suptitle(title, fontsize=10), figsize)
     return save(fig, path, axes)
 
 
@@ -119,7 +129,7 @@ def plot_head(
     ax.set_ylabel("query n")
     fig.colorbar(image, ax=ax, shrink=0.8, label="A_nm")
     title = f"{name} layer {layer}, head {head}: {kind}-attention A_nm = e^(â_nm) / Z_n"
-    ax.set_title(title, fontsize=10)
+    fit_width(fig, ax.set_title(title, fontsize=10), figsize)
     return save(fig, path, {f"layer {layer} head {head}": ax})
 
 
@@ -169,7 +179,8 @@ def plot_masks(
         axes[f"{stack} {kind}"] = ax
     handles = [Patch(color=c, label=label) for label, c in MASK_COLORS.items()]
     fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=8)
-    fig.suptitle("masks b_nm as applied: â_nm = a_nm + b_nm, b_nm ∈ {0, −∞}", fontsize=10)
+    title = "masks b_nm as applied: â_nm = a_nm + b_nm, b_nm ∈ {0, −∞}"
+    fit_width(fig, fig.suptitle(title, fontsize=10), figsize)
     return save(fig, path, axes)
 
 
@@ -199,7 +210,8 @@ def plot_residual(
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
     xs = range(len(labels))
     for t in range(norms.shape[1]):
-        top.plot(xs, norms[:, t], lw=0.8, alpha=0.5, label=names[t] if t < 12 else None)
+        label = token_label(names[t]) if t < 12 else None  # "␣" for a space, as the axes
+        top.plot(xs, norms[:, t], lw=0.8, alpha=0.5, label=label)
     top.plot(xs, norms.mean(1), "k-o", lw=2, ms=3, label="mean")
     top.set_ylabel("‖x‖ of each token")
     top.legend(fontsize=6, ncol=2, loc="upper left")

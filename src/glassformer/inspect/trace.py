@@ -1,7 +1,8 @@
-"""A traced walk through a forward pass: every step in order, with its formula and shapes.
+"""A traced walk through a forward pass: every step in order, with its formula, shapes and
+a few values.
 
     steps = trace(model, input_ids)          # list of Step
-    print(format_trace(steps))
+    print(format_trace(steps))               # formulas, shapes, values (readout.py)
     steps[-1].value                          # == model(input_ids).logits
 
 The walk computes each formula itself from the model's weights (walk.py), in eval mode:
@@ -19,6 +20,7 @@ from torch import Tensor
 from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM, EncoderModel
 from ..models.inputs import key_mask, positions_from_mask
 from ..nn.positional import LearnedPositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding
+from .readout import format_values
 from .walk import Step, Walker
 
 __all__ = ["Step", "format_trace", "trace"]
@@ -64,14 +66,18 @@ def trace(
     return walk.steps
 
 
-def format_trace(steps: list[Step]) -> str:
-    """The steps as text: number, place and name; the formula; each tensor's shape."""
+def format_trace(steps: list[Step], values: bool = True) -> str:
+    """The steps as text: number, place and name; the formula; each tensor's shape; with
+    ``values``, a few numbers of each tensor at the last position and the last query's
+    attention row in every head (see ``readout``)."""
     lines = [f"shapes: {LEGEND}", ""]
     for i, step in enumerate(steps, 1):
         lines.append(f"{i:3d}. {step.where} · {step.name}")
         lines.append(f"     {step.formula}")
         shapes = "  ".join(f"{name} {tuple(t.shape)}" for name, t in step.tensors.items())
         lines.append(f"     {shapes}")
+        if values:
+            lines += [f"     {line}" for line in format_values(step)]
     return "\n".join(lines)
 
 
