@@ -26,3 +26,4 @@ def test_a_closed_pipe_ends_generate_and_eval_quietly(lm_run, tmp_path):
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=120) == 141, (name, err)
         assert err == "", name
+    assert (tmp_path / "eval.json").is_file()  # written before the first print

@@ -112,12 +112,6 @@ def run(args: argparse.Namespace) -> int:
     n_generate = examples if task == "seq2seq" else 0
     device = next(model.parameters()).device
     metrics = evaluate(model, task, stream, n_batches, device, generate_examples=n_generate)
-    unit = f"windows of at most {model.config.max_len} tokens" if task in ("lm", "mlm") else ""
-    what = f"{dataset.split}, {examples} {unit or 'examples'}"
-    print(f"{task} metrics of {folder} on {dataset.name} ({what}):")
-    width = max(map(len, metrics))
-    for name, value in metrics.items():
-        print(f"  {name:<{width}}  {value:.6g}")
     report = {
         "checkpoint": str(folder),
         "task": task,
@@ -126,7 +120,13 @@ def run(args: argparse.Namespace) -> int:
         "examples": examples,
         "metrics": metrics,
     }
-    write_json(path, report)
+    write_json(path, report)  # before printing: a reader that closes the pipe early loses nothing
+    unit = f"windows of at most {model.config.max_len} tokens" if task in ("lm", "mlm") else ""
+    what = f"{dataset.split}, {examples} {unit or 'examples'}"
+    print(f"{task} metrics of {folder} on {dataset.name} ({what}):")
+    width = max(map(len, metrics))
+    for name, value in metrics.items():
+        print(f"  {name:<{width}}  {value:.6g}")
     print(f"wrote {path}")
     return 0
 
