@@ -21,6 +21,7 @@ __all__ = [
     "append_text",
     "file_mode",
     "remove",
+    "replace_dir",
     "replace_file",
     "temp_dir",
     "temp_file",
@@ -84,6 +85,22 @@ def replace_file(path: str | os.PathLike[str], write: Callable[[Path], object]) 
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def replace_dir(path: str | os.PathLike[str], fill: Callable[[Path], object]) -> Path:
+    """Call ``fill(tmp)`` to fill a new temporary folder beside ``path``, then rename it to
+    ``path``, replacing a folder or a link there."""
+    path = Path(path)
+    tmp = temp_dir(path.parent, f".{path.name}.")
+    try:
+        fill(tmp)
+        if path.exists() or path.is_symlink():
+            remove(path)
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
     return path
 

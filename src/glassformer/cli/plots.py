@@ -7,12 +7,10 @@ Both are optional extras: ``pip install 'glassformer[plot]'`` / ``'glassformer[t
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
-from ..files import remove, replace_file, temp_dir
+from ..files import replace_dir, replace_file
 
 __all__ = ["read_metrics", "write_loss_plot", "write_tensorboard"]
 
@@ -77,17 +75,11 @@ def write_tensorboard(run_dir: Path) -> Path | None:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:
         return None
-    log_dir = run_dir / "tensorboard"
-    tmp = temp_dir(run_dir, ".tensorboard.")
-    try:
-        _write_scalars(SummaryWriter(log_dir=str(tmp)), read_metrics(run_dir))
-        if log_dir.exists() or log_dir.is_symlink():
-            remove(log_dir)
-        os.replace(tmp, log_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return log_dir
+    records = read_metrics(run_dir)
+    return replace_dir(
+        run_dir / "tensorboard",
+        lambda tmp: _write_scalars(SummaryWriter(log_dir=str(tmp)), records),
+    )
 
 
 def _write_scalars(writer, records: list[dict[str, Any]]) -> None:

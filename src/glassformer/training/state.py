@@ -13,7 +13,6 @@ one under a ``step-*`` name. Nothing is unpickled when loading.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +22,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from ..files import remove, replace_file, temp_dir
+from ..files import replace_dir, replace_file
 from ..models import GlassformerModel
 from .state_check import check_training_state
 
@@ -69,8 +68,8 @@ def save_checkpoint(
     if not write:
         return final
     ckpt_root.mkdir(parents=True, exist_ok=True)
-    tmp = temp_dir(ckpt_root, f".{final.name}.")
-    try:
+
+    def fill(tmp: Path) -> None:
         model.save_pretrained(tmp, tokenizer, state_dict=model_sd)
         tensors, opt_meta = _optimizer_tensors(optim_sd)
         tensors["rng.cpu"] = torch.get_rng_state()
@@ -79,12 +78,8 @@ def save_checkpoint(
         replace_file(tmp / "trainer.safetensors", lambda p: save_file(tensors, p))
         meta = {"step": step, "optimizer": opt_meta, "scheduler": scheduler.state_dict(), **state}
         (tmp / "trainer.json").write_text(json.dumps(meta, indent=2, default=_jsonable))
-        if final.exists() or final.is_symlink():  # re-saving the same step (final == periodic)
-            remove(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    replace_dir(final, fill)  # a folder already there is replaced (final == periodic)
     return final
 
 
