@@ -53,6 +53,38 @@ def test_encoder_inference_packs_and_changes_no_real_token(options):
     assert plain[~token_mask].abs().max() > 0  # so the check above says something
 
 
+def _masks(token_mask: torch.Tensor) -> dict[str, tuple[torch.Tensor, bool]]:
+    """(mask, causal) pairs: only "padding" and "causal padding" hide the padded keys."""
+    b, t = token_mask.shape
+    pad = token_mask.view(b, 1, 1, t)
+    arbitrary = torch.rand(b, 1, t, t, generator=torch.Generator().manual_seed(1)) < 0.6
+    arbitrary |= torch.eye(t, dtype=torch.bool)  # every query sees itself
+    return {
+        "full": (torch.ones(t, t, dtype=torch.bool), False),
+        "causal": (torch.ones(t, t, dtype=torch.bool), True),
+        "padding": (pad, False),
+        "causal padding": (pad, True),
+        "arbitrary": (arbitrary, False),
+        "arbitrary with padding": (arbitrary & pad, False),
+    }
+
+
+@pytest.mark.parametrize("name", list(_masks(torch.ones(1, 1, dtype=torch.bool))))
+def test_inference_equals_training_path_at_real_tokens_for_every_mask(name):
+    """Packing drops the padded tokens only under a mask that hides them from every real
+    query; under a full, causal or graph mask they take part and the ordinary path runs."""
+    torch.manual_seed(0)
+    enc = Encoder(2, 8, 2, 16).eval()
+    x = torch.randn(2, 5, 8)
+    token_mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=torch.bool)
+    mask, causal = _masks(token_mask)[name]
+    with torch.enable_grad():
+        a = enc(x, mask, causal=causal, token_mask=token_mask).detach()
+    with torch.no_grad():
+        b = enc(x, mask, causal=causal, token_mask=token_mask)
+    torch.testing.assert_close(b[token_mask], a[token_mask], rtol=0, atol=1e-6)
+
+
 def test_no_packing_without_padding_or_in_training():
     torch.manual_seed(0)
     enc = Encoder(1, 16, 4, 32)

@@ -78,10 +78,10 @@ class Encoder(_Stack):
         """x (B, T, C) -> (B, T, C); mask broadcastable to (B, H, T, T), True = may attend.
 
         Inference on a padded CPU batch (eval mode, no gradients, ``token_mask`` with padding
-        and a ``mask`` that hides the padded keys, as the models build it) runs the
-        position-wise work on the real tokens only (packing.py); the output is zero at the
-        padding then."""
-        if self._packs(x, mask, token_mask):
+        and a ``mask`` that hides the padded keys from every real query, as the models build
+        it) runs the position-wise work on the real tokens only (packing.py); the output is
+        zero at the padding then. Any other mask (full, a graph's) takes the ordinary path."""
+        if self._packs(x, mask, token_mask) and _hides_padding(mask, token_mask, causal):
             packing = Packing.from_mask(token_mask)
             x = packing.pack(x)  # (N, C): every row real, so the norms need no token_mask
             for layer in self.layers:
@@ -105,6 +105,18 @@ class Encoder(_Stack):
             and not torch.compiler.is_compiling()
             and not bool(token_mask.all())
         )
+
+
+def _hides_padding(mask: Tensor, token_mask: Tensor, causal: bool) -> bool:
+    """Does no real query see a padded key? Only then may packing drop the padded tokens:
+    their keys and values would otherwise take part in the real tokens' attention."""
+    b, t = token_mask.shape
+    seen = mask.bool()  # broadcastable to (B, H, T, T)
+    if causal:
+        seen = seen & torch.ones(t, t, dtype=torch.bool, device=mask.device).tril()
+    real_query = token_mask.view(b, 1, t, 1)
+    padded_key = ~token_mask.view(b, 1, 1, t)
+    return not bool((seen & real_query & padded_key).any())
 
 
 class Decoder(_Stack):
