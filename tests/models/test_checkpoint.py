@@ -187,13 +187,18 @@ def test_save_replaces_files_atomically(saved, monkeypatch):
 
 def test_a_config_too_big_for_this_machine_is_refused_before_building(saved, monkeypatch):
     """config.json edited to a 16M vocabulary × d_model 8192 (512 GiB): refused from the
-    config, naming the settings, without calling the model's constructor."""
+    config, naming the settings, without building the model anywhere but on the meta device
+    (no storage), where its size is measured."""
     import glassformer.models.budget as budget
 
-    def never(self, config):
-        raise AssertionError("the model was built")
+    build = DecoderLM.__init__
 
-    monkeypatch.setattr(DecoderLM, "__init__", never)
+    def only_on_meta(self, config):
+        if torch.get_default_device().type != "meta":
+            raise AssertionError("the model was built")
+        build(self, config)
+
+    monkeypatch.setattr(DecoderLM, "__init__", only_on_meta)
     monkeypatch.setattr(budget, "available_memory", lambda device: 16 << 30)
     meta = json.loads((saved / "config.json").read_text())
     meta["config"].update(vocab_size=2**24, d_model=8192, n_head=4)

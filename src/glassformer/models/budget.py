@@ -84,11 +84,11 @@ def memory_bytes(
     config: ModelConfig, architecture: str | type, *, training: bool = False, shards: int = 1
 ) -> int:
     """The parameters in the default dtype (with ``training``, also their gradients and
-    AdamW's two moments, split over ``shards``) and the position tables."""
+    AdamW's two moments, split over ``shards``) and the buffers (position tables)."""
     itemsize = torch.get_default_dtype().itemsize
     n = sum(parameter_parts(config, architecture).values())
     state = 3 * n * itemsize // shards if training else 0
-    return n * itemsize + state + 4 * buffer_elements(config)
+    return n * itemsize + state + 4 * buffer_elements(config, architecture)
 
 
 def describe_size(
@@ -106,7 +106,7 @@ def describe_size(
     use = f"in {dtype}"
     if training:
         use = f"to train in {dtype}: weights, gradients, AdamW's two moments"
-    if 4 * buffer_elements(config) > n * torch.get_default_dtype().itemsize:
+    if 4 * buffer_elements(config, architecture) > n * torch.get_default_dtype().itemsize:
         use += ", most of it the position tables"
     names = [f"{setting(k)}={getattr(config, k)}" for k in dominant_settings(config, architecture)]
     given = _join(names, "and")
@@ -125,7 +125,7 @@ def what_to_lower(
 def dominant_settings(config: ModelConfig, architecture: str | type) -> list[str]:
     """The config fields behind the largest part of the model's memory."""
     parts = parameter_parts(config, architecture)
-    parts["positions"] += buffer_elements(config)
+    parts["positions"] += buffer_elements(config, architecture)
     largest = max(parts, key=parts.__getitem__)
     names = [k for k in _PART_SETTINGS[largest] if _matters(config, k)]
     return names or ["d_model"]
