@@ -168,7 +168,9 @@ def test_the_demo_does_not_show_another_run_kept_in_its_folder(cli, tmp_path, no
         cli.assert_user_error(result, "already holds a run with these settings", "--resume")
 
 
-def test_a_demo_run_kept_in_its_folder_is_shown_again(cli, tmp_path):
+def test_a_demo_run_kept_in_its_folder_is_continued_by_the_command_it_names(
+    cli, tmp_path, monkeypatch
+):
     with cwd(tmp_path):
         kept(tmp_path / "runs" / "shakespeare-char", ["--steps", "1"])
         result = cli.run("train", "--data", "shakespeare")
@@ -177,9 +179,14 @@ def test_a_demo_run_kept_in_its_folder_is_shown_again(cli, tmp_path):
             "here)",
         )  # fmt: skip
         result = cli.run("train")
-    assert result.code == 0, result.err
-    assert result.out.splitlines() == [
-        "glassformer: runs/shakespeare-char holds the demo run; showing it (delete that folder "
-        "to train it again)",
-        "runs/shakespeare-char has already reached step 1; to train on, pass a larger --steps",
-    ]
+        assert result.code == 0, result.err
+        assert result.out.splitlines() == [
+            "glassformer: runs/shakespeare-char holds the demo run; continuing it (delete that "
+            "folder to train it again)",
+            "runs/shakespeare-char has already reached step 1; to train on: glassformer train "
+            "--out runs/shakespeare-char --resume --steps N, with N above 1",
+        ]
+        # the command it names gets past the run folder's checks to loading the data
+        monkeypatch.setattr(train_cmd, "load_splits", lambda plan: exit(f"loads {plan.out}"))
+        with pytest.raises(SystemExit, match="loads runs/shakespeare-char"):
+            cli.run("train", "--out", "runs/shakespeare-char", "--resume", "--steps", "2")

@@ -71,6 +71,7 @@ def test_inspect_writes_the_pictures_and_an_index(checkpoints, tmp_path):
         width, height = _png(out / name)
         assert width > 100 and height > 100
     index = (out / "index.md").read_text()
+    assert index.startswith("# Inside a DecoderLM\n")
     for name in names - {"index.md"}:
         assert f"[{name}]({name})" in index
     pads = ", '<PAD>'" * 4
@@ -108,6 +109,7 @@ def test_inspect_cross_attention_of_a_seq2seq_model(checkpoints, tmp_path):
     assert (out / "cross_attention.png").is_file()
     assert (out / "cross_attention_layer1_head0.png").is_file()
     index = (out / "index.md").read_text()
+    assert index.startswith("# Inside an EncoderDecoder\n")
     assert "decoder tokens: ['<BOS>', 't', 'h', 'e', ' ', 'm', 'a', 't']" in index
     assert "encoder tokens: ['a', ' ', 'c', 'a', 't', '<EOS>']" in index
 

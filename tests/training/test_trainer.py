@@ -149,3 +149,38 @@ def test_task_and_model_family_must_agree(tmp_path):
     model = DecoderLM(preset("tiny", **SMALL))
     with pytest.raises(ValueError, match="task 'mlm' needs a encoder model"):
         Trainer(model, TOK, TEXT, None, TrainConfig(task="mlm"), tmp_path)
+
+
+def test_a_training_set_smaller_than_a_batch_must_split_over_the_processes(tmp_path, monkeypatch):
+    """Under torchrun a batch is shared out example by example: 3 examples over 2 processes,
+    or 1 window of text over 2 (which left a process with nothing: a traceback), is refused
+    before training; 2 or 5 examples are not."""
+    import glassformer.training.trainer as trainer_module
+    from glassformer import EncoderClassifier
+    from glassformer.training.distributed import Cluster
+
+    monkeypatch.setattr(Cluster, "from_env", classmethod(lambda cls, device: cls(0, 2)))
+    monkeypatch.setattr(trainer_module, "wrap_model", lambda model, *args: model)
+    classifier = EncoderClassifier(preset("tiny-encoder", **{**SMALL, "n_classes": 2}))
+    classify = TrainConfig(task="classify", steps=1, batch_size=4)
+    (tmp_path / "note.txt").write_text("To be, or not to be.\n")
+    one_window = load_dataset(tmp_path / "note.txt", val_fraction=0)
+    cases = [(DecoderLM(preset("tiny", **SMALL)), TrainConfig(steps=1, batch_size=4), one_window)]
+    for rows in (3, 2, 5):
+        (tmp_path / f"{rows}.csv").write_text(
+            "".join(f"{'ab'[i % 2]},text {i}\n" for i in range(rows))
+        )
+        cases.append((classifier, classify, load_dataset(tmp_path / f"{rows}.csv")))
+    for (model, config, data), n in zip(cases, (1, 3, 2, 5), strict=True):
+        if n % 2 == 0 or n > 4:
+            trainer = Trainer(model, TOK, data, None, config, progress=False)
+            assert trainer.train_stream.batch_size == min(n, 4)
+            continue
+        with pytest.raises(ValueError) as err:
+            Trainer(model, TOK, data, None, config, progress=False)
+        assert str(err.value) == (
+            f"the training data has {n} examples (a language model's: windows of max_len "
+            f"tokens), fewer than batch_size=4, and a batch of {n} cannot be shared evenly by "
+            f"the 2 processes: allowed at least 4 training examples, or a number of processes "
+            f"that divides {n}"
+        )

@@ -168,7 +168,8 @@ def _draw(rec, model, tokens, layers, heads, cross: bool, out: Path) -> dict[str
 
 
 def _write_index(out: Path, files: dict[str, str], model: str, tokens) -> None:
-    lines = [f"# Inside a {model}", ""]
+    article = "an" if model[0] in "AEIOU" else "a"
+    lines = [f"# Inside {article} {model}", ""]
     for stack, labels in tokens.items():
         lines.append(f"{stack} tokens: {labels}  ")
     lines += ["", "| file | shows |", "| --- | --- |"]

@@ -67,5 +67,8 @@ def nothing_to_do(plan: RunPlan, step: int) -> int:
         raise UsageError(
             f"--steps {plan.train.steps} is below step {step}, which {plan.out} has reached"
         )
-    print(f"{plan.out} has already reached step {step}; to train on, pass a larger --steps")
+    print(
+        f"{plan.out} has already reached step {step}; to train on: glassformer train --out "
+        f"{plan.out} --resume --steps N, with N above {step}"
+    )
     return 0

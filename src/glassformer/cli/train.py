@@ -81,7 +81,7 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
     model_cfg = None
     if _rerun_of_demo(args, builtin, settings):
         print(
-            f"glassformer: {make_plan(settings).out} holds the demo run; showing it (delete "
+            f"glassformer: {make_plan(settings).out} holds the demo run; continuing it (delete "
             "that folder to train it again)"
         )
         args.resume = True
@@ -185,7 +185,7 @@ def out_of_memory(err: BaseException) -> bool:
 
 
 def _rerun_of_demo(args: argparse.Namespace, builtin, settings) -> bool:
-    """``glassformer train`` with no options, a second time: continue (show) the demo run
+    """``glassformer train`` with no options, a second time: continue the demo run
     instead of refusing its folder; not another run kept there (e.g. ``--data shakespeare``'s,
     whose default folder is the demo's)."""
     plain = not args.set and all(getattr(args, k) is None for k in ("out", "steps", "seed"))

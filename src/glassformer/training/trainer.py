@@ -101,6 +101,7 @@ class Trainer:
         self.ddp = wrapped is not model
         self.forward = torch.compile(wrapped) if config.compile else wrapped
         self.train_stream = self._stream(train, shuffle=True)
+        self._check_shares(self.train_stream.batch_size)
         self.val_stream = None if validation is None else self._stream(validation, shuffle=False)
         self.optimizer = build_optimizer(model, config)
         self.scheduler = build_scheduler(self.optimizer, config)
@@ -108,6 +109,19 @@ class Trainer:
         self.best: dict[str, Any] | None = None  # {"step", "loss"} of the best validation loss
         self.interrupted = False  # set when Ctrl-C / SIGTERM ended the last fit() early
         self._shown = Progress("none", config.steps, 0)  # what fit() shows while it runs
+
+    def _check_shares(self, n: int) -> None:
+        """Data parallelism gives each process an equal share of every batch: a training set
+        smaller than batch_size is one batch of n examples, which must split evenly too."""
+        world = self.cluster.world_size
+        if n % world:
+            raise ValueError(
+                f"the training data has {n} examples (a language model's: windows of max_len "
+                f"tokens), fewer than batch_size={self.config.batch_size}, and a batch of {n} "
+                f"cannot be shared evenly by the {world} processes: allowed at least "
+                f"{self.config.batch_size} training examples, or a number of processes that "
+                f"divides {n}"
+            )
 
     def _stream(self, data: TextDataset, shuffle: bool) -> BatchStream:
         task = LOADER_TASK[self.config.task]
