@@ -151,8 +151,9 @@ def test_the_datasets_overflow_is_the_default_and_counted(tok, tmp_path):
         encoded("drop", max_len=16, overflow="error")  # an explicit overflow wins
     pairs = [("abcdef", "x"), ("ab", "abcdefgh"), ("a", "b")]
     assert Seq2SeqDataset(pairs, tok, 4, overflow="truncate").num_truncated == 2
-    with pytest.raises(ValueError, match=r"all 2 examples \(the first: examples\[0\]\)"):
+    with pytest.raises(ValueError, match=r"all 2 examples \(the first: examples\[0\]\)") as e:
         Seq2SeqDataset(pairs[:2], tok, 4, overflow="drop")
+    assert "--set data.overflow=truncate" in str(e.value)  # the command line's setting too
 
 
 # ---- classification ---------------------------------------------------------------------

@@ -81,6 +81,7 @@ def test_a_text_file_holds_out_its_last_tenth_and_eval_reads_it(cli, tmp_path):
                      "--set", "sample.max_new_tokens=0")  # fmt: skip
     assert result.code == 0, result.err
     assert "\nvalidation: the last 10% of notes.txt (144 characters)\n" in result.out
+    assert "lm on notes.txt: 1 training text, 1 validation text;" in result.out
     run = json.loads((out / "run.json").read_text())
     assert (run["data"], run["validation"]) == (str(data), str(data))
     assert run["data_options"] == {"val_fraction": 0.1}

@@ -200,10 +200,11 @@ def _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt) 
         print(f"glassformer: built-in config {builtin!r} ({builtin_config_path(builtin)})")
     print(to_toml(settings).rstrip() + "\n")
     model = trainer.model
-    unit = "texts" if plan.task in ("lm", "mlm") else "examples"
-    val = f"{len(val_data)} validation {unit}" if val_data is not None else "no validation"
+    unit = "text" if plan.task in ("lm", "mlm") else "example"
+    val = _count(len(val_data), f"validation {unit}") if val_data is not None else None
     print(
-        f"{plan.task} on {Path(plan.data).name}: {len(train_data)} training {unit}, {val}; "
+        f"{plan.task} on {Path(plan.data).name}: {_count(len(train_data), f'training {unit}')}, "
+        f"{val or 'no validation'}; "
         f"{plan.tokenizer} tokenizer ({trainer.tokenizer.vocab_size} tokens); "
         f"{plan.preset} model ({model.num_parameters() / 1e6:.2f}M parameters, context "
         f"{model.config.max_len}) on {trainer.device}"
@@ -216,6 +217,11 @@ def _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt) 
             print(line)
     start = f"resuming at step {checkpoint_step(ckpt)}" if ckpt is not None else "training"
     print(f"{start} to step {plan.train.steps}; run directory: {plan.out}", flush=True)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 training text``, ``34 training texts``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _print_summary(plan: RunPlan, trainer: Trainer, last: dict[str, Any], main: bool) -> None:

@@ -205,5 +205,6 @@ def _check_kept(items: list, examples: Sequence, max_len: int, where: Where) -> 
         raise ValueError(
             f"all {len(examples)} examples (the first: {where(0)}) are longer than "
             f"max_len={max_len}, and overflow='drop' dropped them all: allowed a larger "
-            "max_len or overflow='truncate'"
+            "max_len or overflow='truncate' (command line: --set model.max_len=N or --set "
+            "data.overflow=truncate)"
         )
