@@ -109,6 +109,32 @@ def test_ctrl_c_finishes_the_step_saves_and_returns(tmp_path):
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_tokens_per_second_counts_the_training_steps_since_the_last_line(tmp_path, monkeypatch):
+    """Each logged rate is the tokens of the steps since the previous line over their time;
+    evaluation and saving in between are not counted. A fake clock: step n takes n seconds,
+    an evaluation 100 s."""
+    import glassformer.training.trainer as trainer_module
+
+    clock = [0.0]
+    monkeypatch.setattr(trainer_module.time, "perf_counter", lambda: clock[0])
+    trainer = make("lm", tmp_path, steps=6, log_every=3, eval_every=3, save_every=0)
+    evaluate = trainer._evaluate
+
+    def step():
+        clock[0] += trainer.step + 1
+        return 1.0, 100  # (loss, tokens)
+
+    def slow_evaluation():
+        clock[0] += 100.0
+        return evaluate()
+
+    trainer.train_step, trainer._evaluate = step, slow_evaluation
+    trainer.fit()
+    lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    # 300 tokens in 1 + 2 + 3 s, then 300 in 4 + 5 + 6 s
+    assert [r["tokens_per_s"] for r in lines if "tokens_per_s" in r] == [50.0, 20.0]
+
+
 def test_learning_rate_schedule():
     cfg = TrainConfig(lr=1.0, min_lr=0.1, warmup=10, steps=110)
     assert lr_at(0, cfg) == pytest.approx(0.1)

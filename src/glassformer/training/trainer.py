@@ -180,12 +180,13 @@ class Trainer:
         self.interrupted = False
         self._shown = Progress(self.progress, c.steps, self.step)
         last: dict[str, Any] = {}
+        seen, since = 0, time.perf_counter()  # tokens and start of the steps since the last log
         with self._signals():
             while self.step < c.steps and not self.interrupted:
-                t0 = time.perf_counter()
                 loss, tokens = self.train_step()
                 self.step += 1
-                rate = tokens / max(time.perf_counter() - t0, 1e-9)
+                seen += tokens
+                rate = seen / max(time.perf_counter() - since, 1e-9)
                 last = {"step": self.step, "loss": loss, "lr": self.scheduler.get_last_lr()[0]}
                 log = self.step % c.log_every == 0 or self.step == c.steps
                 self._shown.step(self.step, loss, last["lr"], rate, log)
@@ -195,6 +196,8 @@ class Trainer:
                     last.update(self._evaluate())
                 if c.save_every and self.step % c.save_every == 0:
                     self.save()
+                if log:  # the next rate counts training steps only, not evaluation or saving
+                    seen, since = 0, time.perf_counter()
         self._shown.close()
         if self.interrupted:
             self._log({"step": self.step, "event": "interrupted"})
