@@ -4,7 +4,7 @@ A file parses for more than one task (a ``.csv`` of ``label,text`` rows is also 
 ``source,target`` pairs, and any file is plain text), so the format alone cannot tell. A file
 is refused for a checkpoint when
 
-* its first line is the header of another task's columns: ``label,text`` or ``text,label``
+* its first line is the header of another task's columns, in either order: ``label,text``
   (classification), ``source,target`` (seq2seq), with a comma or a tab; a plain text file
   (lm, mlm) takes neither;
 * for a seq2seq model, its pairs look like labelled texts: at least 20 pairs whose sources
@@ -21,15 +21,19 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..data import TextDataset
+from ..data.files import COLUMNS
 from ..tokenizers import Tokenizer
 from .errors import UsageError
+from .plan import DATA_TASK
 
 __all__ = ["check_dataset", "check_header", "short_list"]
 
+# a header row of a task's columns (data/files.py), in either order -> the task
 HEADERS = {
-    ("label", "text"): "classify",
-    ("text", "label"): "classify",
-    ("source", "target"): "seq2seq",
+    names: task
+    for task in ("seq2seq", "classify")
+    for columns in [COLUMNS[DATA_TASK[task]]]
+    for names in (columns, columns[::-1])
 }
 ALLOWED = {
     "lm": "plain text",
