@@ -64,6 +64,24 @@ class Cluster:
             return torch.device("cuda", self.local_rank)
         return device
 
+    def check_batch(self, batch_size: int, n: int | None = None) -> None:
+        """Data parallelism gives each process an equal share of every batch: ``batch_size``
+        (the global batch) must split evenly, and so must a training set of ``n`` < batch_size
+        examples, which is one batch of n."""
+        world = self.world_size
+        if batch_size % world:
+            raise ValueError(
+                f"batch_size={batch_size} (the global batch) must be divisible by the {world} "
+                "processes"
+            )
+        if n is not None and n % world:
+            raise ValueError(
+                f"the training data has {n} examples (a language model's: windows of max_len "
+                f"tokens), fewer than batch_size={batch_size}, and a batch of {n} cannot be "
+                f"shared evenly by the {world} processes: allowed at least {batch_size} "
+                f"training examples, or a number of processes that divides {n}"
+            )
+
     def sum(self, values: list[float]) -> list[float]:
         """Element-wise sum over all processes (identity when alone)."""
         if not self.distributed:

@@ -86,11 +86,7 @@ class Trainer:
         self.device = self.cluster.device(self.device)
         if config.reuse_memory and self.device.type == "cpu":
             reuse_freed_memory()  # large blocks are not mapped and zero-filled every step
-        if config.batch_size % self.cluster.world_size:
-            raise ValueError(
-                f"batch_size={config.batch_size} (the global batch) must be divisible by the "
-                f"{self.cluster.world_size} processes"
-            )
+        self.cluster.check_batch(config.batch_size)
         self.progress = progress_mode(progress) if self.cluster.is_main else "none"
         torch.manual_seed(config.seed)
         self.model = model.to(self.device)
@@ -101,7 +97,7 @@ class Trainer:
         self.ddp = wrapped is not model
         self.forward = torch.compile(wrapped) if config.compile else wrapped
         self.train_stream = self._stream(train, shuffle=True)
-        self._check_shares(self.train_stream.batch_size)
+        self.cluster.check_batch(config.batch_size, self.train_stream.batch_size)
         self.val_stream = None if validation is None else self._stream(validation, shuffle=False)
         self.optimizer = build_optimizer(model, config)
         self.scheduler = build_scheduler(self.optimizer, config)
@@ -109,19 +105,6 @@ class Trainer:
         self.best: dict[str, Any] | None = None  # {"step", "loss"} of the best validation loss
         self.interrupted = False  # set when Ctrl-C / SIGTERM ended the last fit() early
         self._shown = Progress("none", config.steps, 0)  # what fit() shows while it runs
-
-    def _check_shares(self, n: int) -> None:
-        """Data parallelism gives each process an equal share of every batch: a training set
-        smaller than batch_size is one batch of n examples, which must split evenly too."""
-        world = self.cluster.world_size
-        if n % world:
-            raise ValueError(
-                f"the training data has {n} examples (a language model's: windows of max_len "
-                f"tokens), fewer than batch_size={self.config.batch_size}, and a batch of {n} "
-                f"cannot be shared evenly by the {world} processes: allowed at least "
-                f"{self.config.batch_size} training examples, or a number of processes that "
-                f"divides {n}"
-            )
 
     def _stream(self, data: TextDataset, shuffle: bool) -> BatchStream:
         task = LOADER_TASK[self.config.task]
