@@ -21,7 +21,7 @@ KERNELS = {  # profiler op name -> short label
     "aten::scaled_dot_product_attention": "sdpa",
     "aten::_transformer_encoder_layer_fwd": "fast",
     "aten::_nested_tensor_from_mask": "nested",
-    "aten::index_copy_": "packed",  # glassformer's nn/packing.py: padding skipped
+    "aten::index_copy_": "packed",  # glassformer's fast/packing.py: padding skipped
 }
 
 

@@ -136,7 +136,7 @@ def print_shape(name: str, s: dict[str, Any]) -> None:
             "again (a page each, zero-filled by the kernel)",
             "kernels: sdpa = scaled_dot_product_attention, fast = torch.nn's fused encoder "
             "layer, nested = padding packed into nested tensors, packed = glassformer's "
-            "real-token packing (nn/packing.py)",
+            "real-token packing (fast/packing.py)",
             "speed: peer ms / glassformer ms on the same input (> 1: glassformer faster); "
             "memory: glassformer +MB / peer +MB (< 1: glassformer smaller)",
         ],

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from glassformer import DecoderLM, preset
 from glassformer.config import ModelConfig
 from glassformer.generation import GenerationConfig, generate
-from glassformer.nn.attention import attention
+from glassformer.nn import attention
 from glassformer.nn.masks import causal_mask, combine_masks, padding_mask
 
 FUZZ = settings(

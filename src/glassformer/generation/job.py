@@ -15,12 +15,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..fast.layout import input_major_weights
 from ..models import DecoderLM, EncoderDecoder
 from .beam import beam_search
 from .config import GenerationConfig
 from .decoding import DecoderSession, Seq2SeqSession, Session, eval_mode
 from .inputs import check_ids, pad_prompts
-from .layout import input_major_weights
 from .outputs import GenerationOutput
 from .sampling import sample_steps
 from .stopping import StopState, cut_at_stop

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..nn.attention import attention
+from ..nn import attention
 from ..nn.blocks import DecoderBlock, EncoderBlock
 from ..nn.multihead import MultiHeadAttention
 from .torch_masks import from_batch_first, glassformer_mask, resolve_causal, to_batch_first

@@ -8,8 +8,11 @@ from typing import Any, ClassVar
 
 from torch import nn
 
+from .. import fast
 from ..config import ModelConfig
 from ..nn import LearnedPositionalEncoding, MultiHeadAttention, TokenEmbedding
+from .hooked import HookedModel
+from .outputs import lm_loss, summed_cross_entropy
 
 __all__ = ["ARCHITECTURES", "GlassformerModel"]
 
@@ -22,11 +25,14 @@ def _wraps(cls: type) -> bool:
     return any(base.__module__.split(".")[0] == "torch" for base in cls.__bases__)
 
 
-class GlassformerModel(nn.Module):
+class GlassformerModel(HookedModel, nn.Module):
     """Base class: ``config``, ``num_parameters``, ``flops_per_token``, ``save_pretrained`` /
-    ``from_pretrained``. Subclasses that set ``family`` register under their class name (the
-    ``architecture`` written to config.json); a subclass made by a wrapper (FSDP's
-    ``FSDPDecoderLM``) saves as the class it wraps."""
+    ``from_pretrained``, the hook points (``run_with_cache``, ``run_with_hooks``, see
+    models/hooked.py) and the choice of the CPU fast paths (``use_fast_paths``).
+
+    Subclasses that set ``family`` register under their class name (the ``architecture``
+    written to config.json); a subclass made by a wrapper (FSDP's ``FSDPDecoderLM``) saves as
+    the class it wraps."""
 
     family: ClassVar[str] = ""
 
@@ -49,6 +55,24 @@ class GlassformerModel(nn.Module):
             )
         self.config = config
         self.tokenizer = None  # attached tokenizer, saved with the model
+        self.cross_entropy = summed_cross_entropy  # the loss's sum (see use_fast_paths)
+
+    def post_init(self) -> None:
+        """What every model does once its modules are built: initialise the weights, and take
+        the CPU fast paths (glassformer.fast)."""
+        self.init_weights()
+        self.use_fast_paths(True)
+
+    def use_fast_paths(self, on: bool = True) -> GlassformerModel:
+        """Run the CPU fast paths of glassformer.fast (``on``, the default) or the reference
+        code only (False); the results agree to float rounding. Returns the model."""
+        fast.use_fast_paths(self, on)
+        self.cross_entropy = fast.aligned.summed_cross_entropy if on else summed_cross_entropy
+        return self
+
+    def loss(self, logits, labels, *, shift: bool):
+        """Mean cross-entropy of the logits against the labels (outputs.lm_loss)."""
+        return lm_loss(logits, labels, shift=shift, cross_entropy=self.cross_entropy)
 
     # Size and cost ------------------------------------------------------------------------------
     def num_parameters(self, *, exclude_embeddings: bool = False) -> int:

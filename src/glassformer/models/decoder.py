@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from torch import Tensor
 
 from ..config import ModelConfig
@@ -17,13 +19,18 @@ from ..nn import Decoder, DecoderCache
 from .base import GlassformerModel
 from .heads import LMHead
 from .inputs import InputEmbedding, check_length, key_mask, positions_from_mask
-from .outputs import IGNORE_INDEX, ModelOutput, lm_loss
+from .outputs import IGNORE_INDEX, ModelOutput
 
 __all__ = ["DecoderLM"]
 
 
 class DecoderLM(GlassformerModel):
     family = "decoder"
+    hook_aliases: ClassVar[dict[str, str]] = {
+        "embed": "",
+        "decoder": "",
+        "head": "",
+    }  # public hook names (nn/hooks.py)
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
@@ -37,7 +44,7 @@ class DecoderLM(GlassformerModel):
             **config.block_options(),
         )
         self.head = LMHead(config, config.vocab_size, self.embed.token)
-        self.init_weights()
+        self.post_init()
 
     def new_cache(self, max_len: int | None = None) -> DecoderCache:
         return self.decoder.new_cache(self.config.max_len if max_len is None else max_len)
@@ -70,5 +77,5 @@ class DecoderLM(GlassformerModel):
         if labels is not None:
             if token_mask is not None:
                 labels = labels.masked_fill(~token_mask, IGNORE_INDEX)
-            loss = lm_loss(logits, labels, shift=True)
+            loss = self.loss(logits, labels, shift=True)
         return ModelOutput(logits=logits, hidden_states=h, loss=loss)

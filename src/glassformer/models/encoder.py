@@ -10,14 +10,16 @@ Padding (attention_mask = 0) is masked out of every attention and skipped by Bat
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from torch import Tensor, nn
 
 from ..config import ModelConfig
-from ..nn import Encoder
+from ..nn import Encoder, HookPoint
 from .base import GlassformerModel
 from .heads import ClassificationHead, LMHead, pool
 from .inputs import InputEmbedding, key_mask, positions_from_mask
-from .outputs import ModelOutput, lm_loss
+from .outputs import ModelOutput
 
 __all__ = ["EncoderClassifier", "EncoderMLM", "EncoderModel"]
 
@@ -28,6 +30,11 @@ class EncoderModel(GlassformerModel):
     vector v (``config.pooling``), as Hugging Face's BertModel computes ``pooler_output``."""
 
     family = "encoder"
+    hook_aliases: ClassVar[dict[str, str]] = {
+        "embed": "",
+        "encoder": "",
+        "head": "",
+    }  # public hook names (nn/hooks.py)
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
@@ -36,11 +43,12 @@ class EncoderModel(GlassformerModel):
             config.n_layer, config.d_model, config.n_head, config.ff_dim, **config.block_options()
         )
         self._build_head()
-        self.init_weights()
+        self.post_init()
 
     def _build_head(self) -> None:
         d = self.config.d_model
         self.pooler = nn.Linear(d, d) if self.config.pooler else None
+        self.hook_pooled = HookPoint()  # (B, C): BERT's pooler output
 
     def encode(
         self,
@@ -71,7 +79,7 @@ class EncoderModel(GlassformerModel):
         h, real = self.encode(input_ids, attention_mask, token_type_ids)
         pooled = None
         if self.pooler is not None:
-            pooled = self.pooler(pool(h, real, self.config.pooling)).tanh()  # (B, C)
+            pooled = self.hook_pooled(self.pooler(pool(h, real, self.config.pooling)).tanh())
         return ModelOutput(logits=None, hidden_states=h, pooled=pooled)
 
 
@@ -85,7 +93,7 @@ class EncoderMLM(EncoderModel):
     def forward(self, input_ids, attention_mask=None, labels=None, *, token_type_ids=None):
         h, _ = self.encode(input_ids, attention_mask, token_type_ids)
         logits = self.head(h)
-        loss = None if labels is None else lm_loss(logits, labels, shift=False)
+        loss = None if labels is None else self.loss(logits, labels, shift=False)
         return ModelOutput(logits=logits, hidden_states=h, loss=loss)
 
 
@@ -98,5 +106,5 @@ class EncoderClassifier(EncoderModel):
     def forward(self, input_ids, attention_mask=None, labels=None, *, token_type_ids=None):
         h, real = self.encode(input_ids, attention_mask, token_type_ids)
         logits = self.head(h, real)
-        loss = None if labels is None else lm_loss(logits, labels, shift=False)
+        loss = None if labels is None else self.loss(logits, labels, shift=False)
         return ModelOutput(logits=logits, hidden_states=h, loss=loss)

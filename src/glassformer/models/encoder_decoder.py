@@ -12,6 +12,8 @@ target + <EOS>; if only labels are given they are shifted right with ``decoder_s
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from torch import Tensor
 
@@ -20,13 +22,19 @@ from ..nn import Decoder, DecoderCache, Encoder
 from .base import GlassformerModel
 from .heads import LMHead
 from .inputs import InputEmbedding, check_length, key_mask, positions_from_mask
-from .outputs import IGNORE_INDEX, ModelOutput, lm_loss
+from .outputs import IGNORE_INDEX, ModelOutput
 
 __all__ = ["EncoderDecoder"]
 
 
 class EncoderDecoder(GlassformerModel):
     family = "encoder-decoder"
+    # public hook names (nn/hooks.py): encoder.blocks.0..., decoder.blocks.0..., hook_logits
+    hook_aliases: ClassVar[dict[str, str]] = {
+        "src_embed": "encoder",
+        "tgt_embed": "decoder",
+        "head": "",
+    }
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
@@ -38,7 +46,7 @@ class EncoderDecoder(GlassformerModel):
         self.encoder = Encoder(c.n_layer, c.d_model, c.n_head, c.ff_dim, **options)
         self.decoder = Decoder(c.decoder_layers, c.d_model, c.n_head, c.ff_dim, **options)
         self.head = LMHead(c, c.target_vocab_size, self.tgt_embed.token)
-        self.init_weights()
+        self.post_init()
 
     def new_cache(self, max_len: int | None = None) -> DecoderCache:
         return self.decoder.new_cache(self.config.max_len if max_len is None else max_len)
@@ -100,7 +108,7 @@ class EncoderDecoder(GlassformerModel):
         memory = self.encode(input_ids, attention_mask)
         out = self.decode(decoder_input_ids, memory, attention_mask, decoder_attention_mask)
         if labels is not None:
-            out.loss = lm_loss(out.logits, labels, shift=False)
+            out.loss = self.loss(out.logits, labels, shift=False)
         return out
 
     def shift_right(self, labels: Tensor) -> Tensor:

@@ -12,14 +12,14 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from ..config import ModelConfig
-from ..nn import TokenEmbedding, Unembedding, make_norm
+from ..nn import HookPoint, TokenEmbedding, Unembedding, make_norm
 from ..nn.feedforward import activation_fn
 
 __all__ = ["ClassificationHead", "LMHead", "pool"]
 
 
 class LMHead(nn.Module):
-    """h (B, T, C) -> logits (B, T, V)."""
+    """h (B, T, C) -> logits (B, T, V); hook point ``hook_logits`` (B, T, V)."""
 
     def __init__(self, config: ModelConfig, vocab_size: int, tie_to: TokenEmbedding | None):
         super().__init__()
@@ -30,17 +30,18 @@ class LMHead(nn.Module):
         self.activation = activation_fn(config.activation) if config.mlm_transform else None
         tie = tie_to if config.tie_embeddings else None
         self.unembed = Unembedding(config.d_model, vocab_size, bias=config.head_bias, tie_to=tie)
+        self.hook_logits = HookPoint()
 
     def forward(self, h: Tensor) -> Tensor:
-        if self.transform is not None:
-            h = self.transform(h)
-            h = self.activation(h)
-            h = self.transform_norm(h)
-        return self.unembed(h)  # (B, T, V)
+        if self.transform is not None:  # BERT: h ← Norm(a(W h + b))
+            h = self.transform_norm(self.activation(self.transform(h)))
+        return self.hook_logits(self.unembed(h))  # (B, T, V): W_u h (+ b)
 
 
 class ClassificationHead(nn.Module):
-    """h (B, T, C), token_mask (B, T) -> class logits (B, n_classes)."""
+    """h (B, T, C), token_mask (B, T) -> class logits (B, n_classes); hook points
+    ``hook_pooled`` (B, C) the pooled vector v (after BERT's pooler, if any) and
+    ``hook_logits`` (B, n_classes)."""
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -48,12 +49,15 @@ class ClassificationHead(nn.Module):
         self.pooler = nn.Linear(config.d_model, config.d_model) if config.pooler else None
         self.dropout = nn.Dropout(config.dropout)
         self.classifier = nn.Linear(config.d_model, config.n_classes)
+        self.hook_pooled = HookPoint()
+        self.hook_logits = HookPoint()
 
     def forward(self, h: Tensor, token_mask: Tensor | None) -> Tensor:
         v = pool(h, token_mask, self.pooling)  # (B, C)
         if self.pooler is not None:
             v = self.pooler(v).tanh()
-        return self.classifier(self.dropout(v))  # (B, n_classes)
+        v = self.hook_pooled(v)
+        return self.hook_logits(self.classifier(self.dropout(v)))  # (B, n_classes)
 
 
 def pool(h: Tensor, token_mask: Tensor | None, pooling: str) -> Tensor:

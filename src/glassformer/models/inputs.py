@@ -8,17 +8,26 @@ positions nothing is added here; the (cos, sin) tables are handed to every atten
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from torch import Tensor, nn
 
 from ..config import ModelConfig
-from ..nn import TokenEmbedding, make_norm, make_positional_encoding
+from ..nn import HookPoint, TokenEmbedding, make_norm, make_positional_encoding
 
 __all__ = ["InputEmbedding", "check_length", "key_mask", "positions_from_mask"]
 
 
 class InputEmbedding(nn.Module):
-    """ids (B, T) -> x^(0) (B, T, C), plus the rotary tables when ``positional='rotary'``."""
+    """ids (B, T) -> x^(0) (B, T, C), plus the rotary tables when ``positional='rotary'``.
+
+    Hook points (TransformerLens's names): ``hook_embed`` (B, T, C) the token embeddings
+    W_e[:, x[n]] (· √D), ``hook_pos_embed`` (B, T, C) the positional vectors r_n added to
+    them (sinusoidal or learned), ``hook_token_type_embed`` (B, T, C) BERT's segment
+    embeddings; the embedding norm (BERT, BART), ``ln_embed``, has ``hook_normalized``."""
+
+    hook_aliases: ClassVar[dict[str, str]] = {"norm": "ln_embed"}
 
     def __init__(
         self, config: ModelConfig, vocab_size: int, token: TokenEmbedding | None = None
@@ -46,6 +55,9 @@ class InputEmbedding(nn.Module):
             else None
         )
         self.dropout = nn.Dropout(config.dropout)
+        self.hook_embed = HookPoint()
+        self.hook_pos_embed = HookPoint()
+        self.hook_token_type_embed = HookPoint()
 
     def forward(
         self,
@@ -56,12 +68,16 @@ class InputEmbedding(nn.Module):
     ) -> tuple[Tensor, tuple[Tensor, Tensor] | None]:
         """ids (B, T), positions (T,) or (B, T) -> (x (B, T, C), rotary tables or None)."""
         positions = positions + self.offset
-        x = self.pos(self.token(ids), positions)  # W_e[:, x[n]] + W_p[:, n]
+        x = self.hook_embed(self.token(ids))  # (B, T, C): W_e[:, x[n]]
+        r = self.pos.vectors(positions)  # (T, C) or (B, T, C): r_n, None for rotary
+        if r is not None:
+            x = x + self.hook_pos_embed(r.to(x.dtype).expand_as(x))  # x_n + r_n
         if self.segment is not None:
             if token_type_ids is None:  # every token of type 0: one row, broadcast
-                x = x + self.segment.weight[0]
+                s = self.segment.weight[0].expand_as(x)
             else:
-                x = x + self.segment(token_type_ids)
+                s = self.segment(token_type_ids)
+            x = x + self.hook_token_type_embed(s)  # + W_s[:, segment[n]]
         if self.norm is not None:
             x = self.norm(x, token_mask)
         if self.training:  # dropout is the identity in eval mode

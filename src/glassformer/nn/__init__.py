@@ -1,9 +1,9 @@
 """The transformer's components, each from its formula in the lecture notes."""
 
-from .attention import attention
 from .blocks import DecoderBlock, EncoderBlock
 from .embedding import TokenEmbedding, Unembedding
 from .feedforward import ACTIVATIONS, FeedForward
+from .hooks import HookPoint, hook_points
 from .kv_cache import DecoderCache, KVCache
 from .masks import (
     causal_mask,
@@ -24,6 +24,7 @@ from .positional import (
     apply_rotary,
     make_positional_encoding,
 )
+from .scaled_dot_product import attention
 from .transformer import Decoder, Encoder
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "Encoder",
     "EncoderBlock",
     "FeedForward",
+    "HookPoint",
     "KVCache",
     "LayerNorm",
     "LearnedPositionalEncoding",
@@ -53,6 +55,7 @@ __all__ = [
     "causal_mask",
     "combine_masks",
     "cross_attention_mask",
+    "hook_points",
     "make_norm",
     "make_positional_encoding",
     "padding_mask",

@@ -14,21 +14,29 @@ it is the GPT layer of Algorithm 10 (DTransformer).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from torch import Tensor, nn
 
 from .feedforward import FeedForward
-from .inplace import writable
+from .hooks import HookPoint
 from .kv_cache import KVCache
 from .multihead import MultiHeadAttention
 from .norms import make_norm
-from .packing import Packing
 
 __all__ = ["DecoderBlock", "EncoderBlock"]
 
 
 class _Block(nn.Module):
+    """The sub-layers of a block and the residual wrapper around each.
+
+    Hook points (TransformerLens's names): ``hook_resid_pre`` the stream X entering the block,
+    ``hook_attn_out`` / ``hook_cross_attn_out`` / ``hook_mlp_out`` what each sub-layer writes
+    (F(Norm(X)) or F(X), after dropout), ``hook_resid_mid`` (and ``hook_resid_mid_cross``)
+    the stream after attention (and cross-attention), ``hook_resid_post`` the block's output;
+    each norm's output is its ``hook_normalized``. Public names: ``self_attn`` is ``attn``,
+    the norms are ``ln1``, (``ln2`` before cross-attention,) then ``ln2`` or ``ln3`` before the
+    feed-forward ``mlp``, as in TransformerLens's GPT-2 and T5 blocks.
+    """
+
     def __init__(
         self,
         d_model: int,
@@ -49,44 +57,36 @@ class _Block(nn.Module):
         self.norm_first = norm_first
         p_attn = dropout if attn_dropout is None else attn_dropout
         attn = dict(n_kv_head=n_kv_head, bias=bias, dropout=p_attn)
+        self.hook_resid_pre = HookPoint()
         self.self_attn = MultiHeadAttention(d_model, n_head, **attn)
         self.attn_norm = make_norm(norm, d_model, eps, bias)
+        self.hook_attn_out = HookPoint()
+        self.hook_resid_mid = HookPoint()
         self.cross_attn = self.cross_norm = None
+        self.hook_aliases = {"self_attn": "attn", "attn_norm": "ln1", "ffn": "mlp"}
         if cross_attention:
             self.cross_attn = MultiHeadAttention(d_model, n_head, **attn)
             self.cross_norm = make_norm(norm, d_model, eps, bias)
+            self.hook_cross_attn_out = HookPoint()
+            self.hook_resid_mid_cross = HookPoint()
+            self.hook_aliases.update(cross_norm="ln2", ff_norm="ln3")
+        else:
+            self.hook_aliases.update(ff_norm="ln2")
         self.ffn = FeedForward(d_model, d_ff, activation, bias=bias, dropout=dropout)
         self.ff_norm = make_norm(norm, d_model, eps, bias)
+        self.hook_mlp_out = HookPoint()
+        self.hook_resid_post = HookPoint()
         self.dropout = nn.Dropout(dropout)
 
-    # Inspection probe (glassformer.inspect.capture sets it on an instance): when not None,
-    # each residual step is handed to recorder.residual(name, before, update, after).
-    recorder = None
+    def residual(self, x: Tensor, norm: nn.Module, sublayer, hook: HookPoint, token_mask) -> Tensor:
+        """One sub-layer F inside its residual connection:
+        pre-norm X + F(Norm(X)), post-norm Norm(X + F(X)); ``hook`` sees what F writes."""
+        if self.norm_first:
+            return x + hook(self._drop(sublayer(norm(x, token_mask))))
+        return norm(x + hook(self._drop(sublayer(x))), token_mask)
 
-    def _residual(
-        self,
-        x: Tensor,
-        norm: nn.Module,
-        sublayer: Callable[[Tensor], Tensor],
-        token_mask,
-        name: str,
-    ) -> Tensor:
-        update = sublayer(norm(x, token_mask) if self.norm_first else x)
-        if self.training:  # dropout is the identity in eval mode: skip the call
-            update = self.dropout(update)
-        out = self._add(x, update)  # X + F(Norm(X)) pre-norm, X + F(X) post-norm
-        if not self.norm_first:
-            out = norm(out, token_mask)  # Norm(X + F(X))
-        if self.recorder is not None:
-            self.recorder.residual(name, x, update, out)
-        return out
-
-    def _add(self, x: Tensor, update: Tensor) -> Tensor:
-        """X + F(X); without a graph the sum overwrites F(X), a fresh tensor of the sub-layer
-        (inplace.py), unless the inspection probe keeps it or autocast made it another dtype."""
-        if writable(update) and self.recorder is None and update.dtype == x.dtype:
-            return update.add_(x)
-        return x + update
+    def _drop(self, u: Tensor) -> Tensor:
+        return self.dropout(u) if self.training else u  # the identity in eval mode
 
 
 class EncoderBlock(_Block):
@@ -103,16 +103,22 @@ class EncoderBlock(_Block):
         causal: bool = False,
         token_mask: Tensor | None = None,
         rope: tuple[Tensor, Tensor] | None = None,
-        packing: Packing | None = None,
+        packing=None,
     ) -> Tensor:
         """x (B, T, C); mask broadcastable to (B, H, T, T), True = may attend -> (B, T, C).
-        With ``packing``, x holds the real tokens only, (N, C) -> (N, C) (see packing.py)."""
+        With ``packing``, x holds the real tokens only, (N, C) -> (N, C)
+        (glassformer.fast.packing)."""
 
         def attend(u: Tensor) -> Tensor:
             return self.self_attn(u, mask=mask, causal=causal, rope=rope, packing=packing)[0]
 
-        x = self._residual(x, self.attn_norm, attend, token_mask, "self_attn")
-        return self._residual(x, self.ff_norm, self.ffn, token_mask, "ff")
+        x = self.hook_resid_pre(x)
+        x = self.hook_resid_mid(
+            self.residual(x, self.attn_norm, attend, self.hook_attn_out, token_mask)
+        )
+        return self.hook_resid_post(
+            self.residual(x, self.ff_norm, self.ffn, self.hook_mlp_out, token_mask)
+        )
 
 
 class DecoderBlock(_Block):
@@ -156,7 +162,16 @@ class DecoderBlock(_Block):
         def attend_memory(u: Tensor) -> Tensor:
             return self.cross_attn(u, memory, memory_mask, cache=memory_cache)[0]
 
-        x = self._residual(x, self.attn_norm, attend, token_mask, "self_attn")
+        x = self.hook_resid_pre(x)
+        x = self.hook_resid_mid(
+            self.residual(x, self.attn_norm, attend, self.hook_attn_out, token_mask)
+        )
         if self.cross_attn is not None:
-            x = self._residual(x, self.cross_norm, attend_memory, token_mask, "cross_attn")
-        return self._residual(x, self.ff_norm, self.ffn, token_mask, "ff")
+            x = self.hook_resid_mid_cross(
+                self.residual(
+                    x, self.cross_norm, attend_memory, self.hook_cross_attn_out, token_mask
+                )
+            )
+        return self.hook_resid_post(
+            self.residual(x, self.ff_norm, self.ffn, self.hook_mlp_out, token_mask)
+        )

@@ -9,37 +9,43 @@ which W_1 holds [W_gate; W_up] stacked (one matmul computes both).
 
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .gelu import gelu_tanh
-from .inplace import writable
+from .hooks import HookPoint
 
 __all__ = ["ACTIVATIONS", "FeedForward", "activation_fn"]
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu")
-_PLAIN = {
-    "relu": F.relu,
-    "gelu": F.gelu,
-    "gelu_tanh": gelu_tanh,  # = F.gelu(h, approximate="tanh"), faster on CPU (gelu.py)
-}
-_IN_PLACE = {
-    "relu": torch.relu_,
-    "gelu": lambda h: torch.ops.aten.gelu_(h, approximate="none"),
-    "gelu_tanh": lambda h: torch.ops.aten.gelu_(h, approximate="tanh"),
+
+
+def gelu_tanh(h: Tensor) -> Tensor:
+    """GPT-2's GELU: ½ h (1 + tanh(√(2/π)(h + 0.044715 h³)))."""
+    return F.gelu(h, approximate="tanh")
+
+
+_ELEMENTWISE = {
+    "relu": F.relu,  # max(0, h)
+    "gelu": F.gelu,  # h Φ(h) = ½ h (1 + erf(h/√2))
+    "gelu_tanh": gelu_tanh,
 }
 
 
 def activation_fn(name: str):
     """The element-wise activation ``a`` named ``name`` (relu, gelu, gelu_tanh)."""
-    if name not in _PLAIN:
-        raise ValueError(f"activation {name!r} is not element-wise; choose one of {tuple(_PLAIN)}")
-    return _PLAIN[name]
+    if name not in _ELEMENTWISE:
+        raise ValueError(
+            f"activation {name!r} is not element-wise; choose one of {tuple(_ELEMENTWISE)}"
+        )
+    return _ELEMENTWISE[name]
 
 
 class FeedForward(nn.Module):
-    """x (B, T, C) -> fc2(dropout(a(fc1(x)))) (B, T, C)."""
+    """x (B, T, C) -> fc2(dropout(a(fc1(x)))) (B, T, C).
+
+    Hook points (TransformerLens's names): ``hook_pre`` (B, T, d_ff) the hidden layer before
+    the activation, W_1 x + b_1 (for swiglu the gate's, with ``hook_pre_linear`` the up
+    projection's); ``hook_post`` (B, T, d_ff) after it, a(W_1 x + b_1)."""
 
     def __init__(
         self,
@@ -58,18 +64,23 @@ class FeedForward(nn.Module):
         self.activation = activation
         gated = activation == "swiglu"
         self.fc1 = nn.Linear(d_model, 2 * d_ff if gated else d_ff, bias=bias)  # W_1, b_1
+        self.hook_pre = HookPoint()
+        if gated:
+            self.hook_pre_linear = HookPoint()
+        else:
+            self.act = _ELEMENTWISE[activation]  # a (see glassformer.fast for CPU forms)
+        self.hook_post = HookPoint()
         self.fc2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, b_2
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         h = self.fc1(x)  # (B, T, d_ff), or (B, T, 2 d_ff) for swiglu
-        if self.activation == "swiglu":
+        if self.activation == "swiglu":  # a(X) = silu(X W_gate) ⊙ (X W_up)
             gate, up = h.chunk(2, dim=-1)  # (B, T, d_ff) each
-            h = F.silu(gate) * up
-        elif writable(h):  # no graph: a(H) overwrites H (inplace.py)
-            _IN_PLACE[self.activation](h)
+            h = F.silu(self.hook_pre(gate)) * self.hook_pre_linear(up)
         else:
-            h = _PLAIN[self.activation](h)
+            h = self.act(self.hook_pre(h))
+        h = self.hook_post(h)
         if self.training:  # dropout is the identity in eval mode
             h = self.dropout(h)
         return self.fc2(h)  # (B, T, C)

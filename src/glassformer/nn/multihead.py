@@ -12,24 +12,33 @@ shared by ``n_head / n_kv_head`` consecutive query heads.
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import attention, with_causal
+from .hooks import HookPoint
 from .kv_cache import KVCache
-from .packing import Packing
 from .positional import apply_rotary
+from .scaled_dot_product import fused_attention, pattern, scores, weighted_sum, with_causal
 
 __all__ = ["MultiHeadAttention"]
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head self- or cross-attention with fused QKV, optional biases, GQA and KV cache."""
+    """Multi-head self- or cross-attention with fused QKV, optional biases, GQA and KV cache.
 
-    # Inspection probe (glassformer.inspect.capture sets it on an instance): when not None,
-    # the weights are computed explicitly and handed to recorder.attention with Q, K, V and
-    # the mask as Eq. (1) applied it (causal part included). None: no cost.
-    recorder = None
+    Hook points (TransformerLens's names and layouts): ``hook_q``, ``hook_k``, ``hook_v``
+    (B, T, H, D) the projections of Eqs. (4)/(5), for the new positions only under a KV cache;
+    ``hook_rot_q``, ``hook_rot_k`` (B, T, H, D) after the rotary rotation; ``hook_mask``
+    (B, H, T, S) the mask Eq. (1) applies, causal part included (bool, True = may attend, or
+    an additive float mask); ``hook_attn_scores`` (B, H, T, S) â = a + b, Eq. (2) with the mask;
+    ``hook_pattern`` (B, H, T, S) the weights A, Eq. (3), before dropout; ``hook_z``
+    (B, T, H, D) each head's weighted sum Σ_m A_nm v_m; ``hook_result`` (B, T, H, C) each
+    head's term z_h W^O_h, which sum (with b^O) to the output. The written-out path runs only
+    when a hook reads the mask, the scores or the pattern (or ``need_weights``); ``hook_result``
+    is computed only when a hook reads it. Otherwise ``attend`` runs: the fused kernel, or the
+    kernel glassformer.fast chose for this module.
+    """
 
     def __init__(
         self,
@@ -58,6 +67,9 @@ class MultiHeadAttention(nn.Module):
         d_q, d_kv = n_head * self.head_dim, n_kv_head * self.head_dim
         self.in_proj = nn.Linear(d_model, d_q + 2 * d_kv, bias=bias)  # [W^Q; W^K; W^V]
         self.out_proj = nn.Linear(d_q, d_model, bias=bias)  # W^O
+        self.attend = fused_attention  # Eq. (1) without forming A (see glassformer.fast)
+        for name in _HOOKS:
+            setattr(self, name, HookPoint())
 
     def forward(
         self,
@@ -69,7 +81,7 @@ class MultiHeadAttention(nn.Module):
         rope: tuple[Tensor, Tensor] | None = None,
         cache: KVCache | None = None,
         need_weights: bool = False,
-        packing: Packing | None = None,
+        packing=None,
     ) -> tuple[Tensor, Tensor | None]:
         """Attend from x (B, T, C) to z (B, S, C), or to x itself when z is None.
 
@@ -78,44 +90,71 @@ class MultiHeadAttention(nn.Module):
         rope: (cos, sin) tables for the T new positions; rotates q and k (self-attention only).
         cache: self-attention appends the new keys/values and attends to all cached ones;
             cross-attention computes the source's keys/values on the first call and reuses them.
-        packing: self-attention on the packed real tokens x (N, C) of a padded batch (see
-            packing.py): the projections run on them alone; returns y (N, C).
-        Returns (y (B, T, C), weights (B, H, T, S) if need_weights else None).
+        packing: self-attention on the packed real tokens x (N, C) of a padded batch
+            (glassformer.fast.packing): the projections run on them alone; returns y (N, C).
+        Returns (y (B, T, C), weights A (B, H, T, S) if need_weights else None).
         """
-        b, t = (packing.batch, packing.length) if packing is not None else x.shape[:2]
+        t = packing.length if packing is not None else x.shape[1]
+        q, k, v = self._project(x, z, rope, cache, packing)  # (B, H, T, D), (B, H_kv, S, D)
+        p = self.dropout if self.training else 0.0
+        weights = None
+        if need_weights or self.looked_at():  # Eq. (1) written out, every step hooked
+            mask = with_causal(mask, causal, t, k.shape[2], q.device)
+            if self.hook_mask.active:
+                mask = self.hook_mask(_expanded(mask, q, k))
+            a = self.hook_attn_scores(scores(q, k, mask))  # â = QKᵀ/√d_k + b (Eq. 2)
+            weights = self.hook_pattern(pattern(a))  # A = softmax(â) (Eq. 3)
+            y = weighted_sum(weights, v, p)  # (B, H, T, D): A V (Eq. 1)
+        else:
+            y = self.attend(q, k, v, mask, p, causal=causal)  # (B, H, T, D)
+        y = self.hook_z(y.transpose(1, 2))  # (B, T, H, D): head_i
+        return self._output(y, packing), (weights if need_weights else None)
+
+    def looked_at(self) -> bool:
+        """Does a hook read the mask, the scores or the pattern A?"""
+        return self.hook_mask.active or self.hook_attn_scores.active or self.hook_pattern.active
+
+    def _project(self, x, z, rope, cache, packing) -> tuple[Tensor, Tensor, Tensor]:
+        """Q, K, V (Eq. 4 for self-attention, Eq. 5 for cross-attention), split into heads:
+        q (B, H, T, D), k and v (B, H_kv, S, D), with the cached positions."""
         h, h_kv, d = self.n_head, self.n_kv_head, self.head_dim
         if z is None:  # self-attention, Eq. (4): one matmul for [Q K V]
-            qkv = self.in_proj(x)  # (B, T, 3C), or (N, 3C) packed
+            qkv = self.in_proj(x)  # (B, T, (H + 2 H_kv) D), or (N, ·) packed
             if packing is not None:
-                qkv = packing.unpack(qkv)  # (B, T, 3C), zeros at the padding
+                qkv = packing.unpack(qkv)  # (B, T, ·), zeros at the padding
             q, k, v = qkv.split([h * d, h_kv * d, h_kv * d], dim=-1)
-            q, k, v = self._heads(q, h), self._heads(k, h_kv), self._heads(v, h_kv)
-            if rope is not None:
-                q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+            q, k = self._heads(self.hook_q, q, h), self._heads(self.hook_k, k, h_kv)
+            v = self._heads(self.hook_v, v, h_kv)
+            if rope is not None:  # RoPE: rotate each query and key by its position's angles
+                q = _hooked(self.hook_rot_q, apply_rotary(q, *rope))
+                k = _hooked(self.hook_rot_k, apply_rotary(k, *rope))
             if cache is not None:
                 k, v = cache.append(k, v)  # (B, H_kv, S, D), S = cached + T
-        else:  # cross-attention, Eq. (5): Q from X, K and V from Z
-            w, bias = self.in_proj.weight, self.in_proj.bias
-            q = self._heads(F.linear(x, w[: h * d], None if bias is None else bias[: h * d]), h)
-            if cache is not None and cache.length:  # the source's K, V from an earlier step
-                k, v = cache.keys, cache.values
-            else:
-                kv = F.linear(z, w[h * d :], None if bias is None else bias[h * d :])
-                k, v = (self._heads(u, h_kv) for u in kv.chunk(2, dim=-1))  # (B, H_kv, S, D)
-                if cache is not None:
-                    cache.append(k, v)
-        p = self.dropout if self.training else 0.0
-        if self.recorder is not None:
-            mask = with_causal(mask, causal, t, k.shape[2], q.device)  # what Eq. (1) applies
-            y, a = attention(q, k, v, mask, p, need_weights=True)
-            self.recorder.attention(q, k, v, mask, a, causal=causal)
-            weights = a if need_weights else None
-        else:
-            y, weights = attention(q, k, v, mask, p, causal=causal, need_weights=need_weights)
-        y = y.transpose(1, 2).reshape(b, t, h * d)  # (B, T, C): heads concatenated
+            return q, k, v
+        # cross-attention, Eq. (5): Q from X, K and V from Z
+        w, bias = self.in_proj.weight, self.in_proj.bias
+        q = self._heads(self.hook_q, F.linear(x, w[: h * d], _part(bias, None, h * d)), h)
+        if cache is not None and cache.length:  # the source's K, V from an earlier step
+            return q, cache.keys, cache.values
+        kv = F.linear(z, w[h * d :], _part(bias, h * d, None))  # (B, S, 2 H_kv D)
+        k, v = kv.chunk(2, dim=-1)
+        k, v = self._heads(self.hook_k, k, h_kv), self._heads(self.hook_v, v, h_kv)
+        if cache is not None:
+            cache.append(k, v)
+        return q, k, v
+
+    def _output(self, z: Tensor, packing) -> Tensor:
+        """MultiHead = Concat(head_1, ..., head_H) W^O + b^O, z (B, T, H, D) -> (B, T, C)."""
+        b, t, h, d = z.shape
+        if self.hook_result.active:  # the same sum, one term per head: Σ_h z_h W^O_h + b^O
+            w = self.out_proj.weight.view(-1, h, d)  # (C, H, D): W^O's columns by head
+            result = self.hook_result(torch.einsum("bthd,chd->bthc", z, w))  # (B, T, H, C)
+            out = result.sum(2)
+            return out if self.out_proj.bias is None else out + self.out_proj.bias
+        y = z.reshape(b, t, h * d)  # (B, T, C): heads side by side
         if packing is not None:
             y = packing.pack(y)  # (N, C)
-        return self.out_proj(y), weights
+        return self.out_proj(y)
 
     def projection_weights(self) -> tuple[tuple[Tensor, Tensor | None], ...]:
         """((W^Q, b^Q), (W^K, b^K), (W^V, b^V)) as views of ``in_proj``."""
@@ -125,6 +164,37 @@ class MultiHeadAttention(nn.Module):
         bs = (None,) * 3 if bias is None else bias.split([d_q, d_kv, d_kv])
         return tuple(zip(ws, bs, strict=True))
 
-    def _heads(self, u: Tensor, n: int) -> Tensor:
+    def _heads(self, hook: HookPoint, u: Tensor, n: int) -> Tensor:
+        """(B, T, n·D) -> hooked as (B, T, n, D) -> (B, n, T, D): one row per position, per head."""
         b, t, _ = u.shape
-        return u.view(b, t, n, self.head_dim).transpose(1, 2)  # (B, n, T, D)
+        return hook(u.view(b, t, n, self.head_dim)).transpose(1, 2)
+
+
+_HOOKS = (
+    "hook_q",
+    "hook_k",
+    "hook_v",
+    "hook_rot_q",
+    "hook_rot_k",
+    "hook_mask",
+    "hook_attn_scores",
+    "hook_pattern",
+    "hook_z",
+    "hook_result",
+)
+
+
+def _hooked(hook: HookPoint, u: Tensor) -> Tensor:
+    """Pass u (B, n, T, D) through ``hook`` in TransformerLens's layout (B, T, n, D)."""
+    return hook(u.transpose(1, 2)).transpose(1, 2) if hook.active else u
+
+
+def _part(bias: Tensor | None, start: int | None, stop: int | None) -> Tensor | None:
+    return None if bias is None else bias[start:stop]
+
+
+def _expanded(mask: Tensor | None, q: Tensor, k: Tensor) -> Tensor:
+    """The mask as (B, H, T, S) (a broadcast view); all True when there is none."""
+    shape = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+    full = torch.ones((), dtype=torch.bool, device=q.device) if mask is None else mask
+    return full.expand(shape)

@@ -9,7 +9,8 @@ over every *real* token of the batch (padded positions are skipped); in training
 batch statistics and keeps moving averages, in eval it uses the moving averages.
 
 All three take ``forward(x, token_mask=None)`` with x (B, T, C) and token_mask (B, T) True at real
-tokens, so blocks can hold any of them; only BatchNorm needs the mask.
+tokens, so blocks can hold any of them; only BatchNorm needs the mask. Each has a hook point,
+``hook_normalized`` (B, T, C), on its output y (TransformerLens's name).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from .hooks import HookPoint
 
 __all__ = ["NORM_KINDS", "BatchNorm", "LayerNorm", "RMSNorm", "make_norm"]
 
@@ -31,9 +34,11 @@ class LayerNorm(nn.Module):
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))
         self.bias = nn.Parameter(torch.zeros(d_model)) if bias else None
+        self.hook_normalized = HookPoint()
 
     def forward(self, x: Tensor, token_mask: Tensor | None = None) -> Tensor:
-        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
+        y = F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
+        return self.hook_normalized(y)
 
 
 class RMSNorm(nn.Module):
@@ -43,9 +48,10 @@ class RMSNorm(nn.Module):
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))
+        self.hook_normalized = HookPoint()
 
     def forward(self, x: Tensor, token_mask: Tensor | None = None) -> Tensor:
-        return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
+        return self.hook_normalized(F.rms_norm(x, self.weight.shape, self.weight, self.eps))
 
 
 class BatchNorm(nn.Module):
@@ -64,6 +70,7 @@ class BatchNorm(nn.Module):
         self.register_buffer("running_mean", torch.zeros(d_model))
         self.register_buffer("running_var", torch.ones(d_model))
         self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long))
+        self.hook_normalized = HookPoint()
 
     def forward(self, x: Tensor, token_mask: Tensor | None = None) -> Tensor:
         if not self.training:
@@ -82,7 +89,8 @@ class BatchNorm(nn.Module):
                 self.running_mean.lerp_(mean, m)
                 self.running_var.lerp_(var * n / (n - 1), m)
                 self.num_batches_tracked += 1
-        return (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias
+        y = (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias
+        return self.hook_normalized(y)
 
 
 def make_norm(kind: str, d_model: int, eps: float = 1e-5, bias: bool = True) -> nn.Module:

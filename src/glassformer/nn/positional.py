@@ -38,13 +38,19 @@ POSITIONAL_KINDS = ("sinusoidal", "learned", "rotary", "none")
 
 
 class PositionalEncoding(nn.Module):
-    """Common interface: ``forward(x, positions)`` adds r_n (identity for rotary and none);
-    ``rotary(positions)`` gives the (cos, sin) tables to rotate q and k (None unless RoPE)."""
+    """Common interface: ``vectors(positions)`` gives the r_n to add (None for rotary and
+    none), ``forward(x, positions)`` adds them; ``rotary(positions)`` gives the (cos, sin)
+    tables to rotate q and k (None unless RoPE)."""
 
     max_len: int
 
     def forward(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
-        return x
+        r = self.vectors(self._resolve(x, positions))
+        return x if r is None else x + r.to(x.dtype)
+
+    def vectors(self, positions: Tensor) -> Tensor | None:
+        """r_n for positions (T,) or (B, T): (T, C) or (B, T, C); None if nothing is added."""
+        return None
 
     def rotary(self, positions: Tensor) -> tuple[Tensor, Tensor] | None:
         return None
@@ -97,9 +103,8 @@ class SinusoidalPositionalEncoding(PositionalEncoding):
         table = torch.where(i % 2 == 0, angle.sin(), angle.cos()).float()  # (max_len, C)
         self.register_buffer("table", table, persistent=False)
 
-    def forward(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
-        r = self.table[self._resolve(x, positions)]  # (T, C) or (B, T, C)
-        return x + r.to(x.dtype)
+    def vectors(self, positions: Tensor) -> Tensor:
+        return self.table[self._check(positions)]  # (T, C) or (B, T, C)
 
 
 class LearnedPositionalEncoding(PositionalEncoding):
@@ -111,8 +116,8 @@ class LearnedPositionalEncoding(PositionalEncoding):
         self.weight = nn.Parameter(torch.empty(max_len, d_model))
         nn.init.normal_(self.weight, std=0.02)
 
-    def forward(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
-        return x + self.weight[self._resolve(x, positions)]  # (B, T, C)
+    def vectors(self, positions: Tensor) -> Tensor:
+        return self.weight[self._check(positions)]  # (T, C) or (B, T, C): W_p[:, n]
 
 
 class RotaryEmbedding(PositionalEncoding):

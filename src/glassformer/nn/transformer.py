@@ -4,27 +4,34 @@ with an optional final norm (needed after pre-norm blocks, whose output is not n
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from .blocks import DecoderBlock, EncoderBlock
+from .hooks import HookPoint
 from .kv_cache import DecoderCache
 from .norms import make_norm
-from .packing import Packing
 
 __all__ = ["Decoder", "Encoder"]
 
 
 class _Stack(nn.Module):
-    """What both stacks share: activation checkpointing of their blocks.
+    """What both stacks share: activation checkpointing of their blocks, and the public names
+    of their hook points (``blocks.{i}`` for ``layers.{i}``, ``ln_final`` for the final norm).
 
     With ``checkpointing`` on (and in training with gradients), each block's activations are
     not kept for the backward pass but recomputed there: memory for one block instead of L,
     at the cost of a second forward pass through every block."""
 
     checkpointing = False
-    recorder = None  # inspection probe, see glassformer.inspect.capture
+    hook_aliases: ClassVar[dict[str, str]] = {"layers": "blocks", "norm": "ln_final"}
+
+    def hooked(self) -> bool:
+        """Is a hook attached to any hook point of the stack?"""
+        return any(isinstance(m, HookPoint) and m.active for m in self.modules())
 
     def _run(self, layer: nn.Module, x: Tensor, *args, **kwargs) -> Tensor:
         if self.checkpointing and self.training and torch.is_grad_enabled():
@@ -65,6 +72,7 @@ class Encoder(_Stack):
             EncoderBlock(d_model, n_head, d_ff, **block_options) for _ in range(n_layer)
         )
         self.norm = _final_norm(final_norm, block_options, d_model)
+        self.packed = None  # glassformer.fast.packing.encode when chosen
 
     def forward(
         self,
@@ -77,46 +85,16 @@ class Encoder(_Stack):
     ) -> Tensor:
         """x (B, T, C) -> (B, T, C); mask broadcastable to (B, H, T, T), True = may attend.
 
-        Inference on a padded CPU batch (eval mode, no gradients, ``token_mask`` with padding
-        and a ``mask`` that hides the padded keys from every real query, as the models build
-        it) runs the position-wise work on the real tokens only (packing.py); the output is
-        zero at the padding then. Any other mask (full, a graph's) takes the ordinary path."""
-        if self._packs(x, mask, token_mask) and _hides_padding(mask, token_mask, causal):
-            packing = Packing.from_mask(token_mask)
-            x = packing.pack(x)  # (N, C): every row real, so the norms need no token_mask
-            for layer in self.layers:
-                x = layer(x, mask, causal=causal, rope=rope, packing=packing)
-            return packing.unpack(x if self.norm is None else self.norm(x, None))
-        for layer in self.layers:
+        ``packed``, when glassformer.fast sets it, runs inference on a padded CPU batch whose
+        mask hides the padding from every real query on the real tokens only (the output is
+        zero at the padding then); it returns None where that does not apply."""
+        if self.packed is not None:
+            out = self.packed(self, x, mask, causal, token_mask, rope)
+            if out is not None:
+                return out
+        for layer in self.layers:  # X^(l) = Block_l(X^(l-1))
             x = self._run(layer, x, mask, causal=causal, token_mask=token_mask, rope=rope)
-        out = x if self.norm is None else self.norm(x, token_mask)
-        if self.recorder is not None:
-            self.recorder.stack_output(x, out)  # before and after the final norm
-        return out
-
-    def _packs(self, x: Tensor, mask: Tensor | None, token_mask: Tensor | None) -> bool:
-        return (
-            token_mask is not None
-            and mask is not None
-            and x.device.type == "cpu"
-            and not self.training
-            and not torch.is_grad_enabled()
-            and self.recorder is None
-            and not torch.compiler.is_compiling()
-            and not bool(token_mask.all())
-        )
-
-
-def _hides_padding(mask: Tensor, token_mask: Tensor, causal: bool) -> bool:
-    """Does no real query see a padded key? Only then may packing drop the padded tokens:
-    their keys and values would otherwise take part in the real tokens' attention."""
-    b, t = token_mask.shape
-    seen = mask.bool()  # broadcastable to (B, H, T, T)
-    if causal:
-        seen = seen & torch.ones(t, t, dtype=torch.bool, device=mask.device).tril()
-    real_query = token_mask.view(b, 1, t, 1)
-    padded_key = ~token_mask.view(b, 1, 1, t)
-    return not bool((seen & real_query & padded_key).any())
+        return x if self.norm is None else self.norm(x, token_mask)
 
 
 class Decoder(_Stack):
@@ -176,7 +154,4 @@ class Decoder(_Stack):
                 cache=c_self,
                 memory_cache=c_cross,
             )
-        out = x if self.norm is None else self.norm(x, token_mask)
-        if self.recorder is not None:
-            self.recorder.stack_output(x, out)  # before and after the final norm
-        return out
+        return x if self.norm is None else self.norm(x, token_mask)

@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from glassformer.fast import short_attention as small
 from glassformer.models import DecoderLM
 from glassformer.nn import attention
-from glassformer.nn import small_attention as small
 
 
 def qkv(b=2, h=3, t=6, d=4, dtype=torch.float64, requires_grad=True):

@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from glassformer.fast.gelu import gelu_tanh
 from glassformer.nn import FeedForward
-from glassformer.nn.gelu import gelu_tanh
 
 
 def formula(x):

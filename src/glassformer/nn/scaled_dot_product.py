@@ -12,11 +12,11 @@ Notation used across glassformer.nn:
     H query heads, G = H / H_kv queries per key/value head, D head size (d_k), V vocabulary.
 
 Two paths compute the same function:
-  * explicit: scores, mask, softmax, weighted sum written out; returns the weights A;
-  * fused: ``torch.nn.functional.scaled_dot_product_attention`` (flash / memory-efficient
-    kernels), used when the weights are not asked for;
-  * small_attention.py: the explicit form with its backward pass written out, used instead of
-    the fused kernel when training on short sequences on CPU, where it is faster.
+  * written out (``scores``, ``pattern``, ``weighted_sum``): the scores, the mask, the softmax
+    and the weighted sum, each a tensor one can look at; MultiHeadAttention runs them, with a
+    hook point between each, when a hook or a cache asks for the scores or the pattern A;
+  * fused (``fused_attention``): ``torch.nn.functional.scaled_dot_product_attention``, which
+    never forms A (flash / memory-efficient kernels); the default.
 All return zeros, never NaN, for a query row with nothing to attend to.
 """
 
@@ -28,10 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from . import small_attention as small
 from .masks import causal_mask
 
-__all__ = ["attention", "with_causal"]
+__all__ = ["attention", "fused_attention", "pattern", "scores", "weighted_sum", "with_causal"]
 
 
 def attention(
@@ -64,39 +63,65 @@ def attention(
         output (B, H, T, D_v) and the weights (B, H, T, S) or None.
     """
     _check_inputs(q, k, v, mask)
+    if not need_weights:
+        return fused_attention(q, k, v, mask, dropout_p, causal=causal, scale=scale), None
+    allowed = with_causal(mask, causal, q.shape[-2], k.shape[-2], q.device)
+    weights = pattern(scores(q, k, allowed, scale))
+    return weighted_sum(weights, v, dropout_p), weights
+
+
+def scores(q: Tensor, k: Tensor, mask: Tensor | None = None, scale: float | None = None) -> Tensor:
+    """â (B, H, T, S): a_nm = q_nᵀ k_m / √d_k (Eq. 2), plus the mask b_nm (0, or -inf where
+    ``mask`` is False; a float mask is added as it is)."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    a = (q @ _per_query_head(k, q).transpose(-2, -1)) * scale  # (B, H, T, S): Eq. (2)
+    if mask is None:
+        return a
+    if mask.dtype == torch.bool:
+        return a.masked_fill(~mask, float("-inf"))  # â_nm = a_nm + b_nm
+    return a + mask
+
+
+def pattern(scores: Tensor) -> Tensor:
+    """A (B, H, T, S): A_nm = e^{â_nm} / Z_n, Z_n = Σ_m e^{â_nm}, the softmax of each row
+    (Eq. 3); a row whose keys are all masked (-inf) is all zeros instead of 0/0."""
+    dead = scores.isneginf().all(dim=-1, keepdim=True)  # (B, H, T, 1): nothing to see
+    weights = scores.masked_fill(dead, 0.0).softmax(dim=-1)
+    return weights.masked_fill(dead, 0.0)
+
+
+def weighted_sum(weights: Tensor, v: Tensor, dropout_p: float = 0.0) -> Tensor:
+    """z (B, H, T, D_v): z_n = Σ_m A_nm v_m (Eq. 1), with dropout on A in training."""
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, dropout_p)
+    return weights @ _per_query_head(v, weights)
+
+
+def _per_query_head(u: Tensor, q: Tensor) -> Tensor:
+    """Grouped-query attention: each of the H_kv key/value heads of u (B, H_kv, S, ·) serves
+    G = H / H_kv consecutive query heads -> (B, H, S, ·)."""
+    g = q.shape[1] // u.shape[1]
+    return u if g == 1 else u.repeat_interleave(g, dim=1)
+
+
+def fused_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+) -> Tensor:
+    """Eq. (1) by torch's fused kernel: the same z (B, H, T, D_v) as ``weighted_sum`` of the
+    ``pattern`` of the ``scores``, without forming A."""
     t, s = q.shape[-2], k.shape[-2]
-    if need_weights:
-        return _explicit(q, k, v, with_causal(mask, causal, t, s, q.device), dropout_p, scale)
-    if small.pays(q, k, v, mask, dropout_p):  # short sequences in training, on CPU
-        return small.small_attention(q, k, v, causal=causal, scale=scale), None
     if causal and mask is None and t == s:
-        out = F.scaled_dot_product_attention(
+        return F.scaled_dot_product_attention(
             q, k, v, dropout_p=dropout_p, is_causal=True, scale=scale, enable_gqa=_gqa(q, k)
         )
-        return out, None
-    return _fused(q, k, v, with_causal(mask, causal, t, s, q.device), dropout_p, scale), None
-
-
-def _explicit(q, k, v, mask, dropout_p, scale):
-    d = q.shape[-1]
-    scale = 1.0 / math.sqrt(d) if scale is None else scale
-    if _gqa(q, k):  # each key/value head serves G consecutive query heads
-        g = q.shape[1] // k.shape[1]
-        k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)  # (B, H, S, D)
-    scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, T, S): a_nm, Eq. (2)
-    dead = None
-    if mask is not None:
-        if mask.dtype == torch.bool:
-            scores = scores.masked_fill(~mask, float("-inf"))  # â_nm = a_nm + b_nm
-        else:
-            scores = scores + mask
-        dead = scores.isneginf().all(dim=-1, keepdim=True)  # (B, H, T, 1) nothing to see
-        scores = scores.masked_fill(dead, 0.0)
-    weights = scores.softmax(dim=-1)  # (B, H, T, S): e^{â_nm} / Z_n, Eq. (3)
-    if dead is not None:
-        weights = weights.masked_fill(dead, 0.0)
-    dropped = F.dropout(weights, dropout_p) if dropout_p > 0.0 else weights
-    return dropped @ v, weights  # (B, H, T, D_v): y_n = Σ_m A_nm v_m
+    return _fused(q, k, v, with_causal(mask, causal, t, s, q.device), dropout_p, scale)
 
 
 def _fused(q, k, v, mask, dropout_p, scale):

@@ -4,8 +4,8 @@ only; every real token's output is exactly the unpacked one, the padding is zero
 import pytest
 import torch
 
+from glassformer.fast.packing import Packing
 from glassformer.nn import Encoder, MultiHeadAttention, padding_mask
-from glassformer.nn.packing import Packing
 
 LENGTHS = torch.tensor([7, 3, 0, 5])  # a row with no real token at all
 T = 7

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from glassformer.fast.layout import input_major_weights
 from glassformer.generation import generate
-from glassformer.generation.layout import input_major_weights
 
 
 def test_layout_is_restored_exactly(make_decoder):

@@ -12,17 +12,19 @@ views; the padding is never read.
     cross_entropy_sum(z, y, i)   Σ_n [log Σ_v e^{z_nv} − z_{n,y_n}] over y_n ≠ i, with
                                  ∂/∂z_nv = softmax(z_n)_v − [v = y_n], written aligned
 
-``pays(x, v)`` says when to use them: float32 on CPU, V ≥ 1024 and not a multiple of 64,
-at least 64 rows, eager mode without autocast. Elsewhere the models call F.linear and
-F.cross_entropy, which compute the same values.
+``pays(x, v)`` says when they apply: float32 on CPU, V ≥ 1024 and not a multiple of 64,
+at least 64 rows, eager mode without autocast. ``unembed`` and ``summed_cross_entropy`` are
+what a model with the fast paths on calls (Unembedding's ``linear``, the models' loss): the
+aligned form where it applies, F.linear and F.cross_entropy, the same values, elsewhere.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["ROW_ALIGN", "cross_entropy_sum", "linear", "pays"]
+__all__ = ["ROW_ALIGN", "cross_entropy_sum", "linear", "pays", "summed_cross_entropy", "unembed"]
 
 ROW_ALIGN = 64
 
@@ -103,3 +105,18 @@ def cross_entropy_sum(z: Tensor, y: Tensor, ignore_index: int) -> Tensor:
             f"{int(y[bad][0])}"
         )
     return _CrossEntropySum.apply(z, y, ignore_index)
+
+
+def unembed(h: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
+    """h Wᵀ + b, rows aligned where that pays (``pays``), else F.linear."""
+    if pays(h, w.shape[0]):
+        return linear(h, w, b)
+    return F.linear(h, w, b)
+
+
+def summed_cross_entropy(z: Tensor, y: Tensor, ignore_index: int) -> Tensor:
+    """The summed cross-entropy of z (N, V) against y (N,), its gradient aligned where that
+    pays (``pays``), else F.cross_entropy's."""
+    if pays(z, z.shape[-1]):
+        return cross_entropy_sum(z, y, ignore_index)
+    return F.cross_entropy(z, y, ignore_index=ignore_index, reduction="sum")

@@ -5,8 +5,8 @@ never written, and with a graph (or autocast) nothing is done in place."""
 import pytest
 import torch
 
+from glassformer.fast.inplace import writable
 from glassformer.nn import DecoderBlock, EncoderBlock, FeedForward
-from glassformer.nn.inplace import writable
 
 C, H, FF = 16, 4, 48
 

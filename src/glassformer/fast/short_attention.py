@@ -29,10 +29,29 @@ import math
 import torch
 from torch import Tensor
 
-__all__ = ["pays", "small_attention"]
+from ..nn.scaled_dot_product import fused_attention
+
+__all__ = ["attention", "pays", "small_attention"]
 
 MAX_LENGTH = 128  # T = S at most: beyond it the flash kernel is as fast
 MIN_ROWS = 2048  # B·H·T at least: with fewer rows the batched matmuls are too small
+
+
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+) -> Tensor:
+    """Eq. (1) as ``fused_attention`` computes it, short training sequences on CPU by
+    ``small_attention``: MultiHeadAttention's ``attend`` with the fast paths on."""
+    if pays(q, k, v, mask, dropout_p):
+        return small_attention(q, k, v, causal=causal, scale=scale)
+    return fused_attention(q, k, v, mask, dropout_p, causal=causal, scale=scale)
 
 
 def pays(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float) -> bool:

@@ -1,0 +1,54 @@
+"""CPU fast paths: the same functions as the reference modules in glassformer.nn, computed in
+ways that run faster on a CPU.
+
+The reference code in glassformer.nn computes each formula once, as the notes write it, with
+torch's own kernels. Where a CPU-specific form was measured to earn its keep, it lives here,
+and a model takes the whole set by one choice, made once:
+
+    model.use_fast_paths(True)     # the models' default; False runs the reference code only
+    use_fast_paths(module, on)     # the same for any module built from glassformer.nn
+
+which sets, on every module it applies to:
+
+  * MultiHeadAttention.attend = short_attention.attention: Eq. (1) for short training
+    sequences with its backward written out (short_attention.py), else the fused kernel;
+  * FeedForward.act = gelu.gelu_tanh for GPT-2's GELU: the tanh form computed through the
+    sigmoid (gelu.py);
+  * Unembedding.linear = aligned.unembed and the models' loss = aligned.summed_cross_entropy:
+    vocabulary-sized matrices with rows aligned to 64 floats (aligned.py);
+  * Encoder.packed = packing.encode: inference on the real tokens of a padded batch
+    (packing.py);
+
+and, for generation, layout.input_major_weights (layout.py). Each fast form checks the shapes,
+dtype and device it was measured on and hands everything else to the reference function, so
+the results agree with the reference code to float rounding, in values and gradients (tests/
+fast). A fast form never runs while a hook is attached where it would change what the hook
+sees. What each path earns is measured by ``python -m benchmarks fast-paths``.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from ..nn import Encoder, FeedForward, MultiHeadAttention, Unembedding
+from ..nn.feedforward import activation_fn
+from ..nn.scaled_dot_product import fused_attention
+from . import aligned, gelu, packing, short_attention
+
+__all__ = ["use_fast_paths"]
+
+
+def use_fast_paths(module: nn.Module, on: bool = True) -> nn.Module:
+    """Switch every sub-module of ``module`` to its fast form (``on``) or back to the
+    reference code; returns ``module``. Records the choice as ``module.fast_paths``."""
+    for m in module.modules():
+        if isinstance(m, MultiHeadAttention):
+            m.attend = short_attention.attention if on else fused_attention
+        elif isinstance(m, FeedForward) and m.activation == "gelu_tanh":
+            m.act = gelu.gelu_tanh if on else activation_fn("gelu_tanh")
+        elif isinstance(m, Unembedding):
+            m.linear = aligned.unembed if on else nn.functional.linear
+        elif isinstance(m, Encoder):
+            m.packed = packing.encode if on else None
+    module.fast_paths = on
+    return module

@@ -1,0 +1,142 @@
+"""Reading and replacing a model's intermediates through its hook points.
+
+    out, cache = model.run_with_cache(input_ids)          # every intermediate, detached
+    cache["blocks.0.attn.hook_pattern"]                   # (B, H, T, S): A of layer 0
+    cache["pattern", 0]                                   # the same, TransformerLens's short form
+
+    def ablate_head(z, hook):                             # z (B, T, H, D)
+        z[:, :, 3] = 0.0
+        return z
+    out = model.run_with_hooks(input_ids, hooks=[("blocks.1.attn.hook_z", ablate_head)])
+
+A hook is ``(name_or_filter, fn)``: a hook point's name, or a function of the name that says
+True for the points to hook. ``fn(tensor, hook=point)`` may return a replacement tensor.
+``model.hook_points()`` lists the names (see glassformer.nn.hooks for how they are made, and
+the README's table for what each holds).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from torch import Tensor
+
+from ..nn.hooks import HookFn, HookPoint, hook_points
+
+__all__ = ["ActivationCache", "HookedModel"]
+
+NameFilter = str | Callable[[str], bool]
+
+
+class ActivationCache(dict):
+    """Hook point name -> the tensor that passed it (detached), in the order of the pass.
+
+    ``cache[name]`` by full name, or ``cache[short, layer]`` / ``cache[short, layer, stack]``
+    for ``{stack.}blocks.{layer}.…hook_{short}`` (e.g. ``cache["pattern", 0]``,
+    ``cache["resid_post", 1, "encoder"]``) when exactly one point matches."""
+
+    def __getitem__(self, key: str | tuple) -> Tensor:
+        if isinstance(key, tuple):
+            key = self._resolve(*key)
+        if not dict.__contains__(self, key):
+            near = difflib.get_close_matches(str(key), list(self), n=3)
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            raise KeyError(f"{key!r} is not in the cache{hint}")
+        return dict.__getitem__(self, key)
+
+    def _resolve(self, short: str, layer: int, stack: str = "") -> str:
+        prefix = f"{stack}.blocks.{layer}." if stack else f"blocks.{layer}."
+        found = [n for n in self if n.startswith(prefix) and n.endswith(f".hook_{short}")]
+        found += [n for n in self if n == f"{prefix}hook_{short}"]
+        if len(found) != 1:
+            raise KeyError(
+                f"({short!r}, {layer}{', ' + repr(stack) if stack else ''}) names "
+                f"{len(found)} cached points ({found[:4]}); use a full name"
+            )
+        return found[0]
+
+
+class HookedModel:
+    """The hook API of a glassformer model (a mixin of GlassformerModel)."""
+
+    def hook_points(self) -> dict[str, HookPoint]:
+        """Every hook point of the model by its public name."""
+        return hook_points(self)
+
+    @contextmanager
+    def hooks(self, hooks: Iterable[tuple[NameFilter, HookFn]] = ()) -> Iterator[None]:
+        """Attach ``hooks`` for the duration of the block; they are removed on exit, also
+        when the block raises."""
+        handles = []
+        try:
+            points = self.hook_points()
+            for name_or_filter, fn in hooks:
+                for name in _select(points, name_or_filter):
+                    handles.append(points[name].add_hook(fn))
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    def run_with_hooks(
+        self, *args: Any, hooks: Iterable[tuple[NameFilter, HookFn]] = (), **kwargs: Any
+    ) -> Any:
+        """``self(*args, **kwargs)`` with ``hooks`` attached for this one call."""
+        with self.hooks(hooks):
+            return self(*args, **kwargs)
+
+    def run_with_cache(
+        self,
+        *args: Any,
+        names: Iterable[str] | Callable[[str], bool] | None = None,
+        hooks: Iterable[tuple[NameFilter, HookFn]] = (),
+        **kwargs: Any,
+    ) -> tuple[Any, ActivationCache]:
+        """``(self(*args, **kwargs), cache)``: the cache holds what passed each hook point
+        named in ``names`` (all when None; or a filter on the name), after any ``hooks``
+        given here replaced it. Asking for the scores, the pattern or the mask makes attention
+        run its written-out path; asking for ``hook_result`` computes each head's term."""
+        cache = ActivationCache()
+
+        def store(tensor: Tensor, hook: HookPoint) -> None:
+            cache[hook.name] = tensor.detach()
+
+        points = self.hook_points()
+        if names is None:
+            wanted = list(points)
+        elif callable(names):
+            wanted = _select(points, names)
+        else:
+            wanted = [n for name in names for n in _select(points, name)]
+        with self.hooks([*hooks, (_one_of(wanted), store)]):
+            out = self(*args, **kwargs)
+        return out, cache
+
+
+def _one_of(names: list[str]) -> Callable[[str], bool]:
+    chosen = set(names)
+    return lambda name: name in chosen
+
+
+def _select(points: dict[str, HookPoint], name_or_filter: NameFilter) -> list[str]:
+    """The names ``name_or_filter`` picks, or a ValueError naming the near misses."""
+    if isinstance(name_or_filter, str):
+        if name_or_filter in points:
+            return [name_or_filter]
+        near = difflib.get_close_matches(name_or_filter, list(points), n=3)
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        raise ValueError(
+            f"{name_or_filter!r} is not a hook point of this model{hint} "
+            "(model.hook_points() lists them)"
+        )
+    if not callable(name_or_filter):
+        raise ValueError(
+            f"a hook is (name or filter, fn); got {type(name_or_filter).__name__} for the name"
+        )
+    chosen = [name for name in points if name_or_filter(name)]
+    if not chosen:
+        raise ValueError("the hook's name filter picks no hook point (model.hook_points())")
+    return chosen

@@ -1,0 +1,81 @@
+"""Hook points: named places in the forward pass where an intermediate tensor can be read or
+replaced.
+
+A ``HookPoint`` is the identity, ``x = self.hook_q(x)``, placed in a module's forward pass
+wherever the notes name an intermediate (the residual stream, Q, K, V, the scores, the
+pattern A, ...). With nothing attached it returns its input and costs one attribute test. A
+function attached with ``add_hook`` is called as ``fn(tensor, hook=point)``; when it returns a
+tensor, that tensor replaces the intermediate for the rest of the pass (ablation, patching),
+and when it returns None the pass goes on unchanged (reading, caching). The convention is
+TransformerLens's, whose names glassformer's hook points follow.
+
+Public names: ``hook_points(model)`` walks the module tree and names each point by its path,
+translated through each module's ``hook_aliases`` (e.g. a block's ``self_attn`` is ``attn``, a
+stack's ``layers`` are ``blocks``), so that the names read as TransformerLens's do:
+``blocks.0.attn.hook_pattern`` rather than ``decoder.layers.0.self_attn.hook_pattern``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from torch import Tensor, nn
+from torch.utils.hooks import RemovableHandle
+
+__all__ = ["HookFn", "HookPoint", "hook_points"]
+
+HookFn = Callable[..., Tensor | None]  # fn(tensor, hook=HookPoint) -> replacement or None
+
+
+class HookPoint(nn.Module):
+    """The identity on one intermediate tensor, to which hooks can be attached."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name: str | None = None  # the public name, set by hook_points()
+
+    @property
+    def active(self) -> bool:
+        """Is a hook attached? Modules compute what only a hook reads (the attention pattern,
+        each head's contribution) only when it is."""
+        return bool(self._forward_hooks)
+
+    def add_hook(self, fn: HookFn) -> RemovableHandle:
+        """Call ``fn(tensor, hook=self)`` each time the point is passed; a tensor it returns
+        replaces the intermediate. Returns a handle whose ``remove()`` detaches it."""
+
+        def forward_hook(module: HookPoint, inputs: tuple, output: Tensor) -> Tensor | None:
+            return fn(output, hook=module)
+
+        return self.register_forward_hook(forward_hook)
+
+    def __call__(self, x: Tensor) -> Tensor:
+        if not self._forward_hooks:  # the common case: no module-call overhead
+            return x
+        return super().__call__(x)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+    def extra_repr(self) -> str:
+        return "" if self.name is None else repr(self.name)
+
+
+def hook_points(module: nn.Module) -> dict[str, HookPoint]:
+    """Every HookPoint under ``module`` by its public name, in the order of the forward pass's
+    modules; also sets each point's ``name``."""
+    points = dict(_walk(module, ""))
+    for name, point in points.items():
+        point.name = name
+    return points
+
+
+def _walk(module: nn.Module, prefix: str) -> Iterator[tuple[str, HookPoint]]:
+    aliases: dict[str, str] = getattr(module, "hook_aliases", {})
+    for name, child in module.named_children():
+        part = aliases.get(name, name)  # "" drops the segment
+        path = ".".join(p for p in (prefix, part) if p)
+        if isinstance(child, HookPoint):
+            yield path, child
+        else:
+            yield from _walk(child, path)
