@@ -1,4 +1,4 @@
-"""nn/aligned.py: the unembedding and the cross-entropy written into rows padded to 64 floats
+"""fast/aligned.py: the unembedding and the cross-entropy written into rows padded to 64 floats
 give exactly what F.linear and F.cross_entropy give, values and gradients."""
 
 import pytest

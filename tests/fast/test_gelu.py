@@ -1,4 +1,4 @@
-"""nn/gelu.py: GELU's tanh form computed as x σ(2u) gives what F.gelu(approximate="tanh")
+"""fast/gelu.py: GELU's tanh form computed as x σ(2u) gives what F.gelu(approximate="tanh")
 gives, values and gradients, and the formula itself in float64."""
 
 import math

@@ -1,4 +1,4 @@
-"""nn/inplace.py: without an autograd graph the activation and the residual sum overwrite
+"""fast/inplace.py: without an autograd graph the activation and the residual sum overwrite
 fresh tensors of ours. The results equal those computed with a graph, the caller's input is
 never written, and with a graph (or autocast) nothing is done in place."""
 

@@ -1,9 +1,10 @@
-"""nn/packing.py: inference on a padded batch runs the position-wise work on the real tokens
+"""fast/packing.py: inference on a padded batch runs the position-wise work on the real tokens
 only; every real token's output is exactly the unpacked one, the padding is zero."""
 
 import pytest
 import torch
 
+from glassformer.fast import use_fast_paths
 from glassformer.fast.packing import Packing
 from glassformer.nn import Encoder, MultiHeadAttention, padding_mask
 
@@ -34,7 +35,7 @@ OPTIONS = [
 @pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(o) or "post-norm")
 def test_encoder_inference_packs_and_changes_no_real_token(options):
     torch.manual_seed(0)
-    enc = Encoder(2, 16, 4, 32, **options)
+    enc = use_fast_paths(Encoder(2, 16, 4, 32, **options))
     if options.get("norm") == "batch":  # running statistics that are not the initial ones
         for m in enc.modules():
             if hasattr(m, "running_mean"):
@@ -74,7 +75,7 @@ def test_inference_equals_training_path_at_real_tokens_for_every_mask(name):
     """Packing drops the padded tokens only under a mask that hides them from every real
     query; under a full, causal or graph mask they take part and the ordinary path runs."""
     torch.manual_seed(0)
-    enc = Encoder(2, 8, 2, 16).eval()
+    enc = use_fast_paths(Encoder(2, 8, 2, 16)).eval()
     x = torch.randn(2, 5, 8)
     token_mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=torch.bool)
     mask, causal = _masks(token_mask)[name]
@@ -87,7 +88,7 @@ def test_inference_equals_training_path_at_real_tokens_for_every_mask(name):
 
 def test_no_packing_without_padding_or_in_training():
     torch.manual_seed(0)
-    enc = Encoder(1, 16, 4, 32)
+    enc = use_fast_paths(Encoder(1, 16, 4, 32))
     x = torch.randn(2, T, 16)
     full = torch.ones(2, T, dtype=torch.bool)
     partial = full.clone()
@@ -111,3 +112,22 @@ def test_multihead_attention_on_packed_tokens():
     want = mha(x, mask=mask)[0][token_mask]
     got = mha(p.pack(x), mask=mask, packing=p)[0]  # (N, C)
     torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+
+
+def test_no_packing_while_a_hook_is_attached():
+    """A hook sees the (B, T, ·) layout the notes use, never the packed (N, ·) one."""
+    torch.manual_seed(0)
+    enc = use_fast_paths(Encoder(2, 16, 4, 32)).eval()
+    x = torch.randn(4, T, 16)
+    token_mask = torch.arange(T) < LENGTHS[:, None]
+    mask = padding_mask(LENGTHS, T)
+    shapes = []
+    handle = enc.layers[1].hook_resid_pre.add_hook(lambda t, hook: shapes.append(t.shape))
+    with torch.no_grad():
+        hooked = enc(x, mask, token_mask=token_mask)
+    handle.remove()
+    with torch.no_grad():
+        packed = enc(x, mask, token_mask=token_mask)
+    assert shapes == [(4, T, 16)]
+    assert packed[~token_mask].abs().max() == 0 < hooked[~token_mask].abs().max()
+    torch.testing.assert_close(hooked[token_mask], packed[token_mask], rtol=0, atol=1e-6)

@@ -1,4 +1,4 @@
-"""nn/small_attention.py: Eq. (1) with its backward written out equals the fused kernel and
+"""fast/short_attention.py: Eq. (1) with its backward written out equals the fused kernel and
 autograd's own derivative (first and second order), and attention() sends exactly the cases
 ``pays`` names to it."""
 
@@ -142,8 +142,8 @@ def spy_on_small_attention(monkeypatch) -> list:
 def test_attention_dispatches_to_it_and_returns_the_same(monkeypatch):
     q, k, v = qkv(ROWS // 4, 4, 64, 8, dtype=torch.float32)
     calls = spy_on_small_attention(monkeypatch)
-    got, none = attention(q, k, v, causal=True, need_weights=False)
-    assert none is None and calls == [{"causal": True, "scale": None}]
+    got = small.attention(q, k, v, causal=True)
+    assert calls == [{"causal": True, "scale": None}]
     want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
