@@ -8,7 +8,6 @@ import torch.nn.functional as F
 
 from glassformer.fast import short_attention as small
 from glassformer.models import DecoderLM
-from glassformer.nn import attention
 
 
 def qkv(b=2, h=3, t=6, d=4, dtype=torch.float64, requires_grad=True):
