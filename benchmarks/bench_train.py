@@ -70,13 +70,12 @@ from benchmarks.common import (
     write_json,
 )
 from benchmarks.paired import MATMUL
-from benchmarks.peak import best_peak, matmul_peak, matmul_step
+from benchmarks.peak import MATMUL_N, best_peak, matmul_peak, matmul_step
 from benchmarks.peers import BUILDERS, PEERS, SHAPES, build_glassformer
 from benchmarks.processes import execute, prepare_process, rss_mb
 from benchmarks.train_report import flops_per_token, report
 
 PARTS = ("results", "reuse", "variants")  # the peers; the peers + reuse; glassformer variants
-MATMUL_N = 2048  # the paired run's matmul case: (n x n) @ (n x n)
 CONTEXTS = (64, 128, 256, 512, 1024)
 BATCHES = (1, 4, 16, 64)
 
@@ -178,8 +177,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--no-peer-reuse", dest="peer_reuse", action="store_false",
         help="skip the peer rows with reuse_freed_memory() too",
     )  # fmt: skip
+    ap.add_argument(
+        "--paired-rounds", type=int, default=None, metavar="N",
+        help="paired rounds at least, also past --paired-seconds (default 5, --quick 2)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     finish_args(ap, args, SHAPES, PEERS)
+    if args.paired_rounds is None:
+        args.paired_rounds = 2 if args.quick else 5
+    if args.paired_rounds < 1:
+        ap.error(f"--paired-rounds {args.paired_rounds}: need at least 1")
     args.context_list = _ints(args.contexts, (64,) if args.quick else CONTEXTS)
     args.batch_list = _ints(args.batches, (4,) if args.quick else BATCHES)
     args.dtypes = ["float32"] + (["bfloat16"] if args.bf16 else [])
@@ -295,7 +302,7 @@ def run_paired(shape: Shape, args) -> dict[str, Any]:
     specs = {name: {**base, **spec} for name, spec in specs.items()}
     result = paired.run(
         "benchmarks.bench_train", specs, args.paired_seconds,
-        min_blocks=2 if args.quick else 5, in_process=args.in_process,
+        min_blocks=args.paired_rounds, in_process=args.in_process,
     )  # fmt: skip
     done = (
         "FAILED " + result["error"]
