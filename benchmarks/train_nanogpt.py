@@ -39,6 +39,7 @@ from benchmarks.common import (
 )
 from benchmarks.peak import MATMUL_N
 from benchmarks.peers import BUILDERS, PEERS, SHAPES
+from benchmarks.processes import peak_rss_mb
 from benchmarks.train_report import flops_per_token, paired_figures
 
 MODELS = ("glassformer", "nanogpt", "hf")
@@ -91,6 +92,7 @@ def run_shape(shape: Shape, args) -> dict[str, Any]:
         "flop_per_token": flops_per_token(shape),
         "n_params": {m: n_params(m, shape, args.nanogpt) for m in MODELS},
         "paired": run,
+        "peak_rss_mb": peak_rss_mb(),  # this process's high-water mark so far
     }
     wall = time.perf_counter() - t0
     if "error" in run:
@@ -136,7 +138,8 @@ def print_run(shape: Shape, result: dict[str, Any], wall: float) -> None:
     n = len(run["blocks"][paired.MATMUL]["step"])
     print_table(
         f"ONE PROCESS {shape.describe()}: {n} rounds, the models alternating, {reuse}; "
-        f"matmul peak {fig['peak_gflops']:.1f} GFLOP/s (median over rounds); {wall:.0f} s",
+        f"matmul peak {fig['peak_gflops']:.1f} GFLOP/s (median over rounds); "
+        f"peak RSS {result['peak_rss_mb']:.0f} MB; {wall:.0f} s",
         ["model", "params", "step ms", "MFU", "f+b ms", "speed", "faults/step"],
         rows,
         [

@@ -393,6 +393,7 @@ def test_nanogpt_runs_in_one_process_beside_glassformer_and_hf(tmp_path, monkeyp
     c, v, t = shape.d_model, shape.vocab, shape.context
     assert tiny["n_params"]["nanogpt"] == v * c + t * c + c * c + c  # the stand-in's weights
     assert tiny["n_params"]["glassformer"] == tiny["n_params"]["hf"] > tiny["n_params"]["nanogpt"]
+    assert positive(tiny["peak_rss_mb"])
     run = tiny["paired"]  # one round: one block of each model and of the matmul
     assert set(run["blocks"]) == {"glassformer", "nanogpt", "hf", "matmul"}
     assert all(len(b["step"]) == 1 and positive(b["step"][0]) for b in run["blocks"].values())
