@@ -33,6 +33,8 @@ context 64..1024 (batch 12) and batch 1..64 (context 64), glassformer vs Hugging
 Optional glassformer variants: --compile (torch.compile), --bf16 (bfloat16 autocast; MFU
 against the bfloat16 matmul peak), --checkpointing (activation checkpointing, when the model
 offers it). --profile N prints the N costliest ops of each peer's step (torch.profiler).
+--nanogpt PATH runs instead only glassformer, nanoGPT (PATH/model.py) and Hugging Face
+alternating in one process (train_nanogpt.py).
 
     .venv/bin/python -m benchmarks.bench_train            # about 5 minutes on 2 cores
     .venv/bin/python -m benchmarks.bench_train --quick    # tiny shape, one sweep point
@@ -56,7 +58,7 @@ import torch
 if __package__ in (None, ""):  # run as a script: python benchmarks/bench_train.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import paired
+from benchmarks import paired, train_nanogpt
 from benchmarks.common import (
     Budget,
     Shape,
@@ -69,14 +71,15 @@ from benchmarks.common import (
     print_header,
     write_json,
 )
+from benchmarks.nanogpt import build_nanogpt, load_nanogpt
 from benchmarks.paired import MATMUL
-from benchmarks.peak import best_peak, matmul_peak, matmul_step
+from benchmarks.peak import MATMUL_N, best_peak, matmul_peak, matmul_step
 from benchmarks.peers import BUILDERS, PEERS, SHAPES, build_glassformer
 from benchmarks.processes import execute, prepare_process, rss_mb
 from benchmarks.train_report import flops_per_token, report
 
+OUT = "bench-results/train.json"
 PARTS = ("results", "reuse", "variants")  # the peers; the peers + reuse; glassformer variants
-MATMUL_N = 2048  # the paired run's matmul case: (n x n) @ (n x n)
 CONTEXTS = (64, 128, 256, 512, 1024)
 BATCHES = (1, 4, 16, 64)
 
@@ -117,6 +120,8 @@ def make_step(peer: str, shape: Shape, spec: dict[str, Any]):
 
     if peer == "glassformer":
         model, loss_of = build_glassformer(shape, spec.get("checkpointing", False))
+    elif peer == "nanogpt":
+        model, loss_of = build_nanogpt(shape, spec["nanogpt"])
     else:
         model, loss_of = BUILDERS[peer](shape)
     model.train()
@@ -161,7 +166,8 @@ def profile(step, rows: int, steps: int = 3) -> str:
 # Driver ---------------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_common_args(ap, SHAPES, PEERS, "bench-results/train.json")
+    add_common_args(ap, SHAPES, PEERS, OUT)
+    ap.set_defaults(out=None)  # train.json, or train_nanogpt.py's file with --nanogpt
     ap.add_argument("--contexts", default=None, help="context sweep (tiny GPT, batch 12)")
     ap.add_argument("--batches", default=None, help="batch sweep (tiny GPT, context 64)")
     ap.add_argument("--compile", action="store_true", help="also glassformer + torch.compile")
@@ -178,8 +184,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--no-peer-reuse", dest="peer_reuse", action="store_false",
         help="skip the peer rows with reuse_freed_memory() too",
     )  # fmt: skip
+    ap.add_argument(
+        "--paired-rounds", type=int, default=None, metavar="N",
+        help="paired rounds at least, also past --paired-seconds (default 5, --quick 2)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--nanogpt", default=None, metavar="PATH",
+        help="a nanoGPT checkout: only time its model.py's GPT, glassformer and HF GPT-2, "
+        "alternating in this process (train_nanogpt.py)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     finish_args(ap, args, SHAPES, PEERS)
+    if args.paired_rounds is None:
+        args.paired_rounds = 2 if args.quick else 5
+    if args.paired_rounds < 1:
+        ap.error(f"--paired-rounds {args.paired_rounds}: need at least 1")
+    if args.nanogpt is not None:
+        try:
+            load_nanogpt(args.nanogpt)
+        except ValueError as e:
+            ap.error(f"--nanogpt {e}")
+    args.out = args.out or (train_nanogpt.OUT if args.nanogpt else OUT)
     args.context_list = _ints(args.contexts, (64,) if args.quick else CONTEXTS)
     args.batch_list = _ints(args.batches, (4,) if args.quick else BATCHES)
     args.dtypes = ["float32"] + (["bfloat16"] if args.bf16 else [])
@@ -189,6 +214,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.nanogpt:
+        return train_nanogpt.main(args)
     env = environment(args.threads)
     before = {d: matmul_peak(repeat=args.repeat, dtype=d) for d in args.dtypes}
     print_header(env, before)
@@ -295,7 +322,7 @@ def run_paired(shape: Shape, args) -> dict[str, Any]:
     specs = {name: {**base, **spec} for name, spec in specs.items()}
     result = paired.run(
         "benchmarks.bench_train", specs, args.paired_seconds,
-        min_blocks=2 if args.quick else 5, in_process=args.in_process,
+        min_blocks=args.paired_rounds, in_process=args.in_process,
     )  # fmt: skip
     done = (
         "FAILED " + result["error"]

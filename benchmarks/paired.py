@@ -51,7 +51,7 @@ def run(
         for name, spec in specs.items():
             if in_process:
                 step = importlib.import_module(module).make_paired_step(spec)
-                runners[name] = LocalRunner(step)
+                runners[name] = LocalRunner(step, spec.get("warmup", 2))
             else:
                 runners[name] = ProcessRunner(module, spec)
         for runner in runners.values():

@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+MATMUL_N = 2048  # the paired runs' matmul case: (n x n) @ (n x n)
+
 
 def matmul_step(n: int = 2048, dtype: str = "float32") -> tuple[Callable[[], object], int]:
     """A step that multiplies two n x n random matrices, and its FLOP count, 2 n³."""

@@ -333,3 +333,99 @@ def test_compare_gives_the_fastest_rounds_and_the_medians_of_rounds():
     c = train_report.compare(ours, peer)
     assert c["speed_step"] == 0.9 and c["speed_rounds"] == 20.0 / 12.0
     assert train_report.compare(ours, {**peer, "rounds": []})["speed_rounds"] is None
+
+
+# --nanogpt PATH: a stand-in model.py with nanoGPT's interface, written here -----------------
+STAND_IN = """
+from dataclasses import dataclass
+
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass
+class GPTConfig:
+    block_size: int = 8
+    vocab_size: int = 11
+    n_layer: int = 1
+    n_head: int = 1
+    n_embd: int = 4
+    dropout: float = 0.1
+    bias: bool = False
+
+
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        assert config.dropout == 0.0 and config.bias, config  # the peers' settings
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.mix = nn.Linear(config.n_embd, config.n_embd)
+        print("stand-in built")
+
+    def forward(self, idx, targets=None):
+        x = self.mix(self.wte(idx) + self.wpe.weight[: idx.shape[1]])
+        logits = x @ self.wte.weight.T
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-1)
+        return logits, loss
+"""
+
+
+def test_nanogpt_runs_in_one_process_beside_glassformer_and_hf(tmp_path, monkeypatch, capsys):
+    from benchmarks import nanogpt
+
+    (tmp_path / "model.py").write_text(STAND_IN)
+    shape = bench_train.SHAPES["tiny"].replace(n_layer=1, batch=2)
+    monkeypatch.setitem(bench_train.SHAPES, "tiny", shape)
+    # its own loss: the next token of each position, the last position left out
+    model, loss_of = nanogpt.build_nanogpt(shape, tmp_path)
+    ids = torch.randint(0, shape.vocab, (2, shape.context))
+    logits = model(ids, torch.zeros_like(ids))[0]
+    expected = torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+    torch.testing.assert_close(loss_of(model, ids), expected)
+
+    out = tmp_path / "train_nanogpt.json"
+    argv = ["--quick", "--threads", "1", "--nanogpt", str(tmp_path), "--paired-rounds", "1"]
+    bench_train.main([*argv, "--paired-seconds", "0", "--out", str(out)])
+    data = json.loads(out.read_text())
+    assert data["nanogpt"]["model_py"] == str(tmp_path / "model.py") and data["reuse_memory"]
+    (tiny,) = data["shapes"].values()
+    c, v, t = shape.d_model, shape.vocab, shape.context
+    assert tiny["n_params"]["nanogpt"] == v * c + t * c + c * c + c  # the stand-in's weights
+    assert tiny["n_params"]["glassformer"] == tiny["n_params"]["hf"] > tiny["n_params"]["nanogpt"]
+    assert positive(tiny["peak_rss_mb"])
+    run = tiny["paired"]  # one round: one block of each model and of the matmul
+    assert set(run["blocks"]) == {"glassformer", "nanogpt", "hf", "matmul"}
+    assert all(len(b["step"]) == 1 and positive(b["step"][0]) for b in run["blocks"].values())
+    fig = run["figures"]
+    for peer in ("nanogpt", "hf"):
+        r = fig[peer]["speed"]
+        assert r["min"] == r["median"] == r["max"] and positive(r["median"])
+        assert r["median"] == fig[peer]["step_ms"] / fig["glassformer"]["step_ms"]
+    printed = capsys.readouterr().out
+    assert "stand-in built" not in printed  # its construction's prints are kept out
+    assert "ONE PROCESS" in printed and "\nnanoGPT " in printed and "\nHF GPT2 (sdpa) " in printed
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no model.py in that directory"),
+        ("GPTConfig = object\n", "model.py has no GPT;"),
+        ("raise RuntimeError('boom')\n", "model.py failed to import: RuntimeError: boom"),
+    ],
+)
+def test_nanogpt_path_without_its_model_is_a_usage_error(tmp_path, capsys, content, message):
+    checkout = tmp_path / "nanoGPT"
+    checkout.mkdir()
+    if content is not None:
+        (checkout / "model.py").write_text(content)
+    out = tmp_path / "out.json"
+    for path in (checkout, tmp_path / "missing"):
+        with pytest.raises(SystemExit) as exit_info:
+            bench_train.main(["--nanogpt", str(path), "--out", str(out)])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        expected = message if path == checkout else "not a directory"
+        assert f"error: --nanogpt {path}: " in err and expected in err, err
+        assert "Traceback" not in err and not out.exists()
