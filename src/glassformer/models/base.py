@@ -10,10 +10,10 @@ from torch import nn
 
 from ..config import ModelConfig
 from ..nn import LearnedPositionalEncoding, MultiHeadAttention, TokenEmbedding
+from . import checkpoint
+from .registry import ARCHITECTURES
 
-__all__ = ["ARCHITECTURES", "GlassformerModel"]
-
-ARCHITECTURES: dict[str, type[GlassformerModel]] = {}
+__all__ = ["GlassformerModel"]
 
 
 def _wraps(cls: type) -> bool:
@@ -108,16 +108,12 @@ class GlassformerModel(nn.Module):
     # Checkpoints ---------------------------------------------------------------------------------
     def save_pretrained(self, directory: str | Path, tokenizer=None, state_dict=None) -> Path:
         """Write model.safetensors + config.json (+ tokenizer.json) into ``directory``."""
-        from .checkpoint import save_pretrained
-
-        return save_pretrained(self, directory, tokenizer, state_dict)
+        return checkpoint.save_pretrained(self, directory, tokenizer, state_dict)
 
     @classmethod
     def from_pretrained(cls, directory: str | Path, *, device=None) -> GlassformerModel:
         """Rebuild a model saved by ``save_pretrained``; no pickle is ever loaded."""
-        from .checkpoint import load_pretrained
-
-        model = load_pretrained(directory, device=device)
+        model = checkpoint.load_pretrained(directory, device=device)
         if cls is not GlassformerModel and not isinstance(model, cls):
             raise ValueError(
                 f"{directory}: holds a {type(model).__name__}, not a {cls.__name__}; load it "

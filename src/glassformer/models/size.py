@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from ..config import ModelConfig
-from .base import ARCHITECTURES
+from .registry import model_class
 
 __all__ = ["activation_bytes", "buffer_elements", "count_parameters", "parameter_parts"]
 
@@ -86,9 +86,4 @@ def _part(name: str) -> str:
 
 
 def _class(architecture: str | type) -> type:
-    if not isinstance(architecture, str):
-        return architecture
-    if architecture not in ARCHITECTURES:
-        allowed = sorted(ARCHITECTURES)
-        raise ValueError(f"architecture {architecture!r} is not known; allowed {allowed}")
-    return ARCHITECTURES[architecture]
+    return architecture if not isinstance(architecture, str) else model_class(architecture)
