@@ -5,9 +5,9 @@ makes is an edge: at module level and inside functions alike (a lazy import is s
 only one that Python happens to survive), but not under ``if TYPE_CHECKING:`` (never run).
 ``import a.b`` is an edge to ``a.b``; ``from a import x`` an edge to ``a`` (its ``__init__``)
 and, when ``x`` is a submodule, to ``a.x`` too; relative imports are resolved against the
-importing module's package. A module importing its own package's ``__init__`` is left out:
-Python has that package in ``sys.modules`` already, half run, and every submodule would make a
-cycle with an ``__init__`` that imports it back.
+importing module's package. Importing ``a.b`` runs the package ``a`` first, so that is an edge
+too, except to the importer's own packages: Python has them in ``sys.modules`` already, half
+run, and every submodule would make a cycle with an ``__init__`` that imports it back.
 """
 
 from __future__ import annotations
@@ -65,11 +65,17 @@ def imports_of(name: str, path: Path, root: Path, known: dict[str, Path]) -> lis
                 base = ".".join(parent + ([base] if base else []))
             targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
         where = f"{path.relative_to(root).as_posix()}:{node.lineno}"
-        for target in targets:
+        for target in dict.fromkeys(t for named in targets for t in _with_packages(named)):
             own_package = name.startswith(target + ".")
             if target in known and target != name and not own_package:
                 edges.append((name, target, where))
     return edges
+
+
+def _with_packages(name: str) -> list[str]:
+    """``a.b.c`` -> ``a``, ``a.b``, ``a.b.c``: importing a module runs its packages first."""
+    parts = name.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def import_graph(root: Path, package: str = PACKAGE) -> dict[str, list[Edge]]:
@@ -178,7 +184,7 @@ def test_a_lazy_cycle_is_found_and_type_checking_is_not(tmp_path):
     ]
 
 
-def test_from_package_import_submodule_is_an_edge_to_both(tmp_path):
+def test_a_submodule_import_is_an_edge_to_it_and_to_its_package(tmp_path):
     _write(
         tmp_path,
         {
@@ -186,9 +192,11 @@ def test_from_package_import_submodule_is_an_edge_to_both(tmp_path):
             "glassformer/p/__init__.py": "from ..q import helper\n",
             "glassformer/p/mod.py": "",
             "glassformer/q.py": "from .p import mod\n\ndef helper():\n    pass\n",
+            "glassformer/r.py": "import glassformer.p.mod\n",
         },
     )
     graph = import_graph(tmp_path)
+    assert [e[1] for e in graph["glassformer.r"]] == ["glassformer.p", "glassformer.p.mod"]
     assert [e[1] for e in graph["glassformer.q"]] == ["glassformer.p", "glassformer.p.mod"]
     assert [e[1] for e in graph["glassformer.p"]] == ["glassformer.q"]
     (cycle,) = find_cycles(graph)
