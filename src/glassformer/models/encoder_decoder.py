@@ -22,7 +22,7 @@ from .heads import LMHead
 from .inputs import InputEmbedding, check_length, key_mask, positions_from_mask
 from .outputs import IGNORE_INDEX, ModelOutput, lm_loss
 
-__all__ = ["EncoderDecoder"]
+__all__ = ["EncoderDecoder", "shift_right"]
 
 
 class EncoderDecoder(GlassformerModel):
@@ -96,16 +96,20 @@ class EncoderDecoder(GlassformerModel):
         if decoder_input_ids is None:
             if labels is None:
                 raise ValueError("EncoderDecoder.forward needs decoder_input_ids or labels")
-            decoder_input_ids = self.shift_right(labels)
+            decoder_input_ids = shift_right(
+                labels, self.config.decoder_start_id, self.config.pad_id
+            )
         memory = self.encode(input_ids, attention_mask)
         out = self.decode(decoder_input_ids, memory, attention_mask, decoder_attention_mask)
         if labels is not None:
             out.loss = lm_loss(out.logits, labels, shift=False)
         return out
 
-    def shift_right(self, labels: Tensor) -> Tensor:
-        """labels (B, T) -> decoder inputs (B, T): decoder_start_id, then labels[:, :-1]
-        (-100 replaced by pad_id)."""
-        start = torch.full_like(labels[:, :1], self.config.decoder_start_id)
-        shifted = torch.cat([start, labels[:, :-1]], dim=1)
-        return shifted.masked_fill(shifted == IGNORE_INDEX, self.config.pad_id)
+
+def shift_right(labels: Tensor, start_id: int, pad_id: int) -> Tensor:
+    """Teacher forcing (EDTraining): the decoder input at position t is the label of t - 1.
+    labels (B, T) -> decoder inputs (B, T) = [start_id, labels[:, :-1]], with ``pad_id``
+    wherever a -100 (IGNORE_INDEX: a label not scored, no token id) moved in."""
+    start = torch.full_like(labels[:, :1], start_id)
+    shifted = torch.cat([start, labels[:, :-1]], dim=1)  # (B, T)
+    return shifted.masked_fill(shifted == IGNORE_INDEX, pad_id)
