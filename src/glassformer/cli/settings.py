@@ -223,8 +223,14 @@ def check_settings(settings: Settings) -> None:
         if cls is None:
             continue
         fields = {f.name: f for f in dataclasses.fields(cls)}
+        other_names = getattr(cls, "OTHER_NAMES", {})  # ModelConfig's: ff_dim -> d_ff
         for key, value in table.items():
             where = f"{section}.{key}"
+            if key in other_names:
+                right = f"{section}.{other_names[key]}"
+                if right in DERIVED:
+                    raise UsageError(f"{where} cannot be set: {DERIVED[right]}")
+                raise UsageError(f"{where} is not a {cls.__name__} field; use {right}")
             if where in DERIVED:
                 raise UsageError(f"{where} cannot be set: {DERIVED[where]}")
             if key not in fields:

@@ -94,7 +94,9 @@ class GlassformerModel(nn.Module):
         feed-forward ``fc2``) get std init_std / √(2 · n_layer), as in GPT-2, so the
         residual stream's variance does not grow with depth."""
         std = self.config.init_std
-        depth = max(self.config.n_layer, self.config.decoder_layers if self.family else 0, 1)
+        depth = max(
+            self.config.n_layer, self.config.resolved_n_decoder_layer if self.family else 0, 1
+        )
         residual_std = std / math.sqrt(2 * depth)
         for name, m in self.named_modules():
             if isinstance(m, nn.Linear):

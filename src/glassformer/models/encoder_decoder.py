@@ -33,11 +33,13 @@ class EncoderDecoder(GlassformerModel):
         c = config
         self.src_embed = InputEmbedding(c, c.vocab_size)
         shared = self.src_embed.token if c.share_embeddings else None
-        self.tgt_embed = InputEmbedding(c, c.target_vocab_size, token=shared)
+        self.tgt_embed = InputEmbedding(c, c.resolved_tgt_vocab_size, token=shared)
         options = c.block_options()
-        self.encoder = Encoder(c.n_layer, c.d_model, c.n_head, c.ff_dim, **options)
-        self.decoder = Decoder(c.decoder_layers, c.d_model, c.n_head, c.ff_dim, **options)
-        self.head = LMHead(c, c.target_vocab_size, self.tgt_embed.token)
+        self.encoder = Encoder(c.n_layer, c.d_model, c.n_head, c.resolved_d_ff, **options)
+        self.decoder = Decoder(
+            c.resolved_n_decoder_layer, c.d_model, c.n_head, c.resolved_d_ff, **options
+        )
+        self.head = LMHead(c, c.resolved_tgt_vocab_size, self.tgt_embed.token)
         self.init_weights()
 
     def new_cache(self, max_len: int | None = None) -> DecoderCache:

@@ -49,9 +49,9 @@ def activation_bytes(config: ModelConfig, tokens: int, itemsize: int = 4) -> int
     (batch × length): per token and layer (34·C + 5·H·T)·itemsize/2 bytes (Korthikanti et
     al., with T = max_len), and three numbers per vocabulary entry for the logits."""
     c = config
-    layers = c.n_layer + (c.decoder_layers if c.family == "encoder-decoder" else 0)
+    layers = c.n_layer + (c.resolved_n_decoder_layer if c.family == "encoder-decoder" else 0)
     per_layer = (34 * c.d_model + 5 * c.n_head * c.max_len) * itemsize // 2
-    logits = 3 * c.target_vocab_size * itemsize if c.family != "encoder" else 0
+    logits = 3 * c.resolved_tgt_vocab_size * itemsize if c.family != "encoder" else 0
     return tokens * (layers * per_layer + logits)
 
 
