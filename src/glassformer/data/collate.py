@@ -28,8 +28,7 @@ import torch
 
 from ..models.encoder_decoder import shift_right
 from ..models.outputs import IGNORE_INDEX
-
-COLLATE_TASKS: tuple[str, ...] = ("lm", "seq2seq", "classification")
+from ..tasks import check_data_kind
 
 
 def pad_sequences(seqs: Sequence[torch.Tensor], pad_value: int) -> torch.Tensor:
@@ -94,17 +93,15 @@ def collate_classification(
 
 @dataclass(frozen=True)
 class Collator:
-    """``collate_fn`` for a DataLoader: pads a list of items for ``task`` (picklable, so it
-    also works with ``num_workers > 0``)."""
+    """``collate_fn`` for a DataLoader: pads a list of items of the kind ``task`` ("lm",
+    "seq2seq", "classification"; picklable, so it also works with ``num_workers > 0``)."""
 
     task: str
     pad_id: int
     bos_id: int
 
     def __post_init__(self) -> None:
-        if self.task not in COLLATE_TASKS:
-            allowed = ", ".join(map(repr, COLLATE_TASKS))
-            raise ValueError(f"task is {self.task!r}: allowed {allowed}")
+        check_data_kind(self.task)
 
     def __call__(self, items: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
         if self.task == "lm":
