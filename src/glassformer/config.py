@@ -8,12 +8,19 @@ Choices are strings checked against fixed lists, so a saved ``config.json`` rebu
 and a typo is refused with the allowed values. Sizes are checked against generous upper bounds
 before anything is allocated (a vocabulary of 10^12 is refused, not attempted). The lists and
 bounds are data (``ModelConfig.CHOICES``, ``ModelConfig.RANGES``; see limits.py).
+
+Each setting has one name. A field whose default is None ("the usual value": ``d_ff`` None is
+4 · d_model) keeps None, so that a config derived from it (``replace(d_model=256)``, a preset
+with ``--set model.d_model=256``) derives it again; the value a model is built with is the
+property ``resolved_<field>`` (``resolved_d_ff``). Other spellings (``ff_dim``) are refused,
+naming the field (``ModelConfig.OTHER_NAMES``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -69,6 +76,13 @@ class ModelConfig:
     init_std: float = 0.02
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (e.g. converted from)
 
+    # Names that are not fields, refused with the field to use instead.
+    OTHER_NAMES: ClassVar[dict[str, str]] = {
+        "ff_dim": "d_ff",
+        "kv_heads": "n_kv_head",
+        "target_vocab_size": "tgt_vocab_size",
+        "decoder_layers": "n_decoder_layer",
+    }
     # The allowed values, checked in __post_init__. The sizes' upper bounds are far beyond any
     # model this library can train, far below an absurd allocation.
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -100,11 +114,16 @@ class ModelConfig:
         "init_std": Range(0.0, open_low=True),
     }
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> ModelConfig:
+        # before the dataclass's __init__, which would say only "unexpected keyword argument"
+        check_names(kwargs)
+        return super().__new__(cls)
+
     def __post_init__(self) -> None:
         check_fields(self)
         if self.d_model % self.n_head:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_head={self.n_head}")
-        if self.n_head % self.kv_heads:
+        if self.n_head % self.resolved_n_kv_head:
             raise ValueError(
                 f"n_head={self.n_head} must be divisible by n_kv_head={self.n_kv_head}"
             )
@@ -117,7 +136,7 @@ class ModelConfig:
             raise ValueError(f"positional='rotary' needs an even head size, got {self.head_dim}")
         for name in ("pad_id", "decoder_start_id"):
             v = getattr(self, name)
-            if v >= min(self.vocab_size, self.target_vocab_size):
+            if v >= min(self.vocab_size, self.resolved_tgt_vocab_size):
                 raise ValueError(f"{name}={v!r} must be an id in [0, vocab_size)")
         if self.share_embeddings and self.tgt_vocab_size not in (None, self.vocab_size):
             raise ValueError(
@@ -125,25 +144,25 @@ class ModelConfig:
                 f"vocab_size ({self.vocab_size}); set share_embeddings=False"
             )
 
-    # Derived sizes -----------------------------------------------------------------------------
+    # Derived sizes: head_dim, and each field whose None means a default, resolved -------------
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_head
 
     @property
-    def kv_heads(self) -> int:
+    def resolved_n_kv_head(self) -> int:
         return self.n_head if self.n_kv_head is None else self.n_kv_head
 
     @property
-    def ff_dim(self) -> int:
+    def resolved_d_ff(self) -> int:
         return 4 * self.d_model if self.d_ff is None else self.d_ff
 
     @property
-    def target_vocab_size(self) -> int:
+    def resolved_tgt_vocab_size(self) -> int:
         return self.vocab_size if self.tgt_vocab_size is None else self.tgt_vocab_size
 
     @property
-    def decoder_layers(self) -> int:
+    def resolved_n_decoder_layer(self) -> int:
         return self.n_layer if self.n_decoder_layer is None else self.n_decoder_layer
 
     def block_options(self) -> dict[str, Any]:
@@ -168,6 +187,7 @@ class ModelConfig:
     def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
         if not isinstance(data, dict):
             raise ValueError(f"a model config must be a JSON object, got {type(data).__name__}")
+        check_names(data)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -194,6 +214,14 @@ class ModelConfig:
 
     def replace(self, **changes: Any) -> ModelConfig:
         return dataclasses.replace(self, **changes)
+
+
+def check_names(names: Iterable[str]) -> None:
+    """Refuse another spelling of a field: "ff_dim is not a ModelConfig field; use d_ff"."""
+    for name in names:
+        if name in ModelConfig.OTHER_NAMES:
+            field_name = ModelConfig.OTHER_NAMES[name]
+            raise ValueError(f"{name} is not a ModelConfig field; use {field_name}")
 
 
 def _check_types(data: dict[str, Any]) -> None:

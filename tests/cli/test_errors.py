@@ -27,6 +27,14 @@ TRAIN_ERRORS = {
     "bad value type": (["--set", "train.lr=fast"], ["train.lr='fast'", "float"]),
     "bad value": (["--set", "train.lr=-1"], ["lr=-1", "> 0"]),
     "derived key": (["--set", "model.vocab_size=10"], ["cannot be set", "tokenizer"]),
+    "other name of a field": (
+        ["--set", "model.ff_dim=64"],
+        ["model.ff_dim is not a ModelConfig field; use model.d_ff"],
+    ),
+    "other name of a derived key": (
+        ["--set", "model.target_vocab_size=64"],
+        ["model.target_vocab_size cannot be set", "tokenizer"],
+    ),
     "bad model value": (
         ["--data", "{tmp}/a.txt", "--set", "model.d_model=30"],
         ["d_model=30", "n_head=4"],

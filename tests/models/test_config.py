@@ -5,6 +5,7 @@ import json
 import pytest
 
 from glassformer.config import ModelConfig
+from glassformer.models.checkpoint import read_config
 from glassformer.presets import PRESETS, preset
 
 
@@ -18,8 +19,13 @@ def test_json_round_trip_is_exact(tmp_path):
 
 def test_derived_sizes():
     cfg = ModelConfig(d_model=64, n_head=8, n_layer=3, family="encoder-decoder")
-    assert (cfg.head_dim, cfg.kv_heads, cfg.ff_dim, cfg.decoder_layers) == (8, 8, 256, 3)
-    assert cfg.target_vocab_size == cfg.vocab_size
+    assert (
+        cfg.head_dim,
+        cfg.resolved_n_kv_head,
+        cfg.resolved_d_ff,
+        cfg.resolved_n_decoder_layer,
+    ) == (8, 8, 256, 3)
+    assert cfg.resolved_tgt_vocab_size == cfg.vocab_size
 
 
 @pytest.mark.parametrize(
@@ -47,6 +53,46 @@ def test_invalid_values_are_refused_with_the_name_and_what_is_allowed(kwargs, wo
         ModelConfig(**kwargs)
     for word in words:
         assert word in str(err.value)
+
+
+OTHER_NAMES = {
+    "ff_dim": "d_ff",
+    "kv_heads": "n_kv_head",
+    "target_vocab_size": "tgt_vocab_size",
+    "decoder_layers": "n_decoder_layer",
+}
+
+
+@pytest.mark.parametrize("name", OTHER_NAMES)
+def test_one_name_per_field_the_other_spelling_is_refused(name, tmp_path):
+    """ModelConfig(...), replace, from_dict and a config.json each name the field to use."""
+    message = f"{name} is not a ModelConfig field; use {OTHER_NAMES[name]}"
+    assert ModelConfig.OTHER_NAMES == OTHER_NAMES
+    with pytest.raises(ValueError, match=message):
+        ModelConfig(**{name: 2})
+    with pytest.raises(ValueError, match=message):
+        ModelConfig().replace(**{name: 2})
+    with pytest.raises(ValueError, match=message):
+        ModelConfig.from_dict({"d_model": 64, name: 2})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**ModelConfig().to_dict(), name: 2}))
+    with pytest.raises(ValueError, match=f"config.json: {message}"):
+        ModelConfig.from_json_file(path)
+    checkpoint = {"format": "glassformer-model", "architecture": "DecoderLM"}
+    path.write_text(json.dumps({**checkpoint, "config": {name: 2}}))
+    with pytest.raises(ValueError, match=f"config.json: {message}"):
+        read_config(path)
+    assert not hasattr(ModelConfig(), name)
+
+
+def test_a_saved_config_loads_with_its_defaults_still_derived(tmp_path):
+    """A config.json keeps None for a default (d_ff: 4 · d_model), so a config built from it
+    with another d_model derives the default again."""
+    saved = json.loads(preset("tiny", vocab_size=100).to_json())
+    assert saved["d_ff"] is None and saved["n_kv_head"] is None
+    cfg = ModelConfig.from_dict(saved)
+    assert cfg == preset("tiny", vocab_size=100) and cfg.resolved_d_ff == 4 * 128
+    assert cfg.replace(d_model=64).resolved_d_ff == 256
 
 
 def test_from_dict_refuses_unknown_keys_and_wrong_types():

@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from glassformer import data
 from glassformer.config import ModelConfig
 from glassformer.models import (
     DecoderLM,
@@ -14,6 +15,7 @@ from glassformer.models import (
     EncoderMLM,
     EncoderModel,
 )
+from glassformer.models.encoder_decoder import shift_right
 from glassformer.presets import preset
 
 torch.manual_seed(0)
@@ -135,7 +137,7 @@ def test_encoder_decoder_forward_equals_encode_then_decode(share):
     labels = tgt.masked_fill(tgt_mask == 0, -100)
     out = model(src, src_mask, decoder_attention_mask=tgt_mask, labels=labels)
     memory = model.encode(src, src_mask)
-    dec_in = model.shift_right(labels)
+    dec_in = shift_right(labels, cfg.decoder_start_id, cfg.pad_id)
     assert dec_in[:, 0].eq(cfg.decoder_start_id).all() and dec_in[2, 3:].eq(cfg.pad_id).all()
     again = model.decode(dec_in, memory, src_mask, tgt_mask)
     torch.testing.assert_close(out.logits, again.logits)
@@ -145,6 +147,30 @@ def test_encoder_decoder_forward_equals_encode_then_decode(share):
     src2 = src.clone()
     src2[0, 3:] = 8
     torch.testing.assert_close(model(src2, src_mask, dec_in, tgt_mask).logits, out.logits)
+
+
+def test_shift_right_feeds_each_label_to_the_next_position():
+    """One rule for the model and the collator: input t = label t - 1, <PAD> for a -100 (a
+    label not scored anywhere, at the end or in the middle, is never fed as an id)."""
+    labels = torch.tensor([[5, -100, 7, 8], [9, 6, -100, -100]])
+    assert shift_right(labels, 1, 0).tolist() == [[1, 5, 0, 7], [1, 9, 6, 0]]
+    assert data.shift_right is shift_right
+
+
+def test_encoder_decoder_labels_alone_score_as_the_collated_batch():
+    """Given only labels, the model shifts them itself; the collator's decoder inputs (<PAD>
+    over the target's padding, masked) give the same logits at scored positions and loss."""
+    cfg = small("tiny-seq2seq")
+    model = EncoderDecoder(cfg).eval()
+    items = [
+        {"input_ids": ids(1, n)[0], "labels": ids(1, m)[0]} for n, m in [(6, 3), (4, 5), (2, 1)]
+    ]
+    batch = data.collate_seq2seq(items, pad_id=cfg.pad_id, bos_id=cfg.decoder_start_id)
+    full = model(**batch)
+    alone = model(batch["input_ids"], batch["attention_mask"], labels=batch["labels"])
+    scored = batch["labels"] != -100
+    torch.testing.assert_close(alone.logits[scored], full.logits[scored])
+    torch.testing.assert_close(alone.loss, full.loss)
 
 
 def test_encoder_decoder_cache_equals_full():

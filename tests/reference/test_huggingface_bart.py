@@ -122,7 +122,7 @@ def test_parameter_counts_agree_up_to_final_logits_bias(pair):
 def test_config_mapping_is_faithful():
     c = from_huggingface(bart(scale_embedding=True)).config
     assert (c.position_offset, c.embed_scale, c.embed_norm, c.norm_first) == (2, True, True, False)
-    assert (c.n_layer, c.decoder_layers, c.pad_id, c.decoder_start_id) == (2, 3, 1, 2)
+    assert (c.n_layer, c.resolved_n_decoder_layer, c.pad_id, c.decoder_start_id) == (2, 3, 1, 2)
     assert (c.share_embeddings, c.tie_embeddings, c.head_bias) == (True, True, True)
 
 

@@ -20,9 +20,10 @@ from typing import Any
 
 from ..data import TextDataset, load_dataset
 from ..data.files import percent
+from ..tasks import TASKS
 from ..tokenizers import Tokenizer, get_tokenizer
 from .evaldata import short_list
-from .plan import DATA_TASK, RunPlan, is_builtin
+from .plan import RunPlan, is_builtin
 
 __all__ = [
     "DEFAULT_OVERFLOW",
@@ -41,9 +42,10 @@ def load_split(name: str, split: str, task: str, options: dict[str, Any]) -> Tex
     """One split of a built-in dataset or a user file, parsed for ``task`` (lm, mlm, ...);
     over-long seq2seq and classification examples are truncated unless ``options["overflow"]``
     says otherwise (the module docstring)."""
-    if DATA_TASK[task] != "lm":
+    kind = TASKS[task].data
+    if kind != "lm":
         options = {"overflow": DEFAULT_OVERFLOW, **options}
-    return load_dataset(name, split, task=DATA_TASK[task], **options)
+    return load_dataset(name, split, task=kind, **options)
 
 
 def load_splits(plan: RunPlan) -> tuple[TextDataset, TextDataset | None]:

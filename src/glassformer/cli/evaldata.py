@@ -22,32 +22,14 @@ from pathlib import Path
 
 from ..data import TextDataset
 from ..data.files import COLUMNS
+from ..tasks import TASKS
 from ..tokenizers import Tokenizer
 from .errors import UsageError
-from .plan import DATA_TASK
 
 __all__ = ["check_dataset", "check_header", "short_list"]
 
-# a header row of a task's columns (data/files.py), in either order -> the task
-HEADERS = {
-    names: task
-    for task in ("seq2seq", "classify")
-    for columns in [COLUMNS[DATA_TASK[task]]]
-    for names in (columns, columns[::-1])
-}
-ALLOWED = {
-    "lm": "plain text",
-    "mlm": "plain text",
-    "seq2seq": "source,target pairs (source<TAB>target in a .tsv)",
-    "classify": "label,text rows (label<TAB>text in a .tsv)",
-}
-KIND = {"seq2seq": "seq2seq", "classify": "classification"}
-MODEL = {
-    "lm": "language model",
-    "mlm": "masked LM",
-    "seq2seq": "seq2seq model",
-    "classify": "classifier",
-}
+# a header row of a kind of examples' columns (data/files.py), in either order -> the kind
+HEADERS = {names: kind for kind, columns in COLUMNS.items() for names in (columns, columns[::-1])}
 MAX_LABELS, MIN_PAIRS, SAMPLE_CHARS = 20, 20, 100_000
 
 
@@ -65,11 +47,11 @@ def check_header(path: Path, task: str) -> None:
     """Refuse a file whose first line names the columns of another task than ``task``."""
     first = _first_line(path)
     fields = tuple(f.strip().strip('"').lower() for f in re.split("[,\t]", first))
-    other = HEADERS.get(fields)
-    if other is not None and other != task:
+    other, want = HEADERS.get(fields), TASKS[task]
+    if other is not None and other != want.data:
         raise UsageError(
-            f"{path}: its header {first.strip()!r} names {KIND[other]} columns; the checkpoint "
-            f"is a {MODEL[task]}: allowed {ALLOWED[task]}"
+            f"{path}: its header {first.strip()!r} names {other} columns; the checkpoint "
+            f"is a {want.model_noun}: allowed {want.data_format}"
         )
 
 
@@ -91,7 +73,7 @@ def check_pairs(dataset: TextDataset) -> None:
         raise UsageError(
             f"{dataset.name}: its first column holds {len(kinds)} values over {n} rows, "
             f"{short_list(kinds)}, like classification labels; the checkpoint is a seq2seq "
-            f"model: allowed {ALLOWED['seq2seq']}"
+            f"model: allowed {TASKS['seq2seq'].data_format}"
         )
 
 

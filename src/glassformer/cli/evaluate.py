@@ -22,23 +22,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from ..data import TextDataset, encode_dataset, make_collate
-from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
+from ..data import TextDataset
+from ..models.registry import model_class
+from ..tasks import TASKS, task_for_model
 from ..training import BatchStream, evaluate
 from .datasets import align_labels, load_split
 from .errors import UsageError
 from .evaldata import check_dataset, check_header
 from .options import add_checkpoint, add_device, non_negative, output_file, positive
-from .plan import DATA_TASK, is_builtin
+from .plan import is_builtin
 from .runs import RUN_FILE, load_checkpoint, read_run, write_json
 from .settings import parse_assignment
 
-__all__ = ["TASK_OF", "add_parser", "run"]
-
-TASK_OF = {DecoderLM: "lm", EncoderMLM: "mlm", EncoderDecoder: "seq2seq"}
-TASK_OF[EncoderClassifier] = "classify"
+__all__ = ["add_parser", "run"]
 
 
 def add_parser(commands) -> None:
@@ -97,9 +93,9 @@ def run(args: argparse.Namespace) -> int:
     path = args.json or args.checkpoint / "eval.json"
     if args.json is not None or args.checkpoint.is_dir():
         output_file(path, "--json")  # before anything is loaded
-    kinds = tuple(TASK_OF)
+    kinds = tuple(model_class(t.model_class) for t in TASKS.values())
     model, folder = load_checkpoint(args.checkpoint, kinds, "eval", args.device)
-    task = TASK_OF[type(model)]
+    task = task_for_model(model.architecture()).name
     dataset = _dataset(args, folder, task)
     labels = model.config.extra.get("labels")
     if task == "classify" and labels:
@@ -109,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     stream = _stream(model, dataset, task, args, _train_config(folder))
     n_batches = min(args.batches or len(stream), len(stream))
     examples = min(n_batches * stream.batch_size, len(stream.dataset))
-    n_generate = examples if task == "seq2seq" else 0
+    n_generate = examples if "exact_match" in TASKS[task].metrics else 0
     device = next(model.parameters()).device
     metrics = evaluate(model, task, stream, n_batches, device, generate_examples=n_generate)
     report = {
@@ -121,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
         "metrics": metrics,
     }
     write_json(path, report)  # before printing: a reader that closes the pipe early loses nothing
-    unit = f"windows of at most {model.config.max_len} tokens" if task in ("lm", "mlm") else ""
+    windows = TASKS[task].data == "lm"
+    unit = f"windows of at most {model.config.max_len} tokens" if windows else ""
     what = f"{dataset.split}, {examples} {unit or 'examples'}"
     print(f"{task} metrics of {folder} on {dataset.name} ({what}):")
     width = max(map(len, metrics))
@@ -170,13 +167,14 @@ def _train_config(folder: Path) -> dict[str, Any]:
 
 
 def _stream(model, dataset, task: str, args, train_config: dict[str, Any]) -> BatchStream:
-    loader_task = "mlm" if task == "mlm" else DATA_TASK[task]
-    encoded = encode_dataset(dataset, model.tokenizer, loader_task, max_len=model.config.max_len)
-    generator = torch.Generator() if task == "mlm" else None
-    collate = make_collate(
-        loader_task,
+    return BatchStream.for_task(
+        dataset,
         model.tokenizer,
-        generator=generator,
+        task,
+        max_len=model.config.max_len,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        shuffle=False,
+        drop_last=False,
         mlm_probability=train_config.get("mlm_probability", 0.15),
     )
-    return BatchStream(encoded, collate, args.batch_size, args.seed, shuffle=False, drop_last=False)

@@ -4,7 +4,8 @@ The plan is what run.json records (with the final ModelConfig), so ``--resume`` 
 exactly the same run. Defaults fill what the settings leave open:
 
     task        the dataset's own task (a .txt file: lm, a .csv file: classify)
-    model       tiny (lm), tiny-encoder (mlm, classify), tiny-seq2seq (seq2seq)
+    model       the task's preset: tiny (lm), tiny-encoder (mlm, classify), tiny-seq2seq
+                (seq2seq); see glassformer/tasks.py
     validation  the built-in dataset's "validation" split; for a user file, a part of it held
                 out (data.val_fraction = 0.1: the last 10% of a text, or 10% of the
                 records spread evenly; see data/files.py), recorded in run.json so that
@@ -21,17 +22,15 @@ from typing import Any
 
 from ..config import ModelConfig
 from ..data import list_datasets
+from ..data.registry import FILE_SUFFIXES
 from ..presets import PRESETS
-from ..training import FAMILY, TrainConfig
+from ..tasks import TASKS, task_for_data
+from ..training import TrainConfig
 from .errors import UsageError
 from .settings import RunSettings, SampleSettings, Settings, merge
 
-__all__ = ["DATA_TASK", "DEFAULT_PRESET", "RunPlan", "make_plan"]
+__all__ = ["RunPlan", "make_plan"]
 
-DATA_TASK = {"lm": "lm", "mlm": "lm", "seq2seq": "seq2seq", "classify": "classification"}
-DEFAULT_PRESET = {"lm": "tiny", "mlm": "tiny-encoder", "classify": "tiny-encoder"}
-DEFAULT_PRESET["seq2seq"] = "tiny-seq2seq"
-SUFFIX_TASK = {".txt": "lm", ".csv": "classify"}
 VAL_FRACTION = 0.1  # of a user file held out for validation when no --val-data is given
 BPE_VOCAB = 512
 
@@ -92,7 +91,7 @@ def make_plan(settings: Settings) -> RunPlan:
         validation = None
     else:
         validation = _path(run.val_data, "--val-data")
-    preset_name = run.model or DEFAULT_PRESET[task]
+    preset_name = run.model or TASKS[task].preset
     _check_preset(preset_name, task)
     train = _train_config(settings.get("train", {}), task)
     paths = {"data": data} if data != run.data else {}
@@ -134,16 +133,18 @@ def default_out(data: str, task: str, tokenizer: str) -> Path:
 
 
 def _task_of(data: str) -> str:
+    """The task of the data's kind of examples: a built-in dataset's, or a file's by its
+    suffix (data/registry.py; any other suffix: plain text)."""
     for info in list_datasets():
         if info.name == data:
-            return "classify" if info.task == "classification" else info.task
-    suffix = Path(data).suffix.lower()
-    if suffix == ".tsv":
+            return task_for_data(info.task).name
+    kind = FILE_SUFFIXES.get(Path(data).suffix.lower(), "lm")
+    if kind is None:
         raise UsageError(
             f"--data {data}: a .tsv file holds seq2seq pairs or labelled texts; "
             "say which with --task seq2seq or --task classify"
         )
-    return SUFFIX_TASK.get(suffix, "lm")
+    return task_for_data(kind).name
 
 
 def _path(name: str, option: str) -> str:
@@ -161,7 +162,7 @@ def _path(name: str, option: str) -> str:
 def _check_preset(name: str, task: str) -> None:
     if name not in PRESETS:
         raise UsageError(f"--model {name}: no such preset; choose one of {sorted(PRESETS)}")
-    family, need = PRESETS[name].family, FAMILY[task]
+    family, need = PRESETS[name].family, TASKS[task].family
     if family != need:
         fits = sorted(n for n, c in PRESETS.items() if c.family == need)
         raise UsageError(

@@ -32,7 +32,8 @@ from typing import Any, ClassVar
 
 from ..config import ModelConfig
 from ..limits import Range, check_fields
-from ..training import TASKS, TrainConfig
+from ..tasks import TASK_NAMES
+from ..training import TrainConfig
 from .errors import UsageError
 
 if sys.version_info >= (3, 11):
@@ -69,7 +70,10 @@ class RunSettings:
     model: str | None = None  # a preset (None: tiny, tiny-encoder or tiny-seq2seq by task)
     out: str | None = None  # the run directory (None: runs/<data>[-<task>]-<tokenizer>)
 
-    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"task": TASKS, "tokenizer": TOKENIZER_KINDS}
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "task": TASK_NAMES,
+        "tokenizer": TOKENIZER_KINDS,
+    }
     RANGES: ClassVar[dict[str, Range]] = {"vocab_size": Range(1)}
 
     def __post_init__(self) -> None:
@@ -223,8 +227,14 @@ def check_settings(settings: Settings) -> None:
         if cls is None:
             continue
         fields = {f.name: f for f in dataclasses.fields(cls)}
+        other_names = getattr(cls, "OTHER_NAMES", {})  # ModelConfig's: ff_dim -> d_ff
         for key, value in table.items():
             where = f"{section}.{key}"
+            if key in other_names:
+                right = f"{section}.{other_names[key]}"
+                if right in DERIVED:
+                    raise UsageError(f"{where} cannot be set: {DERIVED[right]}")
+                raise UsageError(f"{where} is not a {cls.__name__} field; use {right}")
             if where in DERIVED:
                 raise UsageError(f"{where} cannot be set: {DERIVED[where]}")
             if key not in fields:

@@ -18,8 +18,9 @@ from typing import Any
 import torch
 
 from ..generation import GenerationConfig
-from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
 from ..models.checkpoint import check_vocabulary
+from ..models.registry import model_class
+from ..tasks import TASKS
 from ..tokenizers import load_tokenizer
 from ..training import Trainer, lr_at
 from ..training.lock import RunLock, StaleLockWarning
@@ -39,14 +40,6 @@ from .train_args import DEMO, gather_settings
 from .train_args import add_parser as _add_parser
 
 __all__ = ["add_parser", "run"]
-
-MODEL_CLASS = {
-    "lm": DecoderLM,
-    "mlm": EncoderMLM,
-    "seq2seq": EncoderDecoder,
-    "classify": EncoderClassifier,
-}
-
 
 # how torch says an allocation failed: CUDA / MPS, and the CPU allocator
 OOM_WORDS = ("out of memory", "can't allocate memory", "not enough memory")
@@ -112,10 +105,11 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
         model_cfg = model_config(plan, tokenizer.vocab_size, train_data.labels)
     if ckpt is not None:  # --resume: the run's config and the checkpoint's tokenizer
         check_vocabulary(tokenizer, model_cfg, where=str(ckpt / "tokenizer.json"))
-    check_fits(plan, model_cfg, MODEL_CLASS[plan.task])  # before anything is allocated
-    built.update(plan=plan, config=model_cfg, architecture=MODEL_CLASS[plan.task])
+    architecture = model_class(TASKS[plan.task].model_class)
+    check_fits(plan, model_cfg, architecture)  # before anything is allocated
+    built.update(plan=plan, config=model_cfg, architecture=architecture)
     torch.manual_seed(plan.train.seed)
-    model = MODEL_CLASS[plan.task](model_cfg)
+    model = architecture(model_cfg)
     shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
     trainer = Trainer(model, tokenizer, train_data, val_data, plan.train, plan.out, progress=shown)
     _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt)
@@ -200,7 +194,7 @@ def _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt) 
         print(f"glassformer: built-in config {builtin!r} ({builtin_config_path(builtin)})")
     print(to_toml(settings).rstrip() + "\n")
     model = trainer.model
-    unit = "text" if plan.task in ("lm", "mlm") else "example"
+    unit = "text" if TASKS[plan.task].data == "lm" else "example"
     val = _count(len(val_data), f"validation {unit}") if val_data is not None else None
     print(
         f"{plan.task} on {Path(plan.data).name}: {_count(len(train_data), f'training {unit}')}, "

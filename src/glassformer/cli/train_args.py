@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from ..presets import PRESETS
-from ..training import TASKS
+from ..tasks import TASKS
 from ..training.config import STRATEGIES
 from .options import add_device, non_negative, positive
 from .settings import builtin_config_names, load_config, merge, parse_assignment
@@ -61,9 +61,9 @@ def add_parser(commands, run) -> None:
     )
     p.add_argument(
         "--task",
-        choices=TASKS,
-        help="lm (decoder, next token), mlm (encoder, masked tokens), seq2seq "
-        "(encoder-decoder), classify (encoder + classifier); default: the data's own task",
+        choices=tuple(TASKS),
+        help=f"{', '.join(f'{t.name} ({t.help})' for t in TASKS.values())}; default: the "
+        "data's own task",
     )
     p.add_argument(
         "--data",
@@ -92,7 +92,7 @@ def add_parser(commands, run) -> None:
         "--model",
         metavar="PRESET",
         help=f"a model preset ({', '.join(PRESETS)}), resized to the tokenizer; default: "
-        "tiny (lm), tiny-encoder (mlm, classify), tiny-seq2seq (seq2seq)",
+        f"{_default_presets()}",
     )
     p.add_argument(
         "--config",
@@ -155,3 +155,11 @@ def gather_settings(
     }
     shown = config_name if config_name in builtin_config_names() else None
     return merge(*layers, overrides, flags), shown
+
+
+def _default_presets() -> str:
+    """``tiny (lm), tiny-encoder (mlm, classify), ...``: each task's default preset."""
+    tasks: dict[str, list[str]] = {}
+    for task in TASKS.values():
+        tasks.setdefault(task.preset, []).append(task.name)
+    return ", ".join(f"{preset} ({', '.join(names)})" for preset, names in tasks.items())

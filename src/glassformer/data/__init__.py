@@ -28,17 +28,15 @@ from .collate import (
     shift_right,
 )
 from .encoding import ClassificationDataset, LMDataset, Seq2SeqDataset
-from .examples import SPLITS, TASKS, TextDataset
+from .examples import SPLITS, TextDataset
 from .files import read_file
-from .loader import LOADER_TASKS, encode_dataset, make_collate, make_loader
+from .loader import encode_dataset, make_collate, make_loader
 from .masking import MLMCollator, mask_tokens
 from .registry import DatasetInfo, list_datasets, load_dataset
 
 __all__ = [
     "IGNORE_INDEX",
-    "LOADER_TASKS",
     "SPLITS",
-    "TASKS",
     "ClassificationDataset",
     "Collator",
     "DatasetInfo",

@@ -13,8 +13,9 @@ Per task:
 * ``"lm"`` (causal): ``labels`` (B, T) = ``input_ids`` with -100 at padding; aligned with
   ``input_ids`` — the model shifts them (position t predicts ``labels[:, t + 1]``).
 * ``"seq2seq"``: ``input_ids``/``attention_mask`` are the source (ids + <EOS>); ``labels`` (B, T')
-  are the target ids + <EOS>, -100 at padding; ``decoder_input_ids = shift_right(labels)``
-  = <BOS> + target ids, <PAD> at padding; ``decoder_attention_mask`` = 1 where labels are real.
+  are the target ids + <EOS>, -100 at padding; ``decoder_input_ids`` = <BOS> + target ids
+  (``shift_right(labels)``, models/encoder_decoder.py), <PAD> wherever the target is padding
+  (as in ``input_ids``); ``decoder_attention_mask`` = 1 where labels are real.
 * ``"classification"``: ``labels`` (B,) class indices.
 """
 
@@ -25,8 +26,9 @@ from dataclasses import dataclass
 
 import torch
 
-IGNORE_INDEX = -100
-COLLATE_TASKS: tuple[str, ...] = ("lm", "seq2seq", "classification")
+from ..models.encoder_decoder import shift_right
+from ..models.outputs import IGNORE_INDEX
+from ..tasks import check_data_kind
 
 
 def pad_sequences(seqs: Sequence[torch.Tensor], pad_value: int) -> torch.Tensor:
@@ -44,14 +46,6 @@ def lengths_mask(seqs: Sequence[torch.Tensor], T: int) -> torch.Tensor:
     """(B, T) long: 1 for the first ``len(seqs[b])`` positions of row b, 0 after."""
     lengths = torch.tensor([len(s) for s in seqs])
     return (torch.arange(T)[None, :] < lengths[:, None]).long()  # (B, T)
-
-
-def shift_right(labels: torch.Tensor, bos_id: int, pad_id: int) -> torch.Tensor:
-    """Decoder inputs from seq2seq labels: ``[BOS, labels[:, :-1]]``, and ``pad_id`` wherever
-    ``labels`` is -100 (so padding lines up with the labels' padding, not one step later)."""
-    out = torch.full_like(labels, bos_id)  # (B, T)
-    out[:, 1:] = labels[:, :-1]
-    return out.masked_fill(labels == IGNORE_INDEX, pad_id)
 
 
 def collate_lm(items: Sequence[dict[str, torch.Tensor]], *, pad_id: int) -> dict[str, torch.Tensor]:
@@ -72,12 +66,15 @@ def collate_seq2seq(
     tgt = [it["labels"] for it in items]
     input_ids = pad_sequences(src, pad_id)  # (B, S)
     labels = pad_sequences(tgt, IGNORE_INDEX)  # (B, T)
+    target_mask = lengths_mask(tgt, labels.shape[1])  # (B, T)
+    # <PAD> where the target is padding, also just after its <EOS> (which shift_right moves in)
+    decoder_input_ids = shift_right(labels, bos_id, pad_id).masked_fill(target_mask == 0, pad_id)
     return {
         "input_ids": input_ids,
         "attention_mask": lengths_mask(src, input_ids.shape[1]),  # (B, S)
         "labels": labels,
-        "decoder_input_ids": shift_right(labels, bos_id, pad_id),  # (B, T)
-        "decoder_attention_mask": lengths_mask(tgt, labels.shape[1]),  # (B, T)
+        "decoder_input_ids": decoder_input_ids,  # (B, T)
+        "decoder_attention_mask": target_mask,  # (B, T)
     }
 
 
@@ -96,17 +93,15 @@ def collate_classification(
 
 @dataclass(frozen=True)
 class Collator:
-    """``collate_fn`` for a DataLoader: pads a list of items for ``task`` (picklable, so it
-    also works with ``num_workers > 0``)."""
+    """``collate_fn`` for a DataLoader: pads a list of items of the kind ``task`` ("lm",
+    "seq2seq", "classification"; picklable, so it also works with ``num_workers > 0``)."""
 
     task: str
     pad_id: int
     bos_id: int
 
     def __post_init__(self) -> None:
-        if self.task not in COLLATE_TASKS:
-            allowed = ", ".join(map(repr, COLLATE_TASKS))
-            raise ValueError(f"task is {self.task!r}: allowed {allowed}")
+        check_data_kind(self.task)
 
     def __call__(self, items: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
         if self.task == "lm":

@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-TASKS: tuple[str, ...] = ("lm", "seq2seq", "classification")
+from ..tasks import check_data_kind
+
 SPLITS: tuple[str, ...] = ("train", "validation")
 # What encoding does with a seq2seq / classification example longer than max_len (encoding.py).
 OVERFLOW: tuple[str, ...] = ("error", "truncate", "drop")
@@ -59,8 +60,7 @@ class TextDataset(Sequence):
     _label_index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.task not in TASKS:
-            raise ValueError(f"task is {self.task!r}: allowed {', '.join(map(repr, TASKS))}")
+        check_data_kind(self.task)
         object.__setattr__(self, "examples", tuple(self.examples))
         object.__setattr__(self, "labels", tuple(self.labels))
         object.__setattr__(self, "lines", tuple(self.lines))

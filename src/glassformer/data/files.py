@@ -52,6 +52,7 @@ import os
 from fractions import Fraction
 from pathlib import Path
 
+from ..tasks import check_data_kind
 from .examples import TextDataset
 
 COLUMNS: dict[str, tuple[str, str]] = {
@@ -78,8 +79,7 @@ def read_file(
     """Read ``path`` in the format of ``task`` (see the module docstring) as one split; with
     ``val_fraction`` > 0, the part of the file for ``split`` (the module docstring)."""
     p = Path(path)
-    if task not in ("lm", *COLUMNS):
-        raise ValueError(f"task is {task!r}: allowed 'lm', 'seq2seq', 'classification'")
+    check_data_kind(task)
     if one_per_line and task != "lm":
         raise ValueError(f"one_per_line is {one_per_line!r}: allowed only for task 'lm'")
     fraction = _check_fraction(val_fraction)

@@ -4,8 +4,8 @@ decides the batch).
 
 ``make_loader(dataset, tokenizer, task, ...)`` = ``encode_dataset`` (text -> token dataset,
 encoding.py) + ``make_collate`` (padding, and for "mlm" masking) + ``torch.utils.data.DataLoader``.
-Loader tasks: ``"lm"`` (causal LM), ``"mlm"`` (masked LM; both on an "lm" dataset),
-``"seq2seq"`` and ``"classification"``.
+Tasks (glassformer/tasks.py): ``"lm"`` (causal LM), ``"mlm"`` (masked LM; both on an "lm"
+dataset), ``"seq2seq"`` and ``"classification"`` (or ``"classify"``, as training calls it).
 
 Determinism: all randomness comes from generators built from ``seed`` — the shuffling
 order from ``torch.Generator().manual_seed(seed)``, the MLM masks from a second generator
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from ..tasks import TASKS, Task, get_task, task_for_data
 from .collate import Collator
 from .encoding import ClassificationDataset, LMDataset, Seq2SeqDataset
 from .examples import TextDataset
@@ -30,23 +31,21 @@ from .masking import MLMCollator
 if TYPE_CHECKING:
     from glassformer.tokenizers.base import Tokenizer
 
-LOADER_TASKS: tuple[str, ...] = ("lm", "mlm", "seq2seq", "classification")
-_DATA_TASK = {"lm": "lm", "mlm": "lm", "seq2seq": "seq2seq", "classification": "classification"}
 
-
-def resolve_task(dataset: TextDataset, task: str | None) -> str:
-    """``task`` checked against the dataset's task; None -> the dataset's own task."""
+def resolve_task(dataset: TextDataset, task: str | None) -> Task:
+    """``task`` checked against the dataset's kind of examples; None -> the dataset's own."""
     if task is None:
-        return dataset.task
-    if task not in LOADER_TASKS:
-        raise ValueError(f"task is {task!r}: allowed {', '.join(map(repr, LOADER_TASKS))}")
-    if _DATA_TASK[task] != dataset.task:
-        allowed = [t for t, d in _DATA_TASK.items() if d == dataset.task]
+        return task_for_data(dataset.task)
+    found = get_task(task)
+    if found.data != dataset.task:
+        allowed = [
+            n for t in TASKS.values() if t.data == dataset.task for n in (t.name, *t.aliases)
+        ]
         raise ValueError(
             f"task is {task!r}, but dataset {dataset.name!r} holds {dataset.task!r} examples: "
             f"allowed {', '.join(map(repr, allowed))}"
         )
-    return task
+    return found
 
 
 def encode_dataset(
@@ -61,11 +60,11 @@ def encode_dataset(
     windows, <BOS> per document) for "lm"/"mlm", Seq2SeqDataset, ClassificationDataset.
     ``overflow`` None: the dataset's own (``dataset.overflow``, "error" unless it was loaded
     with another); messages name an example by ``dataset.where(i)`` (file and line)."""
-    task = resolve_task(dataset, task)
+    kind = resolve_task(dataset, task).data
     overflow = dataset.overflow if overflow is None else overflow
-    if task in ("lm", "mlm"):
+    if kind == "lm":
         return LMDataset(dataset.examples, tokenizer, max_len)
-    if task == "seq2seq":
+    if kind == "seq2seq":
         return Seq2SeqDataset(
             dataset.examples, tokenizer, max_len, overflow=overflow, where=dataset.where
         )
@@ -86,14 +85,14 @@ def make_collate(
     generator: torch.Generator | None = None,
     mlm_probability: float = 0.15,
 ) -> Callable[[list], dict[str, torch.Tensor]]:
-    """The ``collate_fn`` for ``task``; "mlm" needs the ``generator`` that draws the masks."""
-    if task == "mlm":
+    """The ``collate_fn`` for ``task``; "mlm" needs the ``generator`` that draws the masks
+    (the other tasks draw nothing and leave it unused)."""
+    found = get_task(task)
+    if found.name == "mlm":
         if generator is None:
             raise ValueError("generator is None: allowed a torch.Generator for task 'mlm'")
         return MLMCollator.for_tokenizer(tokenizer, generator, mlm_probability)
-    if task not in LOADER_TASKS:
-        raise ValueError(f"task is {task!r}: allowed {', '.join(map(repr, LOADER_TASKS))}")
-    return Collator(task, tokenizer.pad_id, tokenizer.bos_id)
+    return Collator(found.data, tokenizer.pad_id, tokenizer.bos_id)
 
 
 def make_loader(
@@ -114,7 +113,8 @@ def make_loader(
     Args:
         dataset: raw examples, e.g. ``load_dataset("reverse")``.
         tokenizer: a trained tokenizer, e.g. ``CharTokenizer().train(dataset.texts())``.
-        task: "lm" | "mlm" | "seq2seq" | "classification"; None -> ``dataset.task``.
+        task: "lm" | "mlm" | "seq2seq" | "classification" (or "classify"); None -> the
+            dataset's own (``dataset.task``).
         batch_size: examples (LM: windows) per batch.
         max_len: the longest sequence (l_max): LM windows, sources, targets and texts.
         shuffle: draw the order from the seeded generator (else dataset order).
@@ -129,7 +129,7 @@ def make_loader(
         raise ValueError(f"batch_size is {batch_size!r}: allowed a positive int")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed is {seed!r}: allowed an int")
-    task = resolve_task(dataset, task)
+    task = resolve_task(dataset, task).name
     encoded = encode_dataset(dataset, tokenizer, task, max_len=max_len, overflow=overflow)
     order = torch.Generator().manual_seed(seed)
     mask_seed = int(torch.randint(2**62, (1,), generator=order))

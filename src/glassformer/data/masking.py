@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .collate import IGNORE_INDEX, collate_lm
+from ..models.outputs import IGNORE_INDEX
+from .collate import collate_lm
 
 
 def mask_tokens(

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..tasks import DATA_KINDS, check_data_kind
 from . import corpora, synthetic
-from .examples import SPLITS, TASKS, TextDataset
+from .examples import SPLITS, TextDataset
 from .files import read_file
 
 FILE_SUFFIXES: dict[str, str | None] = {".txt": "lm", ".csv": "classification", ".tsv": None}
@@ -88,8 +89,8 @@ def load_dataset(
     """
     if split not in SPLITS:
         raise ValueError(f"split is {split!r}: allowed {', '.join(map(repr, SPLITS))}")
-    if task is not None and task not in TASKS:
-        raise ValueError(f"task is {task!r}: allowed {', '.join(map(repr, TASKS))}")
+    if task is not None:
+        check_data_kind(task)
     overflow = options.pop("overflow", "error")
     dataset = _load(name_or_path, split, task, options)
     return dataclasses.replace(dataset, overflow=overflow) if overflow != "error" else dataset
@@ -110,8 +111,8 @@ def _load(name_or_path, split: str, task: str | None, options: dict[str, Any]) -
             task = FILE_SUFFIXES.get(path.suffix.lower())
         if task is None:
             raise ValueError(
-                f"task is None for file {str(path)!r}: allowed 'lm', 'seq2seq', "
-                f"'classification' (a .tsv file can be seq2seq or classification; pass task=)"
+                f"task is None for file {str(path)!r}: allowed {', '.join(map(repr, DATA_KINDS))} "
+                "(a .tsv file can be seq2seq or classification; pass task=)"
             )
         _check_options(str(path), read_file, options)
         return read_file(path, task, split, **options)

@@ -1,11 +1,12 @@
 """The three families of the notes, assembled only from glassformer.nn components."""
 
-from .base import ARCHITECTURES, GlassformerModel
+from .base import GlassformerModel
 from .checkpoint import load_pretrained as load_model
 from .decoder import DecoderLM
 from .encoder import EncoderClassifier, EncoderMLM, EncoderModel
 from .encoder_decoder import EncoderDecoder
 from .outputs import IGNORE_INDEX, ModelOutput
+from .registry import ARCHITECTURES
 
 __all__ = [
     "ARCHITECTURES",

@@ -11,12 +11,12 @@ from torch import nn
 from .. import fast
 from ..config import ModelConfig
 from ..nn import LearnedPositionalEncoding, MultiHeadAttention, TokenEmbedding
+from . import checkpoint
 from .hooked import HookedModel
 from .outputs import lm_loss, summed_cross_entropy
+from .registry import ARCHITECTURES
 
-__all__ = ["ARCHITECTURES", "GlassformerModel"]
-
-ARCHITECTURES: dict[str, type[GlassformerModel]] = {}
+__all__ = ["GlassformerModel"]
 
 
 def _wraps(cls: type) -> bool:
@@ -118,7 +118,9 @@ class GlassformerModel(HookedModel, nn.Module):
         feed-forward ``fc2``) get std init_std / √(2 · n_layer), as in GPT-2, so the
         residual stream's variance does not grow with depth."""
         std = self.config.init_std
-        depth = max(self.config.n_layer, self.config.decoder_layers if self.family else 0, 1)
+        depth = max(
+            self.config.n_layer, self.config.resolved_n_decoder_layer if self.family else 0, 1
+        )
         residual_std = std / math.sqrt(2 * depth)
         for name, m in self.named_modules():
             if isinstance(m, nn.Linear):
@@ -132,16 +134,12 @@ class GlassformerModel(HookedModel, nn.Module):
     # Checkpoints ---------------------------------------------------------------------------------
     def save_pretrained(self, directory: str | Path, tokenizer=None, state_dict=None) -> Path:
         """Write model.safetensors + config.json (+ tokenizer.json) into ``directory``."""
-        from .checkpoint import save_pretrained
-
-        return save_pretrained(self, directory, tokenizer, state_dict)
+        return checkpoint.save_pretrained(self, directory, tokenizer, state_dict)
 
     @classmethod
     def from_pretrained(cls, directory: str | Path, *, device=None) -> GlassformerModel:
         """Rebuild a model saved by ``save_pretrained``; no pickle is ever loaded."""
-        from .checkpoint import load_pretrained
-
-        model = load_pretrained(directory, device=device)
+        model = checkpoint.load_pretrained(directory, device=device)
         if cls is not GlassformerModel and not isinstance(model, cls):
             raise ValueError(
                 f"{directory}: holds a {type(model).__name__}, not a {cls.__name__}; load it "

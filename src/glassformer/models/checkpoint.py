@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from safetensors import SafetensorError, safe_open
@@ -18,8 +19,11 @@ from safetensors.torch import save_file
 
 from ..config import ModelConfig
 from ..files import replace_file
-from .base import ARCHITECTURES, GlassformerModel
 from .budget import check_memory
+from .registry import model_class
+
+if TYPE_CHECKING:
+    from .base import GlassformerModel
 
 __all__ = [
     "CONFIG_FILE",
@@ -123,16 +127,12 @@ def read_config(path: Path) -> tuple[type[GlassformerModel], ModelConfig]:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError(f"{path}: not a glassformer model config (format != {FORMAT!r})")
-    arch = meta.get("architecture")
-    if arch not in ARCHITECTURES:
-        raise ValueError(
-            f"{path}: architecture {arch!r} is not known; allowed {sorted(ARCHITECTURES)}"
-        )
     try:
+        cls = model_class(meta.get("architecture"))
         config = ModelConfig.from_dict(meta.get("config"))
     except (ValueError, TypeError) as err:
         raise ValueError(f"{path}: {err}") from None
-    return ARCHITECTURES[arch], config
+    return cls, config
 
 
 def load_weights(model: GlassformerModel, path: Path) -> None:

@@ -39,7 +39,7 @@ class DecoderLM(GlassformerModel):
             config.n_layer,
             config.d_model,
             config.n_head,
-            config.ff_dim,
+            config.resolved_d_ff,
             cross_attention=False,
             **config.block_options(),
         )

@@ -40,7 +40,11 @@ class EncoderModel(GlassformerModel):
         super().__init__(config)
         self.embed = InputEmbedding(config, config.vocab_size)
         self.encoder = Encoder(
-            config.n_layer, config.d_model, config.n_head, config.ff_dim, **config.block_options()
+            config.n_layer,
+            config.d_model,
+            config.n_head,
+            config.resolved_d_ff,
+            **config.block_options(),
         )
         self._build_head()
         self.post_init()

@@ -24,7 +24,7 @@ from .heads import LMHead
 from .inputs import InputEmbedding, check_length, key_mask, positions_from_mask
 from .outputs import IGNORE_INDEX, ModelOutput
 
-__all__ = ["EncoderDecoder"]
+__all__ = ["EncoderDecoder", "shift_right"]
 
 
 class EncoderDecoder(GlassformerModel):
@@ -41,11 +41,13 @@ class EncoderDecoder(GlassformerModel):
         c = config
         self.src_embed = InputEmbedding(c, c.vocab_size)
         shared = self.src_embed.token if c.share_embeddings else None
-        self.tgt_embed = InputEmbedding(c, c.target_vocab_size, token=shared)
+        self.tgt_embed = InputEmbedding(c, c.resolved_tgt_vocab_size, token=shared)
         options = c.block_options()
-        self.encoder = Encoder(c.n_layer, c.d_model, c.n_head, c.ff_dim, **options)
-        self.decoder = Decoder(c.decoder_layers, c.d_model, c.n_head, c.ff_dim, **options)
-        self.head = LMHead(c, c.target_vocab_size, self.tgt_embed.token)
+        self.encoder = Encoder(c.n_layer, c.d_model, c.n_head, c.resolved_d_ff, **options)
+        self.decoder = Decoder(
+            c.resolved_n_decoder_layer, c.d_model, c.n_head, c.resolved_d_ff, **options
+        )
+        self.head = LMHead(c, c.resolved_tgt_vocab_size, self.tgt_embed.token)
         self.post_init()
 
     def new_cache(self, max_len: int | None = None) -> DecoderCache:
@@ -104,16 +106,20 @@ class EncoderDecoder(GlassformerModel):
         if decoder_input_ids is None:
             if labels is None:
                 raise ValueError("EncoderDecoder.forward needs decoder_input_ids or labels")
-            decoder_input_ids = self.shift_right(labels)
+            decoder_input_ids = shift_right(
+                labels, self.config.decoder_start_id, self.config.pad_id
+            )
         memory = self.encode(input_ids, attention_mask)
         out = self.decode(decoder_input_ids, memory, attention_mask, decoder_attention_mask)
         if labels is not None:
             out.loss = self.loss(out.logits, labels, shift=False)
         return out
 
-    def shift_right(self, labels: Tensor) -> Tensor:
-        """labels (B, T) -> decoder inputs (B, T): decoder_start_id, then labels[:, :-1]
-        (-100 replaced by pad_id)."""
-        start = torch.full_like(labels[:, :1], self.config.decoder_start_id)
-        shifted = torch.cat([start, labels[:, :-1]], dim=1)
-        return shifted.masked_fill(shifted == IGNORE_INDEX, self.config.pad_id)
+
+def shift_right(labels: Tensor, start_id: int, pad_id: int) -> Tensor:
+    """Teacher forcing (EDTraining): the decoder input at position t is the label of t - 1.
+    labels (B, T) -> decoder inputs (B, T) = [start_id, labels[:, :-1]], with ``pad_id``
+    wherever a -100 (IGNORE_INDEX: a label not scored, no token id) moved in."""
+    start = torch.full_like(labels[:, :1], start_id)
+    shifted = torch.cat([start, labels[:, :-1]], dim=1)  # (B, T)
+    return shifted.masked_fill(shifted == IGNORE_INDEX, pad_id)

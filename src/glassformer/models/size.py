@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from ..config import ModelConfig
-from .base import ARCHITECTURES
+from .registry import model_class
 
 __all__ = ["activation_bytes", "buffer_elements", "count_parameters", "parameter_parts"]
 
@@ -49,9 +49,9 @@ def activation_bytes(config: ModelConfig, tokens: int, itemsize: int = 4) -> int
     (batch × length): per token and layer (34·C + 5·H·T)·itemsize/2 bytes (Korthikanti et
     al., with T = max_len), and three numbers per vocabulary entry for the logits."""
     c = config
-    layers = c.n_layer + (c.decoder_layers if c.family == "encoder-decoder" else 0)
+    layers = c.n_layer + (c.resolved_n_decoder_layer if c.family == "encoder-decoder" else 0)
     per_layer = (34 * c.d_model + 5 * c.n_head * c.max_len) * itemsize // 2
-    logits = 3 * c.target_vocab_size * itemsize if c.family != "encoder" else 0
+    logits = 3 * c.resolved_tgt_vocab_size * itemsize if c.family != "encoder" else 0
     return tokens * (layers * per_layer + logits)
 
 
@@ -86,9 +86,4 @@ def _part(name: str) -> str:
 
 
 def _class(architecture: str | type) -> type:
-    if not isinstance(architecture, str):
-        return architecture
-    if architecture not in ARCHITECTURES:
-        allowed = sorted(ARCHITECTURES)
-        raise ValueError(f"architecture {architecture!r} is not known; allowed {allowed}")
-    return ARCHITECTURES[architecture]
+    return architecture if not isinstance(architecture, str) else model_class(architecture)

@@ -2,15 +2,13 @@
 checkpoints that resume exactly."""
 
 from .batches import BatchStream
-from .config import TASKS, TrainConfig
+from .config import TrainConfig
 from .evaluate import evaluate
 from .optim import build_optimizer, build_scheduler, lr_at
 from .runtime import resolve_device
-from .trainer import FAMILY, Trainer, TrainingError
+from .trainer import Trainer, TrainingError
 
 __all__ = [
-    "FAMILY",
-    "TASKS",
     "BatchStream",
     "TrainConfig",
     "Trainer",

@@ -13,6 +13,8 @@ from collections.abc import Callable
 import torch
 from torch.utils.data import Dataset
 
+from ..data import TextDataset, encode_dataset, make_collate
+
 __all__ = ["BatchStream"]
 
 
@@ -45,6 +47,30 @@ class BatchStream:
         # drop_last: full batches only, so every training step is alike
         self.per_epoch = n // self.batch_size if drop_last else -(-n // self.batch_size)
         self._epoch, self._order = -1, None
+
+    @classmethod
+    def for_task(
+        cls,
+        data: TextDataset,
+        tokenizer,
+        task: str,
+        *,
+        max_len: int,
+        batch_size: int,
+        seed: int,
+        shuffle: bool,
+        drop_last: bool,
+        mlm_probability: float = 0.15,
+    ) -> BatchStream:
+        """The batches of ``task`` (glassformer/tasks.py) on ``data``: its examples encoded
+        for the task (windows of ``max_len`` tokens for lm and mlm) and collated; the masks of
+        a masked LM come from a generator that ``batch(k)`` seeds for batch k."""
+        encoded = encode_dataset(data, tokenizer, task, max_len=max_len)
+        generator = torch.Generator()  # drawn from by the masked LM's collate only
+        collate = make_collate(
+            task, tokenizer, generator=generator, mlm_probability=mlm_probability
+        )
+        return cls(encoded, collate, batch_size, seed, shuffle=shuffle, drop_last=drop_last)
 
     def __len__(self) -> int:
         return self.per_epoch

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..limits import Range, check_fields
+from ..tasks import TASK_NAMES
 
-__all__ = ["TASKS", "TrainConfig"]
+__all__ = ["TrainConfig"]
 
-TASKS = ("lm", "mlm", "seq2seq", "classify")
 DEVICES = ("auto", "cpu", "cuda", "mps")
 STRATEGIES = ("ddp", "fsdp")
 
@@ -20,7 +20,7 @@ STRATEGIES = ("ddp", "fsdp")
 class TrainConfig:
     """Defaults train the built-in character-level Shakespeare GPT on a CPU."""
 
-    task: str = "lm"  # lm (DTraining) | mlm (ETraining) | seq2seq (EDTraining) | classify
+    task: str = "lm"  # lm | mlm | seq2seq | classify: one of glassformer/tasks.py
     steps: int = 2000  # optimizer steps
     batch_size: int = 16  # examples per micro-batch
     grad_accum: int = 1  # micro-batches per optimizer step
@@ -48,7 +48,7 @@ class TrainConfig:
 
     # The allowed values, checked in __post_init__ (and min_lr <= lr).
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
-        "task": TASKS,
+        "task": TASK_NAMES,
         "device": DEVICES,
         "strategy": STRATEGIES,
     }

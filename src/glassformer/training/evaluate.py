@@ -1,4 +1,4 @@
-"""Validation metrics for the four objectives.
+"""Validation metrics for the four objectives (each task's ``metrics``, glassformer/tasks.py).
 
 lm, mlm    loss (mean cross-entropy per scored token, nats) and perplexity e^loss
 classify   loss and accuracy
@@ -13,6 +13,7 @@ import math
 import torch
 
 from ..models import IGNORE_INDEX, GlassformerModel
+from ..tasks import get_task
 from .batches import BatchStream
 from .distributed import Cluster
 
@@ -36,6 +37,7 @@ def evaluate(
     counted by process k % world_size; the last n % world_size batches are run by every
     process (so that all make the same number of forward passes, as FSDP needs) and counted
     by one; the sums are added up."""
+    metric_names = get_task(task).metrics
     was_training = model.training
     model.eval()
     total_loss, total_count, correct, seen = 0.0, 0, 0, 0
@@ -55,7 +57,7 @@ def evaluate(
         count = int(scored(labels, task).sum())
         total_loss += float(out.loss) * count  # out.loss is the mean over the batch's count
         total_count += count
-        if task == "classify":
+        if "accuracy" in metric_names:
             correct += int((out.logits.argmax(-1) == labels).sum())
             seen += labels.numel()
     if shard:
@@ -63,19 +65,19 @@ def evaluate(
             [total_loss, total_count, correct, seen]
         )
     metrics: dict[str, float] = {"loss": total_loss / max(total_count, 1)}
-    if task in ("lm", "mlm"):
+    if "perplexity" in metric_names:
         metrics["perplexity"] = math.exp(min(metrics["loss"], 50.0))
-    if task == "classify":
+    if "accuracy" in metric_names:
         metrics["accuracy"] = correct / max(seen, 1)
-    if task == "seq2seq" and generate_examples:
+    if "exact_match" in metric_names and generate_examples:
         metrics.update(greedy_match(model, stream, generate_examples, device))
     model.train(was_training)
     return metrics
 
 
 def scored(labels: torch.Tensor, task: str) -> torch.Tensor:
-    """Which labels the loss scores (the causal LM scores labels[:, 1:])."""
-    if task == "lm":
+    """Which labels the loss scores (the next token's: labels[:, 1:])."""
+    if get_task(task).loss == "next token":
         labels = labels[:, 1:]
     return labels != IGNORE_INDEX
 

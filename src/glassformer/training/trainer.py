@@ -25,9 +25,10 @@ from typing import Any
 
 import torch
 
-from ..data import TextDataset, encode_dataset, make_collate
+from ..data import TextDataset
 from ..files import append_text, write_text
 from ..models import GlassformerModel
+from ..tasks import get_task
 from .batches import BatchStream
 from .config import TrainConfig
 from .distributed import Cluster, wrap_model
@@ -46,9 +47,6 @@ from .state import (
 )
 
 __all__ = ["Trainer", "TrainingError"]
-
-LOADER_TASK = {"lm": "lm", "mlm": "mlm", "seq2seq": "seq2seq", "classify": "classification"}
-FAMILY = {"lm": "decoder", "mlm": "encoder", "seq2seq": "encoder-decoder", "classify": "encoder"}
 
 
 class TrainingError(RuntimeError):
@@ -74,9 +72,10 @@ class Trainer:
         steps and per evaluation (for a log file), False (or "none") nothing; see progress.py.
         ``on_log(record)`` is called with every metrics record (also written to
         ``run_dir/metrics.jsonl``), e.g. to forward it to TensorBoard."""
-        if model.family != FAMILY[config.task]:
+        family = get_task(config.task).family
+        if model.family != family:
             raise ValueError(
-                f"task {config.task!r} needs a {FAMILY[config.task]} model, got a "
+                f"task {config.task!r} needs a {family} model, got a "
                 f"{type(model).__name__} ({model.family})"
             )
         self.config, self.tokenizer, self.on_log = config, tokenizer, on_log
@@ -107,21 +106,18 @@ class Trainer:
         self._shown = Progress("none", config.steps, 0)  # what fit() shows while it runs
 
     def _stream(self, data: TextDataset, shuffle: bool) -> BatchStream:
-        task = LOADER_TASK[self.config.task]
-        encoded = encode_dataset(data, self.tokenizer, task, max_len=self.model.config.max_len)
-        generator = torch.Generator() if task == "mlm" else None
-        collate = make_collate(
-            task, self.tokenizer, generator=generator, mlm_probability=self.config.mlm_probability
-        )
         # training (shuffled): full batches only; validation: every example, the last batch
         # smaller
-        return BatchStream(
-            encoded,
-            collate,
-            self.config.batch_size,
-            self.config.seed,
+        return BatchStream.for_task(
+            data,
+            self.tokenizer,
+            self.config.task,
+            max_len=self.model.config.max_len,
+            batch_size=self.config.batch_size,
+            seed=self.config.seed,
             shuffle=shuffle,
             drop_last=shuffle,
+            mlm_probability=self.config.mlm_probability,
         )
 
     # The loop -----------------------------------------------------------------------------------

@@ -102,7 +102,7 @@ def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
         rule("src_embed.token.weight", "model.shared.weight"),
         rule("head.unembed.proj.bias", "final_logits_bias"),
     ]
-    for side, n in (("encoder", config.n_layer), ("decoder", config.decoder_layers)):
+    for side, n in (("encoder", config.n_layer), ("decoder", config.resolved_n_decoder_layer)):
         emb = "src_embed" if side == "encoder" else "tgt_embed"
         out += [
             rule(f"{emb}.pos.weight", f"model.{side}.embed_positions.weight"),
@@ -156,11 +156,11 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
         max_position_embeddings=c.max_len,
         d_model=c.d_model,
         encoder_layers=c.n_layer,
-        decoder_layers=c.decoder_layers,
+        decoder_layers=c.resolved_n_decoder_layer,
         encoder_attention_heads=c.n_head,
         decoder_attention_heads=c.n_head,
-        encoder_ffn_dim=c.ff_dim,
-        decoder_ffn_dim=c.ff_dim,
+        encoder_ffn_dim=c.resolved_d_ff,
+        decoder_ffn_dim=c.resolved_d_ff,
         activation_function=ACT_TO_HF[c.activation],
         dropout=c.dropout,
         attention_dropout=c.dropout if c.attn_dropout is None else c.attn_dropout,

@@ -176,7 +176,7 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
         hidden_size=c.d_model,
         num_hidden_layers=c.n_layer,
         num_attention_heads=c.n_head,
-        intermediate_size=c.ff_dim,
+        intermediate_size=c.resolved_d_ff,
         hidden_act=ACT_TO_HF[c.activation],
         hidden_dropout_prob=c.dropout,
         attention_probs_dropout_prob=c.dropout if c.attn_dropout is None else c.attn_dropout,

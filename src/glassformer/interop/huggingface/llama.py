@@ -144,10 +144,10 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
     options: dict[str, Any] = dict(
         vocab_size=c.vocab_size,
         hidden_size=c.d_model,
-        intermediate_size=c.ff_dim,
+        intermediate_size=c.resolved_d_ff,
         num_hidden_layers=c.n_layer,
         num_attention_heads=c.n_head,
-        num_key_value_heads=c.kv_heads,
+        num_key_value_heads=c.resolved_n_kv_head,
         hidden_act="silu",
         max_position_embeddings=c.max_len,
         rms_norm_eps=c.norm_eps,

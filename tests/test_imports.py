@@ -1,0 +1,203 @@
+"""No import cycles among glassformer's modules.
+
+Every module under src/glassformer is parsed (``ast``; nothing is imported) and each import it
+makes is an edge: at module level and inside functions alike (a lazy import is still a cycle,
+only one that Python happens to survive), but not under ``if TYPE_CHECKING:`` (never run).
+``import a.b`` is an edge to ``a.b``; ``from a import x`` an edge to ``a`` (its ``__init__``)
+and, when ``x`` is a submodule, to ``a.x`` too; relative imports are resolved against the
+importing module's package. Importing ``a.b`` runs the package ``a`` first, so that is an edge
+too, except to the importer's own packages: Python has them in ``sys.modules`` already, half
+run, and every submodule would make a cycle with an ``__init__`` that imports it back.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = "glassformer"
+
+Edge = tuple[str, str, str]  # (importer, imported, "file:line")
+
+
+def modules(root: Path, package: str = PACKAGE) -> dict[str, Path]:
+    """Dotted module name -> file, for every .py file of ``package`` under ``root``."""
+    found = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _import_nodes(nodes):
+    """Every Import / ImportFrom in ``nodes`` and below, skipping the bodies of
+    ``if TYPE_CHECKING:``."""
+    for node in nodes:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _import_nodes(node.orelse)
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        yield from _import_nodes(ast.iter_child_nodes(node))
+
+
+def imports_of(name: str, path: Path, root: Path, known: dict[str, Path]) -> list[Edge]:
+    """The edges from module ``name`` (file ``path`` under ``root``) to those in ``known``."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    edges = []
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in _import_nodes([tree]):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        else:
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(parent + ([base] if base else []))
+            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        where = f"{path.relative_to(root).as_posix()}:{node.lineno}"
+        for target in dict.fromkeys(t for named in targets for t in _with_packages(named)):
+            own_package = name.startswith(target + ".")
+            if target in known and target != name and not own_package:
+                edges.append((name, target, where))
+    return edges
+
+
+def _with_packages(name: str) -> list[str]:
+    """``a.b.c`` -> ``a``, ``a.b``, ``a.b.c``: importing a module runs its packages first."""
+    parts = name.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def import_graph(root: Path, package: str = PACKAGE) -> dict[str, list[Edge]]:
+    known = modules(root, package)
+    return {name: imports_of(name, path, root, known) for name, path in known.items()}
+
+
+def find_cycles(graph: dict[str, list[Edge]]) -> list[list[Edge]]:
+    """One cycle (its edges, in order) through each group of modules that import each other
+    (each strongly connected component of more than one module; Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for _, w, _ in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_cycle_in(graph, set(c), c[0]) for c in components]
+
+
+def _cycle_in(graph: dict[str, list[Edge]], component: set[str], start: str) -> list[Edge]:
+    """The shortest cycle through ``start`` inside ``component`` (breadth-first search)."""
+    came_by: dict[str, Edge] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for v in frontier:
+            for edge in graph[v]:
+                w = edge[1]
+                if w not in component or w in came_by:
+                    continue
+                came_by[w] = edge
+                if w == start:
+                    path, node = [], start
+                    while True:
+                        path.append(came_by[node])
+                        node = came_by[node][0]
+                        if node == start:
+                            return path[::-1]
+                following.append(w)
+        frontier = following
+    raise AssertionError(f"{start} is in no cycle")  # pragma: no cover - Tarjan found one
+
+
+def describe(cycle: list[Edge]) -> str:
+    return "\n".join(f"  {a} -> {b}  ({where})" for a, b, where in cycle)
+
+
+def test_no_import_cycles():
+    cycles = find_cycles(import_graph(SRC))
+    message = "\n\n".join(f"import cycle:\n{describe(c)}" for c in cycles)
+    assert not cycles, message
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def test_a_lazy_cycle_is_found_and_type_checking_is_not(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "glassformer/__init__.py": "",
+            "glassformer/a/__init__.py": "from .base import Model\n",
+            "glassformer/a/base.py": "def save():\n    from .store import write\n",
+            "glassformer/a/store.py": "from .base import Model\n",
+            "glassformer/b.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from glassformer.c import C\n"
+            ),
+            "glassformer/c.py": "from glassformer import b\n",
+        },
+    )
+    cycles = find_cycles(import_graph(tmp_path))
+    assert cycles == [
+        [
+            ("glassformer.a.base", "glassformer.a.store", "glassformer/a/base.py:2"),
+            ("glassformer.a.store", "glassformer.a.base", "glassformer/a/store.py:1"),
+        ]
+    ]
+
+
+def test_a_submodule_import_is_an_edge_to_it_and_to_its_package(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "glassformer/__init__.py": "",
+            "glassformer/p/__init__.py": "from ..q import helper\n",
+            "glassformer/p/mod.py": "",
+            "glassformer/q.py": "from .p import mod\n\ndef helper():\n    pass\n",
+            "glassformer/r.py": "import glassformer.p.mod\n",
+        },
+    )
+    graph = import_graph(tmp_path)
+    assert [e[1] for e in graph["glassformer.r"]] == ["glassformer.p", "glassformer.p.mod"]
+    assert [e[1] for e in graph["glassformer.q"]] == ["glassformer.p", "glassformer.p.mod"]
+    assert [e[1] for e in graph["glassformer.p"]] == ["glassformer.q"]
+    (cycle,) = find_cycles(graph)
+    assert {e[0] for e in cycle} == {"glassformer.p", "glassformer.q"}
