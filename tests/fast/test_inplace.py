@@ -5,7 +5,10 @@ never written, and with a graph (or autocast) nothing is done in place."""
 import pytest
 import torch
 
+from glassformer.config import ModelConfig
+from glassformer.fast import inplace, use_fast_paths
 from glassformer.fast.inplace import writable
+from glassformer.models import DecoderLM
 from glassformer.nn import DecoderBlock, EncoderBlock, FeedForward
 
 C, H, FF = 16, 4, 48
@@ -25,7 +28,7 @@ def test_writable_only_without_a_graph():
 @pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh", "swiglu"])
 def test_feedforward_without_graph_equals_with_graph(activation):
     torch.manual_seed(0)
-    ff = FeedForward(C, FF, activation)
+    ff = use_fast_paths(FeedForward(C, FF, activation))
     x = torch.randn(2, 7, C)
     before = x.clone()
     with_graph = ff(x)
@@ -33,7 +36,6 @@ def test_feedforward_without_graph_equals_with_graph(activation):
     for context in (torch.no_grad, torch.inference_mode):
         with context():
             got = ff(x)
-        # gelu_tanh: the graph path computes x σ(2u) (gelu.py), in place F.gelu's tanh form
         torch.testing.assert_close(got, with_graph.detach(), rtol=0, atol=1e-6)
         assert torch.equal(x, before)
 
@@ -44,10 +46,11 @@ def test_blocks_without_graph_equal_with_graph_and_leave_input(kind, norm_first)
     torch.manual_seed(0)
     opts = dict(norm_first=norm_first, activation="gelu")
     if kind == "encoder":
-        blk = EncoderBlock(C, H, FF, **opts)
+        blk = use_fast_paths(EncoderBlock(C, H, FF, **opts))
         run = lambda x: blk(x)  # noqa: E731
     else:
         blk = DecoderBlock(C, H, FF, cross_attention=kind == "decoder-cross", **opts)
+        use_fast_paths(blk)
         memory = torch.randn(2, 5, C) if kind == "decoder-cross" else None
         run = lambda x: blk(x, memory)  # noqa: E731
     x = torch.randn(2, 7, C)
@@ -76,3 +79,31 @@ def test_autocast_sum_stays_float32():
     with torch.no_grad():
         want = blk(x)
     torch.testing.assert_close(y, want, rtol=0, atol=0.1)
+
+
+def test_the_fast_paths_write_in_place_only_without_a_graph(monkeypatch):
+    done = []
+    real = inplace.add
+    monkeypatch.setattr(inplace, "add", lambda x, u: done.append(writable(u)) or real(x, u))
+    blk = use_fast_paths(EncoderBlock(C, H, FF))
+    x = torch.randn(2, 7, C)
+    blk(x)
+    with torch.no_grad():
+        blk(x)
+    assert done == [False, False, True, True]  # two sums a block, with and without a graph
+
+
+def test_a_tensor_a_hook_has_seen_is_never_overwritten():
+    """Under no_grad the fast paths write in place; the cache still holds what each hook point
+    saw, as the reference code computes it."""
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=40, d_model=C, n_head=H, n_layer=2, max_len=16)
+    model = DecoderLM(cfg).eval()
+    ids = torch.randint(0, 40, (2, 9))
+    with torch.no_grad():
+        _, fast = model.run_with_cache(ids)
+        model.use_fast_paths(False)
+        _, ref = model.run_with_cache(ids)
+    assert fast.keys() == ref.keys()
+    for name in ref:
+        torch.testing.assert_close(fast[name], ref[name], rtol=0, atol=1e-6, msg=name)

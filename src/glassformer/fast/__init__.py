@@ -28,12 +28,14 @@ sees. What each path earns is measured by ``python -m benchmarks fast-paths``.
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from ..nn import Encoder, FeedForward, MultiHeadAttention, Unembedding
+from ..nn.blocks import DecoderBlock, EncoderBlock
 from ..nn.feedforward import activation_fn
 from ..nn.scaled_dot_product import fused_attention
-from . import aligned, gelu, packing, short_attention
+from . import aligned, gelu, inplace, packing, short_attention
 
 __all__ = ["use_fast_paths"]
 
@@ -44,8 +46,11 @@ def use_fast_paths(module: nn.Module, on: bool = True) -> nn.Module:
     for m in module.modules():
         if isinstance(m, MultiHeadAttention):
             m.attend = short_attention.attention if on else fused_attention
-        elif isinstance(m, FeedForward) and m.activation == "gelu_tanh":
-            m.act = gelu.gelu_tanh if on else activation_fn("gelu_tanh")
+        elif isinstance(m, FeedForward) and m.activation != "swiglu":
+            plain = activation_fn(m.activation)
+            m.act = inplace.activation(m.activation) if on else plain
+        elif isinstance(m, EncoderBlock | DecoderBlock):
+            m.add = inplace.add if on else torch.add
         elif isinstance(m, Unembedding):
             m.linear = aligned.unembed if on else nn.functional.linear
         elif isinstance(m, Encoder):

@@ -14,6 +14,7 @@ it is the GPT layer of Algorithm 10 (DTransformer).
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from .feedforward import FeedForward
@@ -77,13 +78,18 @@ class _Block(nn.Module):
         self.hook_mlp_out = HookPoint()
         self.hook_resid_post = HookPoint()
         self.dropout = nn.Dropout(dropout)
+        self.add = torch.add  # X + F(·) (see glassformer.fast for the in-place form)
 
     def residual(self, x: Tensor, norm: nn.Module, sublayer, hook: HookPoint, token_mask) -> Tensor:
         """One sub-layer F inside its residual connection:
         pre-norm X + F(Norm(X)), post-norm Norm(X + F(X)); ``hook`` sees what F writes."""
         if self.norm_first:
-            return x + hook(self._drop(sublayer(norm(x, token_mask))))
-        return norm(x + hook(self._drop(sublayer(x))), token_mask)
+            return self._add(x, hook(self._drop(sublayer(norm(x, token_mask)))), hook)
+        return norm(self._add(x, hook(self._drop(sublayer(x))), hook), token_mask)
+
+    def _add(self, x: Tensor, update: Tensor, hook: HookPoint) -> Tensor:
+        # a fast ``add`` may write over ``update``: never over a tensor a hook has seen
+        return x + update if hook.active else self.add(x, update)
 
     def _drop(self, u: Tensor) -> Tensor:
         return self.dropout(u) if self.training else u  # the identity in eval mode

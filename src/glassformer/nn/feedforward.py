@@ -78,8 +78,9 @@ class FeedForward(nn.Module):
         if self.activation == "swiglu":  # a(X) = silu(X W_gate) ⊙ (X W_up)
             gate, up = h.chunk(2, dim=-1)  # (B, T, d_ff) each
             h = F.silu(self.hook_pre(gate)) * self.hook_pre_linear(up)
-        else:
-            h = self.act(self.hook_pre(h))
+        else:  # a fast ``act`` may write over h: never over a tensor a hook has seen
+            h = self.hook_pre(h)
+            h = _ELEMENTWISE[self.activation](h) if self.hook_pre.active else self.act(h)
         h = self.hook_post(h)
         if self.training:  # dropout is the identity in eval mode
             h = self.dropout(h)
