@@ -4,6 +4,7 @@
     train        bench_train.py        training step vs HF GPT-2 and torch.nn layers
     encoder      bench_encoder.py      encoder inference vs torch.nn's fast path and HF BERT
     generation   bench_generation.py   cached generation vs HF generate (when present)
+    hooks        bench_hooks.py        run_with_cache (every hook point) vs a plain forward
 
 ``--quick`` is passed to each (seconds to a minute or so in all); ``--threads`` to those that
 take it. Each writes bench-results/<name>.json. The exit status is 1 if any of them failed.
@@ -23,8 +24,9 @@ BENCHMARKS = {
     "train": "bench_train",
     "encoder": "bench_encoder",
     "generation": "bench_generation",
+    "hooks": "bench_hooks",
 }
-TAKES_THREADS = {"train", "encoder", "generation"}
+TAKES_THREADS = {"train", "encoder", "generation", "hooks"}
 
 
 def available() -> list[str]:

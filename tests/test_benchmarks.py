@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT))  # the benchmarks package sits beside src/, not in
 
 from benchmarks import (  # noqa: E402
     bench_encoder,
+    bench_hooks,
     bench_train,
     common,
     encoder_peers,
@@ -92,6 +93,25 @@ def test_train_smoke(tmp_path):
             assert r["min"] <= r["median"] <= r["max"] and positive(r["median"]), (case, key)
         assert fig[case]["fwd_bwd_ms"] <= fig[case]["step_ms"] * 1.5
         assert fig[case]["faults_per_step"] >= 0
+
+
+def test_hooks_smoke(tmp_path):
+    """One paired round of every case at the tiny shape; GPT-2 small is the issue's shape."""
+    assert bench_hooks.SHAPES["gpt2-small"] == common.Shape(12, 12, 768, 256, 4, 50257)
+    out = tmp_path / "hooks.json"
+    bench_hooks.main(["--quick", "--threads", "1", "--seconds", "0", "--rounds", "1",
+                      "--out", str(out)])  # fmt: skip
+    data = json.loads(out.read_text())
+    assert data["shape"]["name"] == "tiny" and not data["reuse_memory"]
+    fig = data["figures"]
+    assert set(fig) == set(data["blocks_ms"]) == {"plain", "all", "no-result", "stream"}
+    assert all(len(ms) == 1 and positive(ms[0]) for ms in data["blocks_ms"].values())
+    assert fig["plain"]["vs_plain"] is None and fig["plain"]["cache_mb"] == 0
+    for case in ("all", "no-result", "stream"):
+        r = fig[case]["vs_plain"]
+        assert r["min"] <= r["median"] <= r["max"] and positive(r["median"])
+    # what is kept: the heads' terms (B, T, H, C) and A are the largest entries
+    assert fig["all"]["cache_mb"] > fig["no-result"]["cache_mb"] > fig["stream"]["cache_mb"] > 0
 
 
 NESTED_WARNING = "ignore:The PyTorch API of nested tensors is in prototype stage"

@@ -62,13 +62,13 @@ class DecoderLM(GlassformerModel):
         positions too (S = cached + T); labels (B, T), -100 = not scored."""
         past = 0 if cache is None else cache.length
         t = input_ids.shape[1]
+        mask, real = key_mask(attention_mask)  # (B, 1, 1, S) keys, (B, S) real tokens
         if positions is None:
             positions = positions_from_mask(
                 attention_mask, t, past, input_ids.device, self.config.max_len
             )
         else:
             check_length(t, past, self.config.max_len)
-        mask, real = key_mask(attention_mask)  # (B, 1, 1, S) keys, (B, S) real tokens
         token_mask = None if real is None else real[:, -t:]  # (B, T) the new positions
         x, rope = self.embed(input_ids, positions, token_mask=token_mask)
         h = self.decoder(x, mask=mask, causal=True, token_mask=token_mask, rope=rope, cache=cache)
