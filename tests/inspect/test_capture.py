@@ -282,3 +282,20 @@ def test_capture_refuses_nesting_and_models_without_stacks(kit):
     linear = torch.nn.Linear(2, 2)
     with pytest.raises(ValueError, match="no glassformer Encoder or Decoder"), capture(linear):
         pass
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_a_bare_encoder_stack_is_captured_with_its_mask(causal):
+    from glassformer.nn import Encoder
+
+    torch.manual_seed(0)
+    enc = Encoder(2, 8, 2, 16).double().eval()
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    with capture(enc) as rec:
+        y = enc(x, causal=causal)
+    assert rec.stacks == ("encoder",) and torch.equal(rec.output().output, y)
+    assert [r.causal for r in rec.records()] == [causal, causal]
+    later = torch.ones(5, 5, dtype=torch.bool).triu(1)  # m > n
+    assert torch.equal(
+        rec.masks()[..., later], torch.full_like(rec.masks()[..., later], not causal)
+    )
