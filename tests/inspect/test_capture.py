@@ -157,29 +157,28 @@ def test_outputs_unchanged_and_nothing_left_behind(kit, family):
     assert_close(during.hidden_states, before.hidden_states, atol=1e-6, rtol=0)
     assert torch.equal(after.logits, before.logits)
     for m in model.modules():
-        assert "recorder" not in vars(m) and getattr(m, "recorder", None) is None
         assert not (m._forward_hooks or m._forward_pre_hooks or m._backward_hooks)
 
 
-def test_not_capturing_keeps_the_fused_kernel_and_an_error_removes_the_probes(kit, monkeypatch):
+def test_not_capturing_keeps_the_fused_kernel_and_an_error_removes_the_hooks(kit, monkeypatch):
     import glassformer.nn.multihead as multihead
 
-    asked = []
-    real = multihead.attention
-
-    def spy(*args, need_weights=True, **kwargs):
-        asked.append(need_weights)
-        return real(*args, need_weights=need_weights, **kwargs)
-
-    monkeypatch.setattr(multihead, "attention", spy)
+    explicit = []  # one entry per attention call that formed A (the written-out path)
+    real = multihead.pattern
+    monkeypatch.setattr(multihead, "pattern", lambda a: explicit.append(1) or real(a))
     model = kit.build(DecoderLM, "tiny")
     model(kit.ids())
-    assert asked == [False, False]  # no weights computed when nobody looks
-    with pytest.raises(RuntimeError, match="boom"), capture(model):
+    assert explicit == []  # no weights computed when nobody looks
+    with pytest.raises(RuntimeError, match="boom"), capture(model) as rec:
         model(kit.ids())
         raise RuntimeError("boom")
-    assert asked[2:] == [True, True]
-    assert not any("recorder" in vars(m) for m in model.modules())
+    assert len(explicit) == 2 and len(rec.attention) == 2
+    assert not any(p.active for p in model.hook_points().values())
+    model(kit.ids())
+    assert len(explicit) == 2  # the fused kernel again
+    with capture(model):  # and the model can be captured again
+        model(kit.ids())
+    assert len(explicit) == 4
 
 
 def test_kv_cache_steps_record_their_new_rows(kit):
@@ -199,6 +198,11 @@ def test_kv_cache_steps_record_their_new_rows(kit):
         want = full.weights()[:, :, :, s - t : s, :s]  # the same rows of a full pass
         assert_close(rec.weights(call=call), want, atol=1e-12, rtol=0)
         assert_close(rec.states(call=call), full.states()[:, :, s - t : s], atol=1e-12, rtol=0)
+        for layer, (r, f) in enumerate(zip(rec.records(call=call), full.records(), strict=True)):
+            assert r.k.shape[2] == r.v.shape[2] == s, layer  # the cached keys and the new ones
+            assert_close(r.k, f.k[:, :, :s], atol=1e-12, rtol=0)
+            assert_close(r.v, f.v[:, :, :s], atol=1e-12, rtol=0)
+            assert_close(r.recompute(), r.weights, atol=1e-12, rtol=0)  # Eq. (1) from Q, K
     assert_close(rec.full_weights(), full.weights(), atol=1e-12, rtol=0)
     assert torch.equal(rec.full_masks(), full.masks())
 
@@ -213,6 +217,32 @@ def test_generation_with_cache_is_captured_for_seq2seq(kit):
         model(src, decoder_input_ids=out.sequences[:, :-1])
     for kind in ("self", "cross"):
         assert_close(rec.full_weights(kind, "decoder"), forced.weights(kind, "decoder"))
+    for call in range(4):  # cross-attention keys: the source's, computed on the first call
+        for r, f in zip(
+            rec.records("cross", "decoder", call), forced.records("cross"), strict=True
+        ):
+            assert r.k.shape[2] == 6 and torch.equal(
+                r.k, rec.records("cross", "decoder")[r.layer].k
+            )
+            assert_close(r.k, f.k, atol=1e-12, rtol=0)
+            assert_close(r.v, f.v, atol=1e-12, rtol=0)
+
+
+def test_keys_cached_before_the_capture_are_nan(kit):
+    model = kit.build(DecoderLM, "tiny")
+    x, cache = kit.ids(t=6), model.new_cache()
+    model(x[:, :4], cache=cache)  # the prompt, not captured
+    with capture(model) as rec:
+        model(x[:, 4:5], cache=cache)
+        model(x[:, 5:6], cache=cache)
+    with capture(model) as full:
+        model(x)
+    for call, s in ((0, 5), (1, 6)):
+        r = rec.records(call=call)[1]
+        assert r.k.shape == (2, 4, s, 4) and r.offset == s - 1
+        assert torch.isnan(r.k[:, :, :4]).all() and torch.isnan(r.v[:, :, :4]).all()
+        assert_close(r.k[:, :, 4:], full.records()[1].k[:, :, 4:s], atol=1e-12, rtol=0)
+        assert_close(r.weights, full.weights()[1, :, :, s - 1 : s, :s], atol=1e-12, rtol=0)
 
 
 def test_selection_errors_name_the_argument(kit):
@@ -244,10 +274,28 @@ def test_separate_passes_are_not_put_together(kit):
 
 def test_capture_refuses_nesting_and_models_without_stacks(kit):
     model = kit.build(DecoderLM, "tiny")
-    with capture(model):
+    with capture(model) as outer:
         with pytest.raises(ValueError, match="already being captured"), capture(model):
             pass
-        assert "recorder" in vars(model.decoder)  # the outer capture keeps its probes
+        model(kit.ids())
+    assert len(outer.attention) == 2  # the outer capture keeps recording, once per layer
     linear = torch.nn.Linear(2, 2)
     with pytest.raises(ValueError, match="no glassformer Encoder or Decoder"), capture(linear):
         pass
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_a_bare_encoder_stack_is_captured_with_its_mask(causal):
+    from glassformer.nn import Encoder
+
+    torch.manual_seed(0)
+    enc = Encoder(2, 8, 2, 16).double().eval()
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    with capture(enc) as rec:
+        y = enc(x, causal=causal)
+    assert rec.stacks == ("encoder",) and torch.equal(rec.output().output, y)
+    assert [r.causal for r in rec.records()] == [causal, causal]
+    later = torch.ones(5, 5, dtype=torch.bool).triu(1)  # m > n
+    assert torch.equal(
+        rec.masks()[..., later], torch.full_like(rec.masks()[..., later], not causal)
+    )

@@ -1,5 +1,6 @@
-"""trace(): the walk computes each formula itself, so its last value must equal the model's
-output, and its intermediate steps what capture() saw inside the model."""
+"""trace(): the model runs once and each step shows tensors it computed (read at its hook
+points) beside a formula; the steps must follow those formulas from one to the next, the last
+value is the model's output, and the model is left as it was."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import torch
 from torch.testing import assert_close
 
 from glassformer import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM, EncoderModel
-from glassformer.inspect import capture
 from glassformer.inspect.trace import format_trace, trace
 
 POST_NORM = dict(
@@ -64,30 +64,63 @@ def test_traced_output_equals_the_model_output(kit, case):
     assert_close(steps[-1].value, _output(model(*args, **kwargs)), atol=1e-12, rtol=0)
 
 
-def test_traced_output_in_float32(kit):
-    model = kit.build(DecoderLM, "tiny-llama", double=False, std=0.1)
+def test_trace_runs_in_eval_mode_and_leaves_the_model_as_it_was(kit):
+    model = kit.build(DecoderLM, "tiny", dropout=0.5).train()
     x = kit.ids()
-    assert_close(trace(model, x)[-1].value, model(x).logits, atol=1e-5, rtol=1e-5)
+    value = trace(model, x)[-1].value
+    assert model.training and not value.requires_grad
+    assert not any(p.active for p in model.hook_points().values())
+    assert not any(m._forward_hooks for m in model.modules())
+    assert_close(value, model.eval()(x).logits, atol=1e-12, rtol=0)  # no dropout in the trace
 
 
-def test_steps_equal_what_the_model_computed_inside(kit):
-    model = kit.build(EncoderDecoder, "tiny-seq2seq")
-    args, kwargs = _inputs(kit, EncoderDecoder)
-    with capture(model) as rec:
-        model(*args, **kwargs)
+def _by_name(steps, where: str) -> dict:
+    return {s.name: s.tensors for s in steps if s.where == where}
+
+
+def _repeat(t: torch.Tensor, h: int) -> torch.Tensor:
+    return t.repeat_interleave(h // t.shape[1], dim=1)  # GQA: each K/V head serves h // H_kv
+
+
+@pytest.mark.parametrize(
+    "case", ["llama: rms, swiglu, rotary, gqa, left padding", "vaswani seq2seq"]
+)
+def test_each_step_follows_its_formula(kit, case):
+    cls, name, overrides = CASES[case]
+    model = kit.build(cls, name, **overrides)
+    args, kwargs = _inputs(kit, cls, left="left" in case)
     steps = trace(model, *args, **kwargs)
-    softmax = [s for s in steps if s.name == "softmax"]
-    masks = [s for s in steps if s.name == "mask"]
-    residual = [s for s in steps if s.name.startswith("norm (post-norm")]  # post-norm stream
-    assert len(softmax) == len(masks) == len(rec.attention) == 6
-    for s, m, r in zip(softmax, masks, rec.attention, strict=True):
-        stack, _, layer, part = s.where.split(".")  # e.g. decoder.layers.1.cross_attn
-        assert (r.stack, r.layer, r.kind) == (stack, int(layer), part.split("_")[0])
-        assert_close(s.value, r.weights, atol=1e-12, rtol=0)  # A of Eq. (3)
-        assert torch.equal(m.tensors["mask"].expand_as(r.allowed), r.allowed)
-    assert len(residual) == len(rec.residual)
-    for s, r in zip(residual, rec.residual, strict=True):
-        assert_close(s.value, r.after, atol=1e-12, rtol=0)
+    attentions = sorted({s.where for s in steps if s.name == "softmax"})
+    assert len(attentions) == (6 if cls is EncoderDecoder else 2)
+    for where in attentions:
+        stack, _, layer, part = where.split(".")
+        attn = getattr(getattr(model, stack).layers[int(layer)], part)
+        step = _by_name(steps, where)
+        rotated = step.get("rotary positions") or step["Q, K, V projections"]
+        q, k, v = rotated["Q"], rotated["K"], step["Q, K, V projections"]["V"]
+        h = q.shape[1]
+        a = q @ _repeat(k, h).transpose(-2, -1) / q.shape[-1] ** 0.5  # Eq. (2)
+        mask, scores = step["mask"]["mask"], step["mask"]["â"]
+        assert torch.equal(scores, step["scores"]["â"])
+        assert_close(scores, a.masked_fill(~mask, float("-inf")), atol=1e-12, rtol=0)
+        weights = step["softmax"]["A"]
+        live = mask.expand_as(a).any(-1, keepdim=True)
+        assert_close(weights, scores.softmax(-1).where(live, 0.0), atol=1e-12, rtol=0)  # Eq. (3)
+        heads = step["weighted sum"]["heads"]
+        assert_close(heads, weights @ _repeat(v, h), atol=1e-12, rtol=0)  # Eq. (1)
+        concat = heads.transpose(1, 2).flatten(2)  # (B, T, H·D)
+        assert_close(step["output projection"]["out"], attn.out_proj(concat), atol=1e-12, rtol=0)
+    for where in sorted({s.where for s in steps if s.name == "first layer"}):
+        stack, _, layer, _ = where.split(".")
+        ffn = getattr(model, stack).layers[int(layer)].ffn
+        step = _by_name(steps, where)
+        hidden, act = step["first layer"]["H"], step["activation"]["a"]
+        if ffn.activation == "swiglu":
+            gate, up = hidden.chunk(2, dim=-1)
+            assert_close(act, torch.nn.functional.silu(gate) * up, atol=1e-12, rtol=0)
+        else:
+            assert_close(act, torch.relu(hidden), atol=1e-12, rtol=0)
+        assert_close(step["second layer"]["out"], ffn.fc2(act), atol=1e-12, rtol=0)
 
 
 def test_one_block_is_walked_in_the_order_of_the_notes(kit):

@@ -69,7 +69,8 @@ def add_parser(commands) -> None:
         description="Walk through the forward pass of a checkpoint on --text: embedding, "
         "positional encoding, each block's norm, Q/K/V projections, scores, mask, softmax, "
         "weighted sum, output projection, residual and feed-forward, then the head; each step "
-        "computed from the weights, with its formula (Eq. 1-5 of the notes), shapes, the first "
+        "the model's own tensors (read at its hook points in one forward pass), with its "
+        "formula (Eq. 1-5 of the notes), shapes, the first "
         "values of each tensor at the last token and the last token's attention row in every "
         "head; then the prediction (next token, <MASK> or class) with its probability.",
     )

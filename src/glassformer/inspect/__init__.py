@@ -7,9 +7,13 @@
     plot_attention(rec, "attention.png")   # PNG pictures (matplotlib: glassformer[plot])
     print(format_trace(trace(model, input_ids)))   # the forward pass, formula by formula
 
-Modules: records (what is recorded), capture (the context manager and the Recording),
-plots (the pictures), positions (the positional-encoding matrix), trace and walk (the traced
-forward pass), selection and _draw (helpers of the pictures).
+Everything shown is what the model computed, read at its hook points (glassformer.nn.hooks,
+``model.run_with_cache``); nothing here computes the forward pass a second time.
+
+Modules: records (what is recorded), capture (the context manager and the Recording), taps
+(the hook functions that make the records), plots (the pictures), positions (the
+positional-encoding matrix), trace and steps (the traced forward pass), readout (its numbers),
+selection and _draw (helpers of the pictures).
 """
 
 from .capture import Recording, capture

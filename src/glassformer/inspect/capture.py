@@ -8,10 +8,10 @@
     rec.stream()             # the residual stream, one ResidualRecord per sub-layer
     rec.output().output      # == out.hidden_states
 
-While capturing, every attention layer runs its explicit path (scores, mask, softmax written
-out) so that the weights exist; outputs agree with an uncaptured pass to float rounding. On
-exit the probes are removed: a model that is not being captured pays one ``is None`` test per
-sub-layer, nothing else.
+The records are made of the tensors the model computes, read at its hook points
+(glassformer.nn.hooks; taps.py says which). While capturing, every attention layer runs its
+written-out path (scores, mask, softmax), because a hook reads the pattern A; outputs agree
+with an uncaptured pass to float rounding. On exit the hooks are removed.
 
 The residual stream: ``rec.stream()[-1].after`` (= ``rec.output().last``) is the last block's
 output, before any final norm; the stack's result ``rec.output().output`` is what the model
@@ -20,19 +20,23 @@ FinalNorm(last) when the stack has a final norm (pre-norm models), else ``last``
 
 Calls: each run of a stack (Encoder or Decoder) during the capture has its own ``call`` index.
 A plain forward pass is call 0; with a KV cache, call 0 is the prompt and each later step a
-further call that records only its new query rows (``full_weights`` puts them together).
+further call that records only its new query rows (``full_weights`` puts them together), and
+every key and value attended to: the cached ones come from the earlier calls of the capture.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from weakref import WeakSet
 
 import torch
 from torch import Tensor, nn
+from torch.utils.hooks import RemovableHandle
 
-from ..nn import Decoder, Encoder, MultiHeadAttention
+from ..nn import Decoder, Encoder
 from .records import AttentionRecord, ResidualRecord, StackRecord
+from .taps import StackTap
 
 __all__ = ["Recording", "capture"]
 
@@ -171,8 +175,9 @@ def capture(model: nn.Module) -> Iterator[Recording]:
     """Record attention (weights, masks, Q, K, V) and the residual stream of every Encoder
     and Decoder stack in ``model`` while the block runs; yields the ``Recording``.
 
-    The probes are removed on exit, also when the block raises. Capturing a model that is
-    already being captured is refused.
+    The records are built by functions attached to the stacks' hook points (taps.py); they
+    are removed on exit, also when the block raises. Capturing a model that is already being
+    captured is refused.
     """
     if not isinstance(model, nn.Module):
         raise ValueError(f"capture: model must be a torch.nn.Module, got {type(model).__name__}")
@@ -182,74 +187,20 @@ def capture(model: nn.Module) -> Iterator[Recording]:
             f"capture: {type(model).__name__} has no glassformer Encoder or Decoder stack; "
             "allowed: a glassformer model or a glassformer.nn Encoder / Decoder"
         )
-    if any("recorder" in vars(m) for _, stack in stacks for m in stack.modules()):
+    if any(stack in _CAPTURED for _, stack in stacks):
         raise ValueError("capture: this model is already being captured; captures do not nest")
     names = tuple(n or type(m).__name__.lower() for n, m in stacks)
     rec = Recording(names)
-    attached: list[nn.Module] = []
+    handles: list[RemovableHandle] = []
     try:
         for name, (_, stack) in zip(names, stacks, strict=True):
-            attached += _attach(stack, _StackProbe(rec, name, stack))
+            _CAPTURED.add(stack)
+            handles += StackTap(rec, name, stack).attach()
         yield rec
     finally:
-        for m in attached:
-            del m.recorder  # back to the class default, None
+        for handle in handles:
+            handle.remove()
+        _CAPTURED.difference_update(stack for _, stack in stacks)
 
 
-def _attach(stack: Encoder | Decoder, probe: _StackProbe) -> list[nn.Module]:
-    stack.recorder = probe
-    attached: list[nn.Module] = [stack]
-    for i, block in enumerate(stack.layers):
-        block.recorder = _BlockProbe(probe, i, block.norm_first)
-        attached.append(block)
-        for kind, attn in (("self", block.self_attn), ("cross", block.cross_attn)):
-            if isinstance(attn, MultiHeadAttention):
-                attn.recorder = _AttentionProbe(probe, i, kind)
-                attached.append(attn)
-    return attached
-
-
-class _StackProbe:
-    """Counts the runs of one stack and records each run's end."""
-
-    def __init__(self, rec: Recording, name: str, stack: Encoder | Decoder) -> None:
-        self.rec, self.name, self.calls = rec, name, 0
-        self.final_norm = stack.norm is not None
-
-    def stack_output(self, last: Tensor, out: Tensor) -> None:
-        record = StackRecord(self.name, self.calls, self.final_norm, last.detach(), out.detach())
-        self.rec.outputs.append(record)
-        self.calls += 1
-
-
-class _BlockProbe:
-    def __init__(self, stack: _StackProbe, layer: int, norm_first: bool) -> None:
-        self.stack, self.layer, self.norm_first = stack, layer, norm_first
-
-    def residual(self, name: str, before: Tensor, update: Tensor, after: Tensor) -> None:
-        s = self.stack
-        record = ResidualRecord(
-            s.name, self.layer, name, s.calls, self.norm_first, *_detached(before, update, after)
-        )
-        s.rec.residual.append(record)
-
-
-class _AttentionProbe:
-    def __init__(self, stack: _StackProbe, layer: int, kind: str) -> None:
-        self.stack, self.layer, self.kind = stack, layer, kind
-
-    def attention(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, weights: Tensor, *, causal
-    ) -> None:
-        # k and v may be views of a KV cache's storage: later steps write only after them.
-        s = self.stack
-        q, k, v, weights = _detached(q, k, v, weights)
-        mask = None if mask is None else mask.detach()
-        record = AttentionRecord(
-            s.name, self.layer, self.kind, s.calls, q, k, v, mask, weights, bool(causal)
-        )
-        s.rec.attention.append(record)
-
-
-def _detached(*tensors: Tensor) -> tuple[Tensor, ...]:
-    return tuple(t.detach() for t in tensors)
+_CAPTURED: WeakSet[nn.Module] = WeakSet()  # the stacks a capture is recording

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
-from .walk import Step
+from .steps import Step
 
 __all__ = ["format_prediction", "format_values"]
 

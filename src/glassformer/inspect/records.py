@@ -3,7 +3,8 @@
 Notation (as in glassformer.nn): B batch, H query heads, H_kv key/value heads, T query
 length, S key length, D head size (d_k), C = d_model.
 
-Every tensor is detached from the autograd graph and stays on the model's device.
+Every tensor is one the model computed, read at a hook point (glassformer.nn.hooks), detached
+from the autograd graph; it stays on the model's device.
 """
 
 from __future__ import annotations
@@ -27,13 +28,15 @@ class AttentionRecord:
     steps that follow with a KV cache).
 
     q: (B, H, T, D) the queries, after the rotary rotation when the model uses RoPE;
-    k, v: (B, H_kv, S, D) every key and value attended to (with a KV cache: the cached ones
-        and the T new ones, so the queries are the last T of S positions);
+    k, v: (B, H_kv, S, D) every key and value attended to (with a KV cache: the cached ones,
+        from the earlier calls of the capture, NaN where the cache was filled before it, and
+        the T new ones, so the queries are the last T of S positions);
     mask: the mask Eq. (1) applied, causal part included: bool (True = may attend) or an
-        additive float mask, broadcastable to (B, H, T, S); None when every key was allowed;
+        additive float mask, (B, H, T, S) as the hook point ``hook_mask`` saw it;
     weights: A (B, H, T, S), A_nm = e^{â_nm} / Z_n (Eq. 3), before any dropout; a row with
         nothing to attend to is all zeros;
-    causal: whether the causal mask was part of ``mask``.
+    causal: whether the causal mask was part of ``mask`` (a Decoder's self-attention, or a
+        mask that hides every later key).
     """
 
     stack: str

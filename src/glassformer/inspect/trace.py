@@ -5,23 +5,27 @@ a few values.
     print(format_trace(steps))               # formulas, shapes, values (readout.py)
     steps[-1].value                          # == model(input_ids).logits
 
-The walk computes each formula itself from the model's weights (walk.py), in eval mode:
-x^(0) = W_e[:, x[n]] + W_p[:, n], then per block the norm, Q/K/V (Eq. 4, Eq. 5 for cross-
-attention), scores (Eq. 2), mask, softmax (Eq. 3), weighted sum (Eq. 1), output projection,
-residual and feed-forward, then the final norm and the head. So its last value equals the
-model's output (to float rounding), which the tests check.
+The model runs once, in eval mode without gradients, through ``run_with_cache``; each step
+shows the tensors it computed, read at its hook points (glassformer.nn.hooks), beside the
+formula they follow: x^(0) = W_e[:, x[n]] + W_p[:, n], then per block the norm, Q/K/V (Eq. 4,
+Eq. 5 for cross-attention), the scores with the mask (Eq. 2), softmax (Eq. 3), the weighted
+sum (Eq. 1), output projection, residual and feed-forward, then the final norm and the head
+(steps.py). The last value is the model's output itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM, EncoderModel
-from ..models.inputs import key_mask, positions_from_mask
-from ..nn.positional import LearnedPositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding
+from ..models.heads import ClassificationHead, LMHead
+from ..models.inputs import InputEmbedding
 from .readout import format_values
-from .walk import Step, Walker
+from .steps import Masking, Step, Steps
 
 __all__ = ["Step", "format_trace", "trace"]
 
@@ -54,16 +58,38 @@ def trace(
     depth = max(len(m.layers) for m in _stacks(model))
     if layer is not None and (isinstance(layer, bool) or layer not in range(depth)):
         raise ValueError(f"layer={layer!r} is out of range: allowed 0..{depth - 1}")
-    walk = Walker()
-    with torch.no_grad():
-        if isinstance(model, DecoderLM):
-            _decoder_lm(walk, model, input_ids, attention_mask, layer)
-        elif isinstance(model, EncoderModel):
-            _encoder(walk, model, input_ids, attention_mask, token_type_ids, layer)
-        else:
-            target = (decoder_input_ids, decoder_attention_mask)
-            _seq2seq(walk, model, input_ids, attention_mask, *target, layer)
-    return walk.steps
+    kwargs = {}
+    if isinstance(model, EncoderDecoder):
+        if decoder_input_ids is None:
+            raise ValueError("trace: an EncoderDecoder needs decoder_input_ids (B, T)")
+        kwargs = dict(
+            decoder_input_ids=decoder_input_ids, decoder_attention_mask=decoder_attention_mask
+        )
+    elif isinstance(model, EncoderModel):
+        kwargs = dict(token_type_ids=token_type_ids)
+    with _eval(model), torch.no_grad(), _unhooked_reads(model) as read:
+        _, cache = model.run_with_cache(input_ids, attention_mask, names=_wanted, **kwargs)
+    steps = Steps(cache, read, layer)
+    if isinstance(model, DecoderLM):
+        masking = Masking(causal=True, keys=attention_mask is not None)
+        steps.embed(model.embed, "input")
+        steps.stack(model.decoder, "decoder", masking)
+        steps.lm_head(model.head, model.config.activation)
+    elif isinstance(model, EncoderModel):
+        steps.embed(model.embed, "input")
+        steps.stack(
+            model.encoder, "encoder", Masking(causal=False, keys=attention_mask is not None)
+        )
+        _encoder_head(steps, model)
+    else:
+        source = Masking(causal=False, keys=attention_mask is not None)
+        steps.embed(model.src_embed, "encoder input")
+        steps.stack(model.encoder, "encoder", source)
+        steps.embed(model.tgt_embed, "decoder input")
+        target = Masking(causal=True, keys=decoder_attention_mask is not None)
+        steps.stack(model.decoder, "decoder", target, cross=source)
+        steps.lm_head(model.head, model.config.activation)
+    return steps.steps
 
 
 def format_trace(steps: list[Step], values: bool = True) -> str:
@@ -81,139 +107,65 @@ def format_trace(steps: list[Step], values: bool = True) -> str:
     return "\n".join(lines)
 
 
-# The three families ------------------------------------------------------------------------
-def _decoder_lm(walk: Walker, model: DecoderLM, ids, attention_mask, layer) -> None:
-    t = ids.shape[1]
-    positions = positions_from_mask(attention_mask, t, 0, ids.device, model.config.max_len)
-    mask, _ = key_mask(attention_mask)
-    x, rope = _embed(walk, model.embed, ids, positions, "input")
-    h = _stack(walk, model.decoder, "decoder", x, layer, mask=mask, causal=True, rope=rope)
-    _lm_head(walk, model.head, h, model.config.activation)
-
-
-def _encoder(walk: Walker, model: EncoderModel, ids, attention_mask, types, layer) -> None:
-    positions = positions_from_mask(None, ids.shape[1], 0, ids.device, model.config.max_len)
-    mask, real = key_mask(attention_mask)
-    x, rope = _embed(walk, model.embed, ids, positions, "input", types)
-    h = _stack(walk, model.encoder, "encoder", x, layer, mask=mask, causal=False, rope=rope)
+def _encoder_head(steps: Steps, model: EncoderModel) -> None:
     if isinstance(model, EncoderMLM):
-        _lm_head(walk, model.head, h, model.config.activation)
+        steps.lm_head(model.head, model.config.activation)
     elif isinstance(model, EncoderClassifier):
         head = model.head
-        v = _pool(walk, h, real, model.config.pooling)
+        steps.pool(head.pooler, head.hook_pooled, model.config.pooling)
         if head.pooler is not None:
-            v = walk.emit("head", "pooler", "v ← tanh(W v + b)", v=_affine(v, head.pooler).tanh())
-        logits = _affine(v, head.classifier)
-        walk.emit(
-            "head", "classifier", "logits = W_c v + b_c  (one score per class)", logits=logits
-        )
+            steps.emit("head", "pooler", "v ← tanh(W v + b)", v=steps.at(head.hook_pooled))
+        formula = "logits = W_c v + b_c  (one score per class)"
+        steps.emit("head", "classifier", formula, logits=steps.at(head.hook_logits))
     elif model.pooler is not None:
-        v = _pool(walk, h, real, model.config.pooling)
-        walk.emit(
-            "head", "pooler", "pooled = tanh(W v + b)", pooled=_affine(v, model.pooler).tanh()
-        )
+        steps.pool(model.pooler, model.hook_pooled, model.config.pooling)
+        formula = "pooled = tanh(W v + b)"
+        steps.emit("head", "pooler", formula, pooled=steps.at(model.hook_pooled))
 
 
-def _seq2seq(walk: Walker, model: EncoderDecoder, src, src_mask, tgt, tgt_mask, layer) -> None:
-    if tgt is None:
-        raise ValueError("trace: an EncoderDecoder needs decoder_input_ids (B, T)")
-    cfg = model.config
-    memory_mask, _ = key_mask(src_mask)
-    positions = positions_from_mask(None, src.shape[1], 0, src.device, cfg.max_len)
-    x, rope = _embed(walk, model.src_embed, src, positions, "encoder input")
-    z = _stack(walk, model.encoder, "encoder", x, layer, mask=memory_mask, causal=False, rope=rope)
-    t = tgt.shape[1]
-    positions = positions_from_mask(tgt_mask, t, 0, tgt.device, cfg.max_len)
-    mask, _ = key_mask(tgt_mask)
-    x, rope = _embed(walk, model.tgt_embed, tgt, positions, "decoder input")
-    h = _stack(
-        walk, model.decoder, "decoder", x, layer, mask=mask, causal=True, rope=rope,
-        memory=z, memory_mask=memory_mask,
-    )  # fmt: skip
-    _lm_head(walk, model.head, h, model.config.activation)
+def _wanted(name: str) -> bool:
+    """Every hook point but each head's term z_h W^O_h: the trace does not show it, and asking
+    for it would change how the output projection is summed."""
+    return not name.endswith("hook_result")
 
 
-# Input, stacks, heads --------------------------------------------------------------------------
-def _embed(walk: Walker, emb, ids: Tensor, positions: Tensor, where: str, types=None):
-    """x^(0) = W_e[:, x[n]] (· √D) + W_p[:, n] (+ W_s[:, s[n]]) (then Norm): (x, rope)."""
-    x = emb.token.weight[ids]  # (B, T, C)
-    formula = "x_n = W_e[:, x[n]]"
-    if emb.token.multiplier != 1.0:
-        x, formula = x * emb.token.multiplier, formula + " · √D"
-    walk.emit(where, "token embedding", formula, X=x)
-    pos, n = emb.pos, positions.to(ids.device) + emb.offset
-    rope = None
-    if isinstance(pos, SinusoidalPositionalEncoding):
-        c = x.shape[-1]
-        i = torch.arange(c, device=ids.device)
-        angle = n[..., None].double() / pos.base ** ((i - i % 2).double() / c)  # (…, T, C)
-        r = torch.where(i % 2 == 0, angle.sin(), angle.cos()).float().to(x.dtype)  # stored f32
-        formula = (
-            "x̃_n = x_n + r_n, r_n^(i) = sin(n / L^{i/D}) (i even), cos(n / L^{(i−1)/D}) (i odd)"
-        )
-        x = walk.emit(where, "positional encoding", formula, R=r.expand_as(x), X=x + r)
-    elif isinstance(pos, LearnedPositionalEncoding):
-        r = pos.weight[n]
-        x = walk.emit(
-            where, "positional encoding", "x̃_n = x_n + W_p[:, n]", R=r.expand_as(x), X=x + r
-        )
-    elif isinstance(pos, RotaryEmbedding):
-        d = pos.cos.shape[-1]
-        theta = pos.base ** (-torch.arange(0, d, 2, dtype=torch.float64, device=ids.device) / d)
-        angle = n[..., None].double() * theta  # (…, T, D/2)
-        angle = torch.cat([angle, angle], dim=-1)
-        cos, sin = (f(angle).float().to(x.dtype) for f in (torch.cos, torch.sin))  # stored f32
-        if n.dim() == 2:
-            cos, sin = cos[:, None], sin[:, None]  # (B, 1, T, D): broadcast over heads
-        rope = (cos, sin)
-        formula = "rotary (RoPE): nothing added; q and k are rotated by n·θ_j, θ_j = L^{−2j/D}"
-        walk.emit(where, "positional encoding", formula, cos=cos, sin=sin)
-    else:
-        walk.emit(where, "positional encoding", "none: r_n = 0", X=x)
-    if emb.segment is not None:
-        seg = emb.segment.weight[torch.zeros_like(ids) if types is None else types]
-        x = walk.emit(where, "segment embedding", "x_n ← x_n + W_s[:, s[n]]", X=x + seg)
-    if emb.norm is not None:
-        x = walk.norm(emb.norm, x, where, "embedding norm")
-    return x, rope
+@contextmanager
+def _unhooked_reads(model: nn.Module) -> Iterator[dict[nn.Module, object]]:
+    """The three tensors a trace shows that no hook point holds, read as the model passes
+    them: each input embedding's rotary tables (cos, sin), the input of the MLM transform's
+    norm, a(W h + b), and the input of BERT's pooler, the pooled vector v."""
+    read: dict[nn.Module, object] = {}
+
+    def output(module, args, out) -> None:
+        read[module] = out[1]  # InputEmbedding returns (x, rotary tables or None)
+
+    def first_input(module, args, out) -> None:
+        read[module] = args[0].detach()
+
+    handles = []
+    for m in model.modules():
+        if isinstance(m, InputEmbedding):
+            handles.append(m.register_forward_hook(output))
+        inner = m.transform_norm if isinstance(m, LMHead) else None
+        if isinstance(m, ClassificationHead | EncoderModel):
+            inner = getattr(m, "pooler", None)
+        if inner is not None:
+            handles.append(inner.register_forward_hook(first_input))
+    try:
+        yield read
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
-def _stack(walk: Walker, stack, name: str, x: Tensor, layer, **kw) -> Tensor:
-    kw.setdefault("memory", None)
-    kw.setdefault("memory_mask", None)
-    for i, block in enumerate(stack.layers):
-        walk.show = layer is None or layer == i
-        x = walk.block(block, x, f"{name}.layers.{i}", **kw)
-    walk.show = True
-    if stack.norm is not None:
-        x = walk.norm(stack.norm, x, name, "final norm")
-    return x
-
-
-def _lm_head(walk: Walker, head, h: Tensor, activation: str) -> Tensor:
-    if head.transform is not None:
-        u, formula = walk.activate(activation, _affine(h, head.transform))
-        h = walk.emit("head", "transform", f"X ← a(W X + b), {formula}", X=u)
-        h = walk.norm(head.transform_norm, h, "head", "transform norm")
-    formula = "logits = X W_uᵀ (+ b): one score per vocabulary entry (W_u = W_e when tied)"
-    return walk.emit("head", "unembedding", formula, logits=_affine(h, head.unembed.proj))
-
-
-def _pool(walk: Walker, h: Tensor, real: Tensor | None, pooling: str) -> Tensor:
-    if pooling == "cls":
-        return walk.emit("head", "pool", "v = x_0 (the first, <BOS>/CLS, position)", v=h[:, 0])
-    w = (
-        torch.ones(h.shape[:2], dtype=h.dtype, device=h.device)
-        if real is None
-        else real.to(h.dtype)
-    )
-    v = (h * w[..., None]).sum(1) / w.sum(1, keepdim=True).clamp(min=1.0)
-    return walk.emit("head", "pool", "v = (1/|real|) Σ_n x_n over the real tokens", v=v)
-
-
-def _affine(x: Tensor, linear) -> Tensor:
-    y = x @ linear.weight.T
-    return y if linear.bias is None else y + linear.bias
+@contextmanager
+def _eval(model: nn.Module) -> Iterator[None]:
+    training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(training)
 
 
 def _stacks(model) -> list:

@@ -1,0 +1,189 @@
+"""The hook functions ``capture`` attaches to one stack's hook points (glassformer.nn.hooks),
+and how they turn what passes the points into records.
+
+A call of the stack begins where its first block's ``hook_resid_pre`` fires. Each block's
+stream points (``hook_resid_pre``, ``hook_resid_mid``, ``hook_resid_mid_cross``,
+``hook_resid_post``) and sub-layer outputs (``hook_attn_out``, ``hook_cross_attn_out``,
+``hook_mlp_out``) give one ResidualRecord per sub-layer; each attention's ``hook_q``/``hook_k``/
+``hook_v`` (``hook_rot_q``/``hook_rot_k`` after RoPE), ``hook_mask`` and ``hook_pattern`` one
+AttentionRecord; the final norm's ``hook_normalized`` (or, without one, the last block's
+``hook_resid_post``) the StackRecord. Every function returns None: the pass is not changed.
+
+Keys and values under a KV cache: ``hook_k``/``hook_v`` see only the new positions of a call
+(and cross-attention's only on the first call, which computes them for the whole source), so
+each layer's keys are put together here from the calls before (``_Rows``). Positions whose keys
+no call of this capture produced (a cache filled before it, or a batch that changed size, as
+beam search's expansion does) are NaN; a cache reordered between calls (beam search) is not
+followed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+from torch.utils.hooks import RemovableHandle
+
+from ..nn import Decoder, Encoder, HookPoint, MultiHeadAttention
+from .records import AttentionRecord, ResidualRecord, StackRecord
+
+__all__ = ["StackTap"]
+
+SUBLAYERS = (  # (ResidualRecord.sublayer, the block's attribute, its output's hook point)
+    ("self_attn", "self_attn", "hook_attn_out"),
+    ("cross_attn", "cross_attn", "hook_cross_attn_out"),
+    ("ff", "ffn", "hook_mlp_out"),
+)
+AFTER = {
+    "self_attn": "hook_resid_mid",
+    "cross_attn": "hook_resid_mid_cross",
+    "ff": "hook_resid_post",
+}
+
+
+class StackTap:
+    """Records the calls of one Encoder or Decoder stack into ``rec`` (a Recording)."""
+
+    def __init__(self, rec, name: str, stack: Encoder | Decoder) -> None:
+        self.rec, self.name, self.stack = rec, name, stack
+        self.call = -1  # the call under way; -1 before the first
+        self.stream: Tensor | None = None  # the residual stream X as last seen
+        self.update: Tensor | None = None  # what the current sub-layer wrote
+        self.handles: list[RemovableHandle] = []
+
+    def attach(self) -> list[RemovableHandle]:
+        """Attach the hook functions; returns their handles (``remove()`` detaches each)."""
+        blocks = list(self.stack.layers)
+        for i, block in enumerate(blocks):
+            self._on(block.hook_resid_pre, self._block_start(i == 0))
+            for sublayer, attr, out in SUBLAYERS:
+                module = getattr(block, attr)
+                if module is None:
+                    continue
+                self._on(getattr(block, out), self._sublayer_output)
+                last = i == len(blocks) - 1 and sublayer == "ff" and self.stack.norm is None
+                self._on(getattr(block, AFTER[sublayer]), self._sublayer_end(i, sublayer, last))
+                if isinstance(module, MultiHeadAttention):
+                    kind = "self" if sublayer == "self_attn" else "cross"
+                    _AttentionTap(self, i, kind, module).attach()
+        if self.stack.norm is not None:
+            self._on(self.stack.norm.hook_normalized, self._stack_end)
+        return self.handles
+
+    def _on(self, point: HookPoint, fn: Callable[[Tensor], None]) -> None:
+        def hook(tensor: Tensor, hook: HookPoint) -> None:
+            fn(tensor.detach())
+
+        self.handles.append(point.add_hook(hook))
+
+    # Hook functions ------------------------------------------------------------------------
+    def _block_start(self, first: bool) -> Callable[[Tensor], None]:
+        def start(x: Tensor) -> None:
+            if first:  # a new run of the stack
+                self.call += 1
+            self.stream = x
+
+        return start
+
+    def _sublayer_output(self, u: Tensor) -> None:
+        self.update = u
+
+    def _sublayer_end(self, layer: int, sublayer: str, last: bool) -> Callable[[Tensor], None]:
+        def end(after: Tensor) -> None:
+            record = ResidualRecord(
+                self.name, layer, sublayer, self.call, self.stack.layers[layer].norm_first,
+                self.stream, self.update, after,
+            )  # fmt: skip
+            self.rec.residual.append(record)
+            self.stream = after
+            if last:  # no final norm: the stack returns the last block's output
+                self._stack_end(after)
+
+        return end
+
+    def _stack_end(self, output: Tensor) -> None:
+        final_norm = self.stack.norm is not None
+        self.rec.outputs.append(StackRecord(self.name, self.call, final_norm, self.stream, output))
+
+
+class _AttentionTap:
+    """Collects Q, K, V and the mask of one attention layer's call; its pattern A completes
+    the AttentionRecord."""
+
+    def __init__(self, stack: StackTap, layer: int, kind: str, attn: MultiHeadAttention) -> None:
+        self.stack, self.layer, self.kind, self.attn = stack, layer, kind, attn
+        self.parts: dict[str, Tensor] = {}
+        self.keys, self.values = _Rows(), _Rows()
+
+    def attach(self) -> None:
+        a = self.attn
+        points = {"q": a.hook_q, "k": a.hook_k, "v": a.hook_v, "mask": a.hook_mask}
+        points.update(q_rot=a.hook_rot_q, k_rot=a.hook_rot_k)  # after RoPE: replace q, k
+        for part, point in points.items():
+            self.stack._on(point, self._keep(part.removesuffix("_rot")))
+        self.stack._on(a.hook_pattern, self._record)
+
+    def _keep(self, part: str) -> Callable[[Tensor], None]:
+        def keep(t: Tensor) -> None:
+            self.parts[part] = t if part == "mask" else t.transpose(1, 2)  # (B, H, T, D)
+
+        return keep
+
+    def _record(self, weights: Tensor) -> None:
+        parts, self.parts = self.parts, {}
+        q, mask = parts["q"], parts["mask"]
+        b, _, t, s = weights.shape
+        shape = (b, self.attn.n_kv_head, s, self.attn.head_dim)
+        k = self.keys.extend(parts.get("k"), q, shape)
+        v = self.values.extend(parts.get("v"), q, shape)
+        causal = self.kind == "self" and (
+            isinstance(self.stack.stack, Decoder) or _hides_later_keys(mask, s - t)
+        )
+        stack = self.stack
+        record = AttentionRecord(
+            stack.name, self.layer, self.kind, stack.call, q, k, v, mask, weights, causal
+        )
+        stack.rec.attention.append(record)
+
+
+class _Rows:
+    """The keys (or values) one attention layer attended to so far, (B, H_kv, S, D).
+
+    Each call hands over its new rows (None: none, as in cross-attention's later calls); the
+    records get views of the first S rows of a growing buffer, which later calls only write
+    after (as a KV cache does)."""
+
+    def __init__(self) -> None:
+        self.rows: Tensor | None = None
+        self.length = 0
+
+    def extend(self, new: Tensor | None, like: Tensor, shape: tuple[int, int, int, int]) -> Tensor:
+        """All S = shape[2] rows: the earlier ones, then ``new``; ``like`` gives dtype, device."""
+        b, h, s, d = shape
+        t = 0 if new is None else new.shape[2]
+        if new is not None and t == s:  # every key is new: no cache, or its first call
+            self.rows, self.length = new, s
+            return new
+        if self.rows is None or self.rows.shape[:2] != (b, h) or self.length != s - t:
+            # keys that no call of this capture produced
+            self.rows, self.length = like.new_full((b, h, s - t, d), float("nan")), s - t
+        if new is not None:
+            if self.rows.shape[2] < s:  # grow, doubling; earlier records keep the old buffer
+                grown = like.new_empty((b, h, max(s, 2 * self.rows.shape[2]), d))
+                grown[:, :, : self.length] = self.rows[:, :, : self.length]
+                self.rows = grown
+            self.rows[:, :, s - t : s] = new
+            self.length = s
+        return self.rows[:, :, :s]
+
+
+def _hides_later_keys(mask: Tensor, offset: int) -> bool:
+    """Does the mask (B, H, T, S) hide every key m > n + offset from query n (the causal
+    rule), with at least one such key?"""
+    t, s = mask.shape[-2:]
+    later = (
+        torch.arange(s, device=mask.device) > torch.arange(t, device=mask.device)[:, None] + offset
+    )
+    allowed = mask if mask.dtype == torch.bool else mask > float("-inf")
+    return bool(later.any()) and not bool((allowed & later).any())
