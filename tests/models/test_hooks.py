@@ -504,7 +504,7 @@ LONG = "decoder long unpadded"
 
 def fast_path_params() -> list:
     """(name, train) for every case and a long unpadded decoder with a vocabulary of 1100
-    (short-sequence attention, aligned unembedding and loss, the sigmoid GELU all run)."""
+    (the aligned unembedding and loss run)."""
     return [
         pytest.param(
             name, train, id=f"{name}-{'train with gradients' if train else 'eval without'}"
@@ -521,7 +521,7 @@ def build_long():
     )
     model = DecoderLM(config)
     ids = torch.randint(0, 1100, (8, 64), generator=torch.Generator().manual_seed(1))
-    return model, dict(input_ids=ids)  # B·H·T = 2048 rows: short_attention's threshold
+    return model, dict(input_ids=ids)
 
 
 @pytest.mark.parametrize("name, train", fast_path_params())

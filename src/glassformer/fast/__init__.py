@@ -10,20 +10,21 @@ and a model takes the whole set by one choice, made once:
 
 which sets, on every module it applies to:
 
-  * MultiHeadAttention.attend = short_attention.attention: Eq. (1) for short training
-    sequences with its backward written out (short_attention.py), else the fused kernel;
-  * FeedForward.act = gelu.gelu_tanh for GPT-2's GELU: the tanh form computed through the
-    sigmoid (gelu.py);
   * Unembedding.linear = aligned.unembed and the models' loss = aligned.summed_cross_entropy:
     vocabulary-sized matrices with rows aligned to 64 floats (aligned.py);
   * Encoder.packed = packing.encode: inference on the real tokens of a padded batch
     (packing.py);
+  * FeedForward.act = inplace.activation(...) and the blocks' residual ``add`` = inplace.add:
+    without an autograd graph, the activation and the residual sum overwrite fresh tensors
+    instead of allocating new ones (inplace.py).
 
-and, for generation, layout.input_major_weights (layout.py). Each fast form checks the shapes,
-dtype and device it was measured on and hands everything else to the reference function, so
-the results agree with the reference code to float rounding, in values and gradients (tests/
-fast). A fast form never runs while a hook is attached where it would change what the hook
-sees. What each path earns is measured by ``python -m benchmarks fast-paths``.
+Each fast form checks the shapes, dtype and device it was measured on and hands everything
+else to the reference function, so the results agree with the reference code to float
+rounding, in values and gradients (tests/fast, tests/models/test_hooks.py). None of them
+runs where a hook is attached that would see the difference: packing waits while any hook is
+attached to the encoder, and nothing a hook has seen is written over. What each path earns is
+measured by ``python -m benchmarks.bench_fast_paths``; a path that stops earning 5% on the
+benchmark that motivated it is deleted.
 """
 
 from __future__ import annotations
@@ -31,11 +32,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..nn import Encoder, FeedForward, MultiHeadAttention, Unembedding
+from ..nn import Encoder, FeedForward, Unembedding
 from ..nn.blocks import DecoderBlock, EncoderBlock
 from ..nn.feedforward import activation_fn
-from ..nn.scaled_dot_product import fused_attention
-from . import aligned, gelu, inplace, packing, short_attention
+from . import aligned, inplace, packing
 
 __all__ = ["use_fast_paths"]
 
@@ -44,11 +44,8 @@ def use_fast_paths(module: nn.Module, on: bool = True) -> nn.Module:
     """Switch every sub-module of ``module`` to its fast form (``on``) or back to the
     reference code; returns ``module``. Records the choice as ``module.fast_paths``."""
     for m in module.modules():
-        if isinstance(m, MultiHeadAttention):
-            m.attend = short_attention.attention if on else fused_attention
-        elif isinstance(m, FeedForward) and m.activation != "swiglu":
-            plain = activation_fn(m.activation)
-            m.act = inplace.activation(m.activation) if on else plain
+        if isinstance(m, FeedForward) and m.activation != "swiglu":
+            m.act = inplace.activation(m.activation) if on else activation_fn(m.activation)
         elif isinstance(m, EncoderBlock | DecoderBlock):
             m.add = inplace.add if on else torch.add
         elif isinstance(m, Unembedding):

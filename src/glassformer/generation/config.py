@@ -49,9 +49,6 @@ class GenerationConfig:
     use_cache: keep keys/values of past positions (a step costs one position) instead of
         recomputing the whole prefix every step.
     return_logits: also return the raw logits of every step (greedy and sampling).
-    input_major_weights: while decoding with the cache, store the Linear weights transposed
-        (faster matrix-vector products on CPU; see ``layout``; costs one more copy of the
-        weights' memory during the call).
     """
 
     max_new_tokens: int = 64
@@ -67,7 +64,6 @@ class GenerationConfig:
     seed: int | None = None
     use_cache: bool = True
     return_logits: bool = False
-    input_major_weights: bool = True
 
     def __post_init__(self) -> None:
         _int("max_new_tokens", self.max_new_tokens, 1, "an int >= 1")
@@ -107,7 +103,7 @@ class GenerationConfig:
             _int("seed", self.seed, 0, "an int in [0, 2**64) or None")
             if self.seed >= 2**64:
                 raise ValueError(f"seed={self.seed} is not allowed: an int in [0, 2**64) or None")
-        for name in ("use_cache", "return_logits", "input_major_weights"):
+        for name in ("use_cache", "return_logits"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r} is not allowed: True or False")
         if self.num_beams > 1:

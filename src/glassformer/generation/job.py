@@ -9,13 +9,12 @@ inside the caller's eval mode.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from ..fast.layout import input_major_weights
 from ..models import DecoderLM, EncoderDecoder
 from .beam import beam_search
 from .config import GenerationConfig
@@ -114,12 +113,8 @@ class GenerationJob:
 
     @contextmanager
     def running(self) -> Iterator[None]:
-        """The model as decoding wants it: eval mode (no dropout) and, with the cache,
-        input-major weights (``layout``); both undone on exit."""
-        relayout = self.config.use_cache and self.config.input_major_weights
-        with ExitStack() as stack:
-            stack.enter_context(eval_mode(self.model))
-            stack.enter_context(input_major_weights(self.model, relayout))
+        """The model as decoding wants it: eval mode (no dropout), undone on exit."""
+        with eval_mode(self.model):
             yield
 
     def _session(self) -> Session:

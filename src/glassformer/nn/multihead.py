@@ -36,8 +36,8 @@ class MultiHeadAttention(nn.Module):
     (B, T, H, D) each head's weighted sum Σ_m A_nm v_m; ``hook_result`` (B, T, H, C) each
     head's term z_h W^O_h, which sum (with b^O) to the output. The written-out path runs only
     when a hook reads the mask, the scores or the pattern (or ``need_weights``); ``hook_result``
-    is computed only when a hook reads it. Otherwise ``attend`` runs: the fused kernel, or the
-    kernel glassformer.fast chose for this module.
+    is computed only when a hook reads it. Otherwise torch's fused kernel runs
+    (``fused_attention``), which never forms A.
     """
 
     def __init__(
@@ -67,7 +67,6 @@ class MultiHeadAttention(nn.Module):
         d_q, d_kv = n_head * self.head_dim, n_kv_head * self.head_dim
         self.in_proj = nn.Linear(d_model, d_q + 2 * d_kv, bias=bias)  # [W^Q; W^K; W^V]
         self.out_proj = nn.Linear(d_q, d_model, bias=bias)  # W^O
-        self.attend = fused_attention  # Eq. (1) without forming A (see glassformer.fast)
         for name in _HOOKS:
             setattr(self, name, HookPoint())
 
@@ -106,7 +105,7 @@ class MultiHeadAttention(nn.Module):
             weights = self.hook_pattern(pattern(a))  # A = softmax(â) (Eq. 3)
             y = weighted_sum(weights, v, p)  # (B, H, T, D): A V (Eq. 1)
         else:
-            y = self.attend(q, k, v, mask, p, causal=causal)  # (B, H, T, D)
+            y = fused_attention(q, k, v, mask, p, causal=causal)  # (B, H, T, D): Eq. (1)
         y = self.hook_z(y.transpose(1, 2))  # (B, T, H, D): head_i
         return self._output(y, packing), (weights if need_weights else None)
 
