@@ -16,8 +16,9 @@ which sets, on every module it applies to:
     (packing.py);
   * FeedForward.act = inplace.activation(...) and the blocks' residual ``add`` = inplace.add:
     without an autograd graph, the activation and the residual sum overwrite fresh tensors
-    instead of allocating new ones (inplace.py).
+    instead of allocating new ones (inplace.py);
 
+and generation, with the cache, stores the weights input-major while it decodes (layout.py).
 Each fast form checks the shapes, dtype and device it was measured on and hands everything
 else to the reference function, so the results agree with the reference code to float
 rounding, in values and gradients (tests/fast, tests/models/test_hooks.py). None of them

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..fast import layout
 from ..models import DecoderLM, EncoderDecoder
 from .beam import beam_search
 from .config import GenerationConfig
@@ -113,8 +114,11 @@ class GenerationJob:
 
     @contextmanager
     def running(self) -> Iterator[None]:
-        """The model as decoding wants it: eval mode (no dropout), undone on exit."""
-        with eval_mode(self.model):
+        """The model as decoding wants it: eval mode (no dropout) and, with its fast paths on,
+        input-major weights (glassformer.fast.layout); both undone on exit."""
+        c = self.config
+        relayout = layout.pays(self.model, c.use_cache, c.max_new_tokens)
+        with eval_mode(self.model), layout.input_major_weights(self.model, relayout):
             yield
 
     def _session(self) -> Session:
