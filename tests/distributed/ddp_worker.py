@@ -21,8 +21,7 @@ text = "".join(chr(97 + int(i)) for i in torch.randint(0, 20, (12_000,), generat
 data = TextDataset("toy", "lm", "train", [text])
 tok = CharTokenizer().train(text)
 torch.manual_seed(0)
-# 1031 rows (more than the tokenizer needs, not a multiple of 64): the unembedding and the loss
-# take fast/aligned.py's path, so DDP and FSDP are checked on it too
+# 1031 rows: more than the tokenizer needs, as a model whose vocabulary has room to spare
 model = DecoderLM(preset("tiny", vocab_size=1031, max_len=16, d_model=32, n_layer=2))
 config = TrainConfig(
     steps=steps, batch_size=8, grad_accum=2, warmup=2, save_every=3, eval_every=0,

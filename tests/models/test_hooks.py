@@ -503,8 +503,7 @@ LONG = "decoder long unpadded"
 
 
 def fast_path_params() -> list:
-    """(name, train) for every case and a long unpadded decoder with a vocabulary of 1100
-    (the aligned unembedding and loss run)."""
+    """(name, train) for every case and a long unpadded decoder with a vocabulary of 1100."""
     return [
         pytest.param(
             name, train, id=f"{name}-{'train with gradients' if train else 'eval without'}"

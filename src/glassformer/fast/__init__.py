@@ -10,8 +10,6 @@ and a model takes the whole set by one choice, made once:
 
 which sets, on every module it applies to:
 
-  * Unembedding.linear = aligned.unembed and the models' loss = aligned.summed_cross_entropy:
-    vocabulary-sized matrices with rows aligned to 64 floats (aligned.py);
   * Encoder.packed = packing.encode: inference on the real tokens of a padded batch
     (packing.py);
   * FeedForward.act = inplace.activation(...) and the blocks' residual ``add`` = inplace.add:
@@ -33,10 +31,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..nn import Encoder, FeedForward, Unembedding
+from ..nn import Encoder, FeedForward
 from ..nn.blocks import DecoderBlock, EncoderBlock
 from ..nn.feedforward import activation_fn
-from . import aligned, inplace, packing
+from . import inplace, packing
 
 __all__ = ["use_fast_paths"]
 
@@ -49,8 +47,6 @@ def use_fast_paths(module: nn.Module, on: bool = True) -> nn.Module:
             m.act = inplace.activation(m.activation) if on else activation_fn(m.activation)
         elif isinstance(m, EncoderBlock | DecoderBlock):
             m.add = inplace.add if on else torch.add
-        elif isinstance(m, Unembedding):
-            m.linear = aligned.unembed if on else nn.functional.linear
         elif isinstance(m, Encoder):
             m.packed = packing.encode if on else None
     module.fast_paths = on

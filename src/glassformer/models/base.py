@@ -13,7 +13,6 @@ from ..config import ModelConfig
 from ..nn import LearnedPositionalEncoding, MultiHeadAttention, TokenEmbedding
 from . import checkpoint
 from .hooked import HookedModel
-from .outputs import lm_loss, summed_cross_entropy
 from .registry import ARCHITECTURES
 
 __all__ = ["GlassformerModel"]
@@ -55,7 +54,6 @@ class GlassformerModel(HookedModel, nn.Module):
             )
         self.config = config
         self.tokenizer = None  # attached tokenizer, saved with the model
-        self.cross_entropy = summed_cross_entropy  # the loss's sum (see use_fast_paths)
 
     def post_init(self) -> None:
         """What every model does once its modules are built: initialise the weights, and take
@@ -66,13 +64,7 @@ class GlassformerModel(HookedModel, nn.Module):
     def use_fast_paths(self, on: bool = True) -> GlassformerModel:
         """Run the CPU fast paths of glassformer.fast (``on``, the default) or the reference
         code only (False); the results agree to float rounding. Returns the model."""
-        fast.use_fast_paths(self, on)
-        self.cross_entropy = fast.aligned.summed_cross_entropy if on else summed_cross_entropy
-        return self
-
-    def loss(self, logits, labels, *, shift: bool):
-        """Mean cross-entropy of the logits against the labels (outputs.lm_loss)."""
-        return lm_loss(logits, labels, shift=shift, cross_entropy=self.cross_entropy)
+        return fast.use_fast_paths(self, on)
 
     # Size and cost ------------------------------------------------------------------------------
     def num_parameters(self, *, exclude_embeddings: bool = False) -> int:

@@ -19,7 +19,7 @@ from ..nn import Decoder, DecoderCache
 from .base import GlassformerModel
 from .heads import LMHead
 from .inputs import InputEmbedding, check_length, key_mask, positions_from_mask
-from .outputs import IGNORE_INDEX, ModelOutput
+from .outputs import IGNORE_INDEX, ModelOutput, lm_loss
 
 __all__ = ["DecoderLM"]
 
@@ -77,5 +77,5 @@ class DecoderLM(GlassformerModel):
         if labels is not None:
             if token_mask is not None:
                 labels = labels.masked_fill(~token_mask, IGNORE_INDEX)
-            loss = self.loss(logits, labels, shift=True)
+            loss = lm_loss(logits, labels, shift=True)
         return ModelOutput(logits=logits, hidden_states=h, loss=loss)

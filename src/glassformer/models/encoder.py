@@ -19,7 +19,7 @@ from ..nn import Encoder, HookPoint
 from .base import GlassformerModel
 from .heads import ClassificationHead, LMHead, pool
 from .inputs import InputEmbedding, key_mask, positions_from_mask
-from .outputs import ModelOutput
+from .outputs import ModelOutput, lm_loss
 
 __all__ = ["EncoderClassifier", "EncoderMLM", "EncoderModel"]
 
@@ -97,7 +97,7 @@ class EncoderMLM(EncoderModel):
     def forward(self, input_ids, attention_mask=None, labels=None, *, token_type_ids=None):
         h, _ = self.encode(input_ids, attention_mask, token_type_ids)
         logits = self.head(h)
-        loss = None if labels is None else self.loss(logits, labels, shift=False)
+        loss = None if labels is None else lm_loss(logits, labels, shift=False)
         return ModelOutput(logits=logits, hidden_states=h, loss=loss)
 
 
@@ -110,5 +110,5 @@ class EncoderClassifier(EncoderModel):
     def forward(self, input_ids, attention_mask=None, labels=None, *, token_type_ids=None):
         h, real = self.encode(input_ids, attention_mask, token_type_ids)
         logits = self.head(h, real)
-        loss = None if labels is None else self.loss(logits, labels, shift=False)
+        loss = None if labels is None else lm_loss(logits, labels, shift=False)
         return ModelOutput(logits=logits, hidden_states=h, loss=loss)

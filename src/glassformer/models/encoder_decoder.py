@@ -22,7 +22,7 @@ from ..nn import Decoder, DecoderCache, Encoder
 from .base import GlassformerModel
 from .heads import LMHead
 from .inputs import InputEmbedding, check_length, key_mask, positions_from_mask
-from .outputs import IGNORE_INDEX, ModelOutput
+from .outputs import IGNORE_INDEX, ModelOutput, lm_loss
 
 __all__ = ["EncoderDecoder", "shift_right"]
 
@@ -112,7 +112,7 @@ class EncoderDecoder(GlassformerModel):
         memory = self.encode(input_ids, attention_mask)
         out = self.decode(decoder_input_ids, memory, attention_mask, decoder_attention_mask)
         if labels is not None:
-            out.loss = self.loss(out.logits, labels, shift=False)
+            out.loss = lm_loss(out.logits, labels, shift=False)
         return out
 
 

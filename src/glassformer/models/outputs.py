@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["IGNORE_INDEX", "ModelOutput", "lm_loss", "summed_cross_entropy"]
+__all__ = ["IGNORE_INDEX", "ModelOutput", "lm_loss"]
 
 IGNORE_INDEX = -100  # label value that is not scored (padding, unmasked MLM positions)
 
@@ -28,24 +28,15 @@ class ModelOutput:
     pooled: Tensor | None = None
 
 
-def summed_cross_entropy(z: Tensor, y: Tensor, ignore_index: int) -> Tensor:
-    """Σ_n -log softmax(z_n)_{y_n} over the scored rows of z (N, V), y (N,)."""
-    return F.cross_entropy(z, y, ignore_index=ignore_index, reduction="sum")
-
-
-def lm_loss(
-    logits: Tensor, labels: Tensor, *, shift: bool, cross_entropy=summed_cross_entropy
-) -> Tensor:
+def lm_loss(logits: Tensor, labels: Tensor, *, shift: bool) -> Tensor:
     """Cross-entropy of (B, T, V) logits against (B, T) labels; -100 is not scored.
 
     shift=True scores position n against label n+1 (causal LM: predict the next token).
-    Labels may be any shape matching the logits' leading dimensions ((B,) for classifiers).
-    ``cross_entropy`` computes the sum (a model's own: glassformer.fast may lay it out for
-    the CPU)."""
+    Labels may be any shape matching the logits' leading dimensions ((B,) for classifiers)."""
     if shift:  # label n+1 moves under logit n; the last position scores nothing
         labels = F.pad(labels[:, 1:], (0, 1), value=IGNORE_INDEX)  # no copy of the logits
     labels = labels.reshape(-1)
     z = logits.reshape(-1, logits.shape[-1]).float()  # (N, V)
-    total = cross_entropy(z, labels, IGNORE_INDEX)
+    total = F.cross_entropy(z, labels, ignore_index=IGNORE_INDEX, reduction="sum")
     # mean over scored labels; a batch with none scores 0 instead of 0/0 = NaN
     return total / (labels != IGNORE_INDEX).sum().clamp(min=1)

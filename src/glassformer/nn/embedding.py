@@ -60,7 +60,6 @@ class Unembedding(nn.Module):
                     f"{tuple(self.proj.weight.shape)}"
                 )
             self.proj.weight = tie_to.weight
-        self.linear = F.linear  # h W_uᵀ + b (see glassformer.fast for the CPU form)
 
     def forward(self, h: Tensor) -> Tensor:
-        return self.linear(h, self.proj.weight, self.proj.bias)  # (B, T, V)
+        return self.proj(h)  # (B, T, V): h W_uᵀ (+ b)
