@@ -5,6 +5,7 @@
     cache["pattern", 0]                                   # the same, TransformerLens's short form
 
     def ablate_head(z, hook):                             # z (B, T, H, D)
+        z = z.clone()                                     # a new tensor: autograd may need z
         z[:, :, 3] = 0.0
         return z
     out = model.run_with_hooks(input_ids, hooks=[("blocks.1.attn.hook_z", ablate_head)])

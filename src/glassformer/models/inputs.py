@@ -56,8 +56,10 @@ class InputEmbedding(nn.Module):
         )
         self.dropout = nn.Dropout(config.dropout)
         self.hook_embed = HookPoint()
-        self.hook_pos_embed = HookPoint()
-        self.hook_token_type_embed = HookPoint()
+        if config.positional in ("sinusoidal", "learned"):  # the additive encodings
+            self.hook_pos_embed = HookPoint()
+        if self.segment is not None:
+            self.hook_token_type_embed = HookPoint()
 
     def forward(
         self,

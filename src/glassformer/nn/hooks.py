@@ -62,8 +62,8 @@ class HookPoint(nn.Module):
 
 
 def hook_points(module: nn.Module) -> dict[str, HookPoint]:
-    """Every HookPoint under ``module`` by its public name, in the order of the forward pass's
-    modules; also sets each point's ``name``."""
+    """Every HookPoint under ``module`` by its public name, in the order the modules were
+    built (``run_with_cache`` keeps the order of the pass); also sets each point's ``name``."""
     points = dict(_walk(module, ""))
     for name, point in points.items():
         point.name = name
