@@ -19,26 +19,13 @@ the rows that continue (beam search); both keep the rows of one prompt together.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import torch
 from torch import Tensor
 
 from ..models import DecoderLM, EncoderDecoder
+from ..models.base import eval_mode
 
 __all__ = ["DecoderSession", "Seq2SeqSession", "Session", "eval_mode"]
-
-
-@contextmanager
-def eval_mode(model: torch.nn.Module) -> Iterator[None]:
-    """Run the model in eval mode (no dropout), restoring its train/eval mode afterwards."""
-    training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(training)
 
 
 class Session:

@@ -22,6 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM, EncoderModel
+from ..models.base import eval_mode
 from ..models.heads import ClassificationHead, LMHead
 from ..models.inputs import InputEmbedding
 from .readout import format_values
@@ -67,7 +68,7 @@ def trace(
         )
     elif isinstance(model, EncoderModel):
         kwargs = dict(token_type_ids=token_type_ids)
-    with _eval(model), torch.no_grad(), _unhooked_reads(model) as read:
+    with eval_mode(model), torch.no_grad(), _unhooked_reads(model) as read:
         _, cache = model.run_with_cache(input_ids, attention_mask, names=_wanted, **kwargs)
     steps = Steps(cache, read, layer)
     if isinstance(model, DecoderLM):
@@ -156,16 +157,6 @@ def _unhooked_reads(model: nn.Module) -> Iterator[dict[nn.Module, object]]:
     finally:
         for handle in handles:
             handle.remove()
-
-
-@contextmanager
-def _eval(model: nn.Module) -> Iterator[None]:
-    training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(training)
 
 
 def _stacks(model) -> list:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,7 +17,18 @@ from . import checkpoint
 from .hooked import HookedModel
 from .registry import ARCHITECTURES
 
-__all__ = ["GlassformerModel"]
+__all__ = ["GlassformerModel", "eval_mode"]
+
+
+@contextmanager
+def eval_mode(model: nn.Module) -> Iterator[None]:
+    """Run the model in eval mode (no dropout), restoring its train/eval mode afterwards."""
+    training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(training)
 
 
 def _wraps(cls: type) -> bool:
