@@ -228,7 +228,7 @@ def test_generation_with_cache_is_captured_for_seq2seq(kit):
             assert_close(r.v, f.v, atol=1e-12, rtol=0)
 
 
-def test_keys_cached_before_the_capture_are_nan(kit):
+def test_keys_cached_before_the_capture_are_recorded(kit):
     model = kit.build(DecoderLM, "tiny")
     x, cache = kit.ids(t=6), model.new_cache()
     model(x[:, :4], cache=cache)  # the prompt, not captured
@@ -240,8 +240,8 @@ def test_keys_cached_before_the_capture_are_nan(kit):
     for call, s in ((0, 5), (1, 6)):
         r = rec.records(call=call)[1]
         assert r.k.shape == (2, 4, s, 4) and r.offset == s - 1
-        assert torch.isnan(r.k[:, :, :4]).all() and torch.isnan(r.v[:, :, :4]).all()
-        assert_close(r.k[:, :, 4:], full.records()[1].k[:, :, 4:s], atol=1e-12, rtol=0)
+        assert_close(r.k, full.records()[1].k[:, :, :s], atol=1e-12, rtol=0)
+        assert_close(r.v, full.records()[1].v[:, :, :s], atol=1e-12, rtol=0)
         assert_close(r.weights, full.weights()[1, :, :, s - 1 : s, :s], atol=1e-12, rtol=0)
 
 
@@ -299,3 +299,16 @@ def test_a_bare_encoder_stack_is_captured_with_its_mask(causal):
     assert torch.equal(
         rec.masks()[..., later], torch.full_like(rec.masks()[..., later], not causal)
     )
+
+
+def test_beam_search_records_the_keys_each_step_attended_to(kit):
+    """Beam search reorders the KV cache between steps: each record's keys are the ones its
+    queries met (its weights are the softmax of its own Q Kᵀ), not rows put together."""
+    model = kit.build(DecoderLM, "tiny")
+    with capture(model) as rec:
+        generate(model, [[5, 6, 7], [8, 9]], max_new_tokens=5, num_beams=3, temperature=0)
+    assert rec.calls() > 2
+    for call in range(rec.calls()):
+        for r in rec.records(call=call):
+            assert r.k.shape[2] == r.weights.shape[-1]
+            assert_close(r.recompute(), r.weights, atol=1e-10, rtol=0)

@@ -8,13 +8,8 @@ stream points (``hook_resid_pre``, ``hook_resid_mid``, ``hook_resid_mid_cross``,
 ``hook_v`` (``hook_rot_q``/``hook_rot_k`` after RoPE), ``hook_mask`` and ``hook_pattern`` one
 AttentionRecord; the final norm's ``hook_normalized`` (or, without one, the last block's
 ``hook_resid_post``) the StackRecord. Every function returns None: the pass is not changed.
-
-Keys and values under a KV cache: ``hook_k``/``hook_v`` see only the new positions of a call
-(and cross-attention's only on the first call, which computes them for the whole source), so
-each layer's keys are put together here from the calls before (``_Rows``). Positions whose keys
-no call of this capture produced (a cache filled before it, or a batch that changed size, as
-beam search's expansion does) are NaN; a cache reordered between calls (beam search) is not
-followed.
+Under a KV cache the record's keys and values are those of ``hook_keys``/``hook_values``:
+every key and value the call attended to, the cached ones included.
 """
 
 from __future__ import annotations
@@ -114,12 +109,11 @@ class _AttentionTap:
     def __init__(self, stack: StackTap, layer: int, kind: str, attn: MultiHeadAttention) -> None:
         self.stack, self.layer, self.kind, self.attn = stack, layer, kind, attn
         self.parts: dict[str, Tensor] = {}
-        self.keys, self.values = _Rows(), _Rows()
 
     def attach(self) -> None:
         a = self.attn
-        points = {"q": a.hook_q, "k": a.hook_k, "v": a.hook_v, "mask": a.hook_mask}
-        points.update(q_rot=a.hook_rot_q, k_rot=a.hook_rot_k)  # after RoPE: replace q, k
+        points = {"q": a.hook_q, "k": a.hook_keys, "v": a.hook_values, "mask": a.hook_mask}
+        points.update(q_rot=a.hook_rot_q)  # after RoPE: replaces q
         for part, point in points.items():
             self.stack._on(point, self._keep(part.removesuffix("_rot")))
         self.stack._on(a.hook_pattern, self._record)
@@ -132,11 +126,8 @@ class _AttentionTap:
 
     def _record(self, weights: Tensor) -> None:
         parts, self.parts = self.parts, {}
-        q, mask = parts["q"], parts["mask"]
-        b, _, t, s = weights.shape
-        shape = (b, self.attn.n_kv_head, s, self.attn.head_dim)
-        k = self.keys.extend(parts.get("k"), q, shape)
-        v = self.values.extend(parts.get("v"), q, shape)
+        q, k, v, mask = parts["q"], parts["k"], parts["v"], parts["mask"]
+        t, s = weights.shape[-2:]
         causal = self.kind == "self" and (
             isinstance(self.stack.stack, Decoder) or _hides_later_keys(mask, s - t)
         )
@@ -145,37 +136,6 @@ class _AttentionTap:
             stack.name, self.layer, self.kind, stack.call, q, k, v, mask, weights, causal
         )
         stack.rec.attention.append(record)
-
-
-class _Rows:
-    """The keys (or values) one attention layer attended to so far, (B, H_kv, S, D).
-
-    Each call hands over its new rows (None: none, as in cross-attention's later calls); the
-    records get views of the first S rows of a growing buffer, which later calls only write
-    after (as a KV cache does)."""
-
-    def __init__(self) -> None:
-        self.rows: Tensor | None = None
-        self.length = 0
-
-    def extend(self, new: Tensor | None, like: Tensor, shape: tuple[int, int, int, int]) -> Tensor:
-        """All S = shape[2] rows: the earlier ones, then ``new``; ``like`` gives dtype, device."""
-        b, h, s, d = shape
-        t = 0 if new is None else new.shape[2]
-        if new is not None and t == s:  # every key is new: no cache, or its first call
-            self.rows, self.length = new, s
-            return new
-        if self.rows is None or self.rows.shape[:2] != (b, h) or self.length != s - t:
-            # keys that no call of this capture produced
-            self.rows, self.length = like.new_full((b, h, s - t, d), float("nan")), s - t
-        if new is not None:
-            if self.rows.shape[2] < s:  # grow, doubling; earlier records keep the old buffer
-                grown = like.new_empty((b, h, max(s, 2 * self.rows.shape[2]), d))
-                grown[:, :, : self.length] = self.rows[:, :, : self.length]
-                self.rows = grown
-            self.rows[:, :, s - t : s] = new
-            self.length = s
-        return self.rows[:, :, :s]
 
 
 def _hides_later_keys(mask: Tensor, offset: int) -> bool:

@@ -29,7 +29,9 @@ class MultiHeadAttention(nn.Module):
 
     Hook points (TransformerLens's names and layouts): ``hook_q``, ``hook_k``, ``hook_v``
     (B, T, H, D) the projections of Eqs. (4)/(5), for the new positions only under a KV cache;
-    ``hook_rot_q``, ``hook_rot_k`` (B, T, H, D) after the rotary rotation; ``hook_mask``
+    ``hook_rot_q``, ``hook_rot_k`` (B, T, H, D) after the rotary rotation; ``hook_keys``,
+    ``hook_values`` (B, S, H_kv, D) every key and value the queries attend to, the cached ones
+    included (glassformer's own: without a cache the same as hook_k, hook_v); ``hook_mask``
     (B, H, T, S) the mask Eq. (1) applies, causal part included (bool, True = may attend, or
     an additive float mask); ``hook_attn_scores`` (B, H, T, S) â = a + b, Eq. (2) with the mask;
     ``hook_pattern`` (B, H, T, S) the weights A, Eq. (3), before dropout; ``hook_z``
@@ -95,6 +97,7 @@ class MultiHeadAttention(nn.Module):
         """
         t = packing.length if packing is not None else x.shape[1]
         q, k, v = self._project(x, z, rope, cache, packing)  # (B, H, T, D), (B, H_kv, S, D)
+        k, v = _hooked(self.hook_keys, k), _hooked(self.hook_values, v)  # all S, cached too
         p = self.dropout if self.training else 0.0
         weights = None
         if need_weights or self.looked_at():  # Eq. (1) written out, every step hooked
@@ -175,6 +178,8 @@ _HOOKS = (
     "hook_v",
     "hook_rot_q",
     "hook_rot_k",
+    "hook_keys",
+    "hook_values",
     "hook_mask",
     "hook_attn_scores",
     "hook_pattern",
