@@ -33,9 +33,13 @@ def test_layout_gives_the_same_generation(make_decoder, make_seq2seq, prompts, m
         layout, "input_major_weights", lambda m, on: relaid.append(on) or real(m, on)
     )
     for model, inputs in ((make_decoder("rotary"), prompts), (make_seq2seq(), [[5, 6, 2], [7, 2]])):
-        a = generate(model, inputs, max_new_tokens=40, temperature=0, return_logits=True)
+        a = generate(
+            model, inputs, max_new_tokens=layout.MIN_NEW_TOKENS, temperature=0, return_logits=True
+        )
         model.use_fast_paths(False)
-        b = generate(model, inputs, max_new_tokens=40, temperature=0, return_logits=True)
+        b = generate(
+            model, inputs, max_new_tokens=layout.MIN_NEW_TOKENS, temperature=0, return_logits=True
+        )
         model.use_fast_paths(True)
         generate(model, inputs, max_new_tokens=layout.MIN_NEW_TOKENS - 1, temperature=0)
         assert a.tokens == b.tokens

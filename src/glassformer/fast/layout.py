@@ -8,8 +8,9 @@ per output. Measured on the 2-core development machine, one thread, one row: the
 matrices of GPT-2 small take 27 ms instead of 34 ms; a whole GPT-2 small step 35 ms instead of
 42 ms. With 8 rows or more the two layouts run alike. Re-measured on the AMD EPYC development
 machine (2 threads, paired rounds): a GPT-2 small step 31.3 ms instead of 40.7 ms (1.31x).
-Re-laying the weights costs about 270 ms there, what some 30 steps save, so generation
-re-lays them (``pays``) only for at least MIN_NEW_TOKENS new tokens.
+Re-laying the weights costs about 240-270 ms there, what some 30 steps save (a 32-token
+generation measured 0.97x with it), so generation re-lays them (``pays``) only for at least
+MIN_NEW_TOKENS = 64 new tokens.
 
 ``input_major_weights(model)`` re-stores each weight that way for the duration of a generation:
 same values, same shape (out, in), only the strides differ, so every formula and every
@@ -28,7 +29,7 @@ from torch import nn
 
 __all__ = ["MIN_NEW_TOKENS", "input_major_weights", "pays"]
 
-MIN_NEW_TOKENS = 32
+MIN_NEW_TOKENS = 64
 
 
 def pays(model: nn.Module, use_cache: bool, max_new_tokens: int) -> bool:
