@@ -5,6 +5,7 @@
     encoder      bench_encoder.py      encoder inference vs torch.nn's fast path and HF BERT
     generation   bench_generation.py   cached generation vs HF generate (when present)
     hooks        bench_hooks.py        run_with_cache (every hook point) vs a plain forward
+    fast_paths   bench_fast_paths.py   each CPU fast path on vs its reference form
 
 ``--quick`` is passed to each (seconds to a minute or so in all); ``--threads`` to those that
 take it. Each writes bench-results/<name>.json. The exit status is 1 if any of them failed.
@@ -25,8 +26,9 @@ BENCHMARKS = {
     "encoder": "bench_encoder",
     "generation": "bench_generation",
     "hooks": "bench_hooks",
+    "fast_paths": "bench_fast_paths",
 }
-TAKES_THREADS = {"train", "encoder", "generation", "hooks"}
+TAKES_THREADS = {"train", "encoder", "generation", "hooks", "fast_paths"}
 
 
 def available() -> list[str]:

@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT))  # the benchmarks package sits beside src/, not in
 
 from benchmarks import (  # noqa: E402
     bench_encoder,
+    bench_fast_paths,
     bench_hooks,
     bench_train,
     common,
@@ -112,6 +113,80 @@ def test_hooks_smoke(tmp_path):
         assert r["min"] <= r["median"] <= r["max"] and positive(r["median"])
     # what is kept: the heads' terms (B, T, H, C) and A are the largest entries
     assert fig["all"]["cache_mb"] > fig["no-result"]["cache_mb"] > fig["stream"]["cache_mb"] > 0
+
+
+def test_fast_paths_smoke(tmp_path, monkeypatch):
+    """One paired round of each fast path on vs off: packing and inplace at the tiny shapes,
+    layout on a small GPT in place of GPT-2 small."""
+    assert common.Shape(12, 12, 768, 1024, 1, 50257) == bench_fast_paths.GPT2_SMALL
+    monkeypatch.setattr(bench_fast_paths, "GPT2_SMALL", common.Shape(2, 4, 64, 32, 1, 256))
+    monkeypatch.setattr(bench_fast_paths, "BLOCK_S", 0.02)  # blocks of a few passes
+    one = ["--threads", "1", "--seconds", "0", "--rounds", "1"]
+    tiny = bench_fast_paths.main(["--quick", *one, "--out", str(tmp_path / "tiny.json")])
+    layout = bench_fast_paths.main(
+        ["--paths", "layout", "--shapes", "base", *one, "--out", str(tmp_path / "layout.json")]
+    )
+    assert json.loads((tmp_path / "tiny.json").read_text()) == tiny
+    assert set(tiny["cases"]) == {
+        "packing/tiny/encoder-padded", "inplace/tiny/encoder-dense", "inplace/tiny/decoder"
+    }  # fmt: skip
+    assert tiny["notes"] == ["layout: skipped, measured at GPT-2 small only (--shapes base)"]
+    assert set(layout["cases"]) == {"layout/base/decode-step"}
+    for case in [*tiny["cases"].values(), *layout["cases"].values()]:
+        assert "error" not in case, case.get("error")
+        assert case["difference"] <= 1e-5  # on and off computed the same outputs
+        assert positive(case["on_ms"]) and positive(case["off_ms"]) and case["rounds"] == 1
+        s = case["speedup"]
+        assert s["min"] == s["median"] == s["max"]  # one round
+        ms = case["blocks_ms"]
+        assert s["median"] == pytest.approx(ms["off"][0] / ms["on"][0])
+        assert case["verdict"] == ("earns" if s["median"] >= 1.05 else "does not")
+    relay = layout["cases"]["layout/base/decode-step"]["relay_ms"]
+    assert 0 < relay["min"] <= relay["median"] <= relay["max"]
+
+
+def test_fast_paths_off_switches_only_that_path_to_the_reference_form():
+    from glassformer.fast import inplace, packing
+    from glassformer.nn import FeedForward
+    from glassformer.nn.blocks import EncoderBlock
+    from glassformer.nn.feedforward import activation_fn
+
+    fp = bench_fast_paths
+    small = common.Shape(2, 2, 16, 8, 4, 50)
+    model, step = fp.build(fp.Case("packing", "tiny", "encoder-padded", small))
+    blocks = [m for m in model.modules() if isinstance(m, EncoderBlock)]
+    ffs = [m for m in model.modules() if isinstance(m, FeedForward)]
+    linear = [m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert len(blocks) == len(ffs) == 2 and fp.packing_runs(model, step)  # the batch is padded
+
+    def inplace_on() -> bool:
+        return all(b.add is inplace.add for b in blocks) and all(
+            f.act is not activation_fn("gelu") for f in ffs
+        )
+
+    with fp.switch(model, "packing", False):
+        assert model.encoder.packed is None and inplace_on()
+    with fp.switch(model, "inplace", False):
+        assert all(b.add is torch.add for b in blocks)
+        assert all(f.act is activation_fn("gelu") for f in ffs)
+        assert model.encoder.packed is packing.encode
+    with fp.switch(model, "packing", True), fp.switch(model, "inplace", True):
+        assert model.encoder.packed is packing.encode and inplace_on()  # as built
+    assert model.encoder.packed is packing.encode and inplace_on()  # put back
+    with fp.switch(model, "layout", True):
+        assert all(w.stride() == (1, w.shape[0]) for w in linear)  # input-major
+    assert all(w.is_contiguous() for w in linear)
+
+
+def test_fast_paths_verdict_rule():
+    verdict = bench_fast_paths.verdict
+    assert verdict({"median": 1.20, "min": 1.10, "max": 1.30}) == "earns"
+    assert verdict({"median": 1.10, "min": 1.01, "max": 1.20}) == "earns"  # median past 1.07
+    assert verdict({"median": 1.06, "min": 1.01, "max": 1.20}) == "inside the spread"
+    assert verdict({"median": 1.04, "min": 0.98, "max": 1.09}) == "inside the spread"
+    assert verdict({"median": 1.06, "min": 1.055, "max": 1.07}) == "earns"  # every round above
+    assert verdict({"median": 1.02, "min": 0.95, "max": 1.10}) == "does not"
+    assert verdict({"median": 0.97, "min": 0.97, "max": 0.97}) == "does not"
 
 
 NESTED_WARNING = "ignore:The PyTorch API of nested tensors is in prototype stage"
