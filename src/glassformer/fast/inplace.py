@@ -18,9 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
-
-from ..nn.feedforward import activation_fn
 
 __all__ = ["activation", "add", "writable"]
 
@@ -38,20 +37,33 @@ def add(x: Tensor, update: Tensor) -> Tensor:
     return x + update
 
 
-_IN_PLACE = {
-    "relu": torch.relu_,
-    "gelu": lambda h: torch.ops.aten.gelu_(h, approximate="none"),
-    "gelu_tanh": lambda h: torch.ops.aten.gelu_(h, approximate="tanh"),
-}
+def relu(h: Tensor) -> Tensor:
+    """max(0, h), written over h where no graph records it."""
+    return torch.relu_(h) if writable(h) else torch.relu(h)
 
 
-def activation(name: str, plain: Callable[[Tensor], Tensor] | None = None):
-    """The element-wise activation ``name``, written over its input where no graph records
-    it; ``plain`` (default: the reference function) otherwise."""
-    plain = activation_fn(name) if plain is None else plain
-    in_place = _IN_PLACE[name]
+def gelu(h: Tensor) -> Tensor:
+    """GELU (erf form), written over h where no graph records it."""
+    if writable(h):
+        return torch.ops.aten.gelu_(h, approximate="none")
+    return F.gelu(h)
 
-    def a(h: Tensor) -> Tensor:
-        return in_place(h) if writable(h) else plain(h)
 
-    return a
+def gelu_tanh(h: Tensor) -> Tensor:
+    """GELU (tanh form), written over h where no graph records it."""
+    if writable(h):
+        return torch.ops.aten.gelu_(h, approximate="tanh")
+    return F.gelu(h, approximate="tanh")
+
+
+_ACTIVATIONS = {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}
+
+
+def activation(name: str) -> Callable[[Tensor], Tensor]:
+    """The element-wise activation ``name`` (relu, gelu, gelu_tanh), written over its input
+    where no graph records it."""
+    if name not in _ACTIVATIONS:
+        raise ValueError(
+            f"activation {name!r} is not element-wise; choose one of {tuple(_ACTIVATIONS)}"
+        )
+    return _ACTIVATIONS[name]
