@@ -547,3 +547,16 @@ def test_fast_paths_off_give_the_same_logits_and_gradients(name, train):
     assert fast[2].keys() == reference[2].keys() and (len(fast[2]) > 0) == train
     for n, g in fast[2].items():
         torch.testing.assert_close(g, reference[2][n], rtol=1e-4, atol=1e-6, msg=n)
+
+
+def test_the_short_form_names_a_block_level_point_as_well():
+    """cache[short, layer(, stack)] finds ``blocks.{l}.hook_{short}`` (the residual stream)
+    as well as the points of a block's modules (``blocks.{l}.attn.hook_{short}``)."""
+    name = "seq2seq pre-norm rotary gqa swiglu"
+    model, args = build(name), inputs(name)
+    _, cache = model.run_with_cache(**args)
+    got = cache["resid_post", 1, "encoder"]
+    assert torch.equal(got, cache["encoder.blocks.1.hook_resid_post"])
+    assert torch.equal(cache["pre", 0, "decoder"], cache["decoder.blocks.0.mlp.hook_pre"])
+    with pytest.raises(KeyError, match="names 2 cached points"):  # attn and cross_attn
+        cache["pattern", 0, "decoder"]

@@ -51,7 +51,6 @@ class ActivationCache(dict):
     def _resolve(self, short: str, layer: int, stack: str = "") -> str:
         prefix = f"{stack}.blocks.{layer}." if stack else f"blocks.{layer}."
         found = [n for n in self if n.startswith(prefix) and n.endswith(f".hook_{short}")]
-        found += [n for n in self if n == f"{prefix}hook_{short}"]
         if len(found) != 1:
             raise KeyError(
                 f"({short!r}, {layer}{', ' + repr(stack) if stack else ''}) names "
