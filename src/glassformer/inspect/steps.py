@@ -198,15 +198,15 @@ class Steps:
 
     def lm_head(self, head, activation: str) -> None:
         if head.transform is not None:
-            u = self.read[head.transform_norm]  # the norm's input: a(W h + b)
+            u = self.at(head.hook_transform)  # a(W h + b)
             self.emit("head", "transform", f"X ← a(W X + b), {ACTIVATIONS[activation]}", X=u)
             self.norm(head.transform_norm, "head", "transform norm")
         formula = "logits = X W_uᵀ (+ b): one score per vocabulary entry (W_u = W_e when tied)"
         self.emit("head", "unembedding", formula, logits=self.at(head.hook_logits))
 
-    def pool(self, pooler, pooled: HookPoint, pooling: str) -> None:
-        """The pooled vector v: the pooler's input, or the pooled hook point without one."""
-        v = self.at(pooled) if pooler is None else self.read[pooler]
+    def pool(self, point: HookPoint, pooling: str) -> None:
+        """The pooled vector v, before any pooler (``point``: the head's hook_pool)."""
+        v = self.at(point)
         if pooling == "cls":
             self.emit("head", "pool", "v = x_0 (the first, <BOS>/CLS, position)", v=v)
         else:

@@ -23,7 +23,6 @@ from torch import Tensor, nn
 
 from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM, EncoderModel
 from ..models.base import eval_mode
-from ..models.heads import ClassificationHead, LMHead
 from ..models.inputs import InputEmbedding
 from .readout import format_values
 from .steps import Masking, Step, Steps
@@ -113,13 +112,13 @@ def _encoder_head(steps: Steps, model: EncoderModel) -> None:
         steps.lm_head(model.head, model.config.activation)
     elif isinstance(model, EncoderClassifier):
         head = model.head
-        steps.pool(head.pooler, head.hook_pooled, model.config.pooling)
+        steps.pool(head.hook_pool, model.config.pooling)
         if head.pooler is not None:
             steps.emit("head", "pooler", "v ← tanh(W v + b)", v=steps.at(head.hook_pooled))
         formula = "logits = W_c v + b_c  (one score per class)"
         steps.emit("head", "classifier", formula, logits=steps.at(head.hook_logits))
     elif model.pooler is not None:
-        steps.pool(model.pooler, model.hook_pooled, model.config.pooling)
+        steps.pool(model.hook_pool, model.config.pooling)
         formula = "pooled = tanh(W v + b)"
         steps.emit("head", "pooler", formula, pooled=steps.at(model.hook_pooled))
 
@@ -132,26 +131,16 @@ def _wanted(name: str) -> bool:
 
 @contextmanager
 def _unhooked_reads(model: nn.Module) -> Iterator[dict[nn.Module, object]]:
-    """The three tensors a trace shows that no hook point holds, read as the model passes
-    them: each input embedding's rotary tables (cos, sin), the input of the MLM transform's
-    norm, a(W h + b), and the input of BERT's pooler, the pooled vector v."""
+    """The one thing a trace shows that is not an activation and so has no hook point: each
+    input embedding's rotary tables (cos, sin), read as the embedding returns them."""
     read: dict[nn.Module, object] = {}
 
     def output(module, args, out) -> None:
         read[module] = out[1]  # InputEmbedding returns (x, rotary tables or None)
 
-    def first_input(module, args, out) -> None:
-        read[module] = args[0].detach()
-
-    handles = []
-    for m in model.modules():
-        if isinstance(m, InputEmbedding):
-            handles.append(m.register_forward_hook(output))
-        inner = m.transform_norm if isinstance(m, LMHead) else None
-        if isinstance(m, ClassificationHead | EncoderModel):
-            inner = getattr(m, "pooler", None)
-        if inner is not None:
-            handles.append(inner.register_forward_hook(first_input))
+    handles = [
+        m.register_forward_hook(output) for m in model.modules() if isinstance(m, InputEmbedding)
+    ]
     try:
         yield read
     finally:

@@ -52,7 +52,8 @@ class EncoderModel(GlassformerModel):
     def _build_head(self) -> None:
         d = self.config.d_model
         self.pooler = nn.Linear(d, d) if self.config.pooler else None
-        self.hook_pooled = HookPoint()  # (B, C): BERT's pooler output
+        self.hook_pool = HookPoint()  # (B, C): the pooled vector v
+        self.hook_pooled = HookPoint()  # (B, C): BERT's pooler output, tanh(W v + b)
 
     def encode(
         self,
@@ -83,7 +84,8 @@ class EncoderModel(GlassformerModel):
         h, real = self.encode(input_ids, attention_mask, token_type_ids)
         pooled = None
         if self.pooler is not None:
-            pooled = self.hook_pooled(self.pooler(pool(h, real, self.config.pooling)).tanh())
+            v = self.hook_pool(pool(h, real, self.config.pooling))  # (B, C)
+            pooled = self.hook_pooled(self.pooler(v).tanh())
         return ModelOutput(logits=None, hidden_states=h, pooled=pooled)
 
 

@@ -28,20 +28,22 @@ class LMHead(nn.Module):
             self.transform = nn.Linear(config.d_model, config.d_model)
             self.transform_norm = make_norm(config.norm, config.d_model, config.norm_eps)
         self.activation = activation_fn(config.activation) if config.mlm_transform else None
+        if config.mlm_transform:
+            self.hook_transform = HookPoint()  # (B, T, C): a(W h + b), before the norm
         tie = tie_to if config.tie_embeddings else None
         self.unembed = Unembedding(config.d_model, vocab_size, bias=config.head_bias, tie_to=tie)
         self.hook_logits = HookPoint()
 
     def forward(self, h: Tensor) -> Tensor:
         if self.transform is not None:  # BERT: h ← Norm(a(W h + b))
-            h = self.transform_norm(self.activation(self.transform(h)))
+            h = self.transform_norm(self.hook_transform(self.activation(self.transform(h))))
         return self.hook_logits(self.unembed(h))  # (B, T, V): W_u h (+ b)
 
 
 class ClassificationHead(nn.Module):
     """h (B, T, C), token_mask (B, T) -> class logits (B, n_classes); hook points
-    ``hook_pooled`` (B, C) the pooled vector v (after BERT's pooler, if any) and
-    ``hook_logits`` (B, n_classes)."""
+    ``hook_pool`` (B, C) the pooled vector v, ``hook_pooled`` (B, C) v after BERT's pooler
+    (v itself without one) and ``hook_logits`` (B, n_classes)."""
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -49,11 +51,12 @@ class ClassificationHead(nn.Module):
         self.pooler = nn.Linear(config.d_model, config.d_model) if config.pooler else None
         self.dropout = nn.Dropout(config.dropout)
         self.classifier = nn.Linear(config.d_model, config.n_classes)
+        self.hook_pool = HookPoint()
         self.hook_pooled = HookPoint()
         self.hook_logits = HookPoint()
 
     def forward(self, h: Tensor, token_mask: Tensor | None) -> Tensor:
-        v = pool(h, token_mask, self.pooling)  # (B, C)
+        v = self.hook_pool(pool(h, token_mask, self.pooling))  # (B, C)
         if self.pooler is not None:
             v = self.pooler(v).tanh()
         v = self.hook_pooled(v)
