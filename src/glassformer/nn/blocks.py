@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ..graphs import AttentionGraph
 from .feedforward import FeedForward
 from .hooks import HookPoint
 from .kv_cache import KVCache
@@ -36,6 +37,10 @@ class _Block(nn.Module):
     each norm's output is its ``hook_normalized``. Public names: ``self_attn`` is ``attn``,
     the norms are ``ln1``, (``ln2`` before cross-attention,) then ``ln2`` or ``ln3`` before the
     feed-forward ``mlp``, as in TransformerLens's GPT-2 and T5 blocks.
+
+    ``graph`` and ``cross_graph``: the attention graphs (glassformer.graphs) of the block's
+    self- and cross-attention, None for every key (Transformers as GNNs: each layer may use
+    its own graph).
     """
 
     def __init__(
@@ -53,9 +58,12 @@ class _Block(nn.Module):
         attn_dropout: float | None = None,
         bias: bool = True,
         eps: float = 1e-5,
+        graph: AttentionGraph | None = None,
+        cross_graph: AttentionGraph | None = None,
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
+        self.graph, self.cross_graph = graph, cross_graph  # None: every key (a complete graph)
         p_attn = dropout if attn_dropout is None else attn_dropout
         attn = dict(n_kv_head=n_kv_head, bias=bias, dropout=p_attn)
         self.hook_resid_pre = HookPoint()
@@ -116,7 +124,9 @@ class EncoderBlock(_Block):
         (glassformer.fast.packing)."""
 
         def attend(u: Tensor) -> Tensor:
-            return self.self_attn(u, mask=mask, causal=causal, rope=rope, packing=packing)[0]
+            return self.self_attn(
+                u, mask=mask, causal=causal, graph=self.graph, rope=rope, packing=packing
+            )[0]
 
         x = self.hook_resid_pre(x)
         x = self.hook_resid_mid(
@@ -163,10 +173,15 @@ class DecoderBlock(_Block):
             )
 
         def attend(u: Tensor) -> Tensor:
-            return self.self_attn(u, mask=mask, causal=causal, rope=rope, cache=cache)[0]
+            return self.self_attn(
+                u, mask=mask, causal=causal, graph=self.graph, rope=rope, cache=cache
+            )[0]
 
         def attend_memory(u: Tensor) -> Tensor:
-            return self.cross_attn(u, memory, memory_mask, cache=memory_cache)[0]
+            q0 = 0 if cache is None else cache.position - u.shape[1]  # target positions
+            return self.cross_attn(
+                u, memory, memory_mask, graph=self.cross_graph, query_start=q0, cache=memory_cache
+            )[0]
 
         x = self.hook_resid_pre(x)
         x = self.hook_resid_mid(

@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..graphs import AttentionGraph
+from .graph_attention import graph_attention, graph_mask, with_edges
 from .hooks import HookPoint
 from .kv_cache import KVCache
 from .positional import apply_rotary
@@ -76,9 +78,11 @@ class MultiHeadAttention(nn.Module):
         self,
         x: Tensor,
         z: Tensor | None = None,
-        mask: Tensor | None = None,
+        mask: Tensor | AttentionGraph | None = None,
         *,
         causal: bool = False,
+        graph: AttentionGraph | None = None,
+        query_start: int | None = None,
         rope: tuple[Tensor, Tensor] | None = None,
         cache: KVCache | None = None,
         need_weights: bool = False,
@@ -86,8 +90,13 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """Attend from x (B, T, C) to z (B, S, C), or to x itself when z is None.
 
-        mask: bool (True = may attend) or additive float, broadcastable to (B, H, T, S).
+        mask: bool (True = may attend) or additive float, broadcastable to (B, H, T, S);
+            or an AttentionGraph (the same as ``graph=mask``).
         causal: apply the causal mask (self-attention; bottom-right aligned with a cache).
+        graph: attend only along the edges of this glassformer.graphs graph (Transformers as
+            GNNs), on top of ``mask``; the cost follows the edges (nn/graph_attention.py).
+        query_start: the position of the first query on the graph (cross-attention: the
+            target position; self-attention: the last T of the keys, the default).
         rope: (cos, sin) tables for the T new positions; rotates q and k (self-attention only).
         cache: self-attention appends the new keys/values and attends to all cached ones;
             cross-attention computes the source's keys/values on the first call and reuses them.
@@ -95,18 +104,33 @@ class MultiHeadAttention(nn.Module):
             (glassformer.fast.packing): the projections run on them alone; returns y (N, C).
         Returns (y (B, T, C), weights A (B, H, T, S) if need_weights else None).
         """
+        if isinstance(mask, AttentionGraph):
+            mask, graph = None, (mask if graph is None else graph & mask)
         t = packing.length if packing is not None else x.shape[1]
         q, k, v = self._project(x, z, rope, cache, packing)  # (B, H, T, D), (B, H_kv, S, D)
         k, v = _hooked(self.hook_keys, k), _hooked(self.hook_values, v)  # all S, cached too
         p = self.dropout if self.training else 0.0
+        start = 0 if cache is None or z is not None else cache.start  # first key's position
+        q0 = query_start if query_start is not None or z is None else 0
+        if start and isinstance(mask, Tensor) and mask.shape[-1] > k.shape[2]:
+            mask = mask[..., -k.shape[2] :]  # a rolling cache keeps the latest keys only
         weights = None
         if need_weights or self.looked_at():  # Eq. (1) written out, every step hooked
             mask = with_causal(mask, causal, t, k.shape[2], q.device)
+            if graph is not None:  # the graph's edges as a (T, S) mask
+                edges = graph_mask(
+                    graph, t, k.shape[2], key_start=start, query_start=q0, causal=causal
+                )
+                mask = with_edges(mask, edges.to(q.device))
             if self.hook_mask.active:
                 mask = self.hook_mask(_expanded(mask, q, k))
             a = self.hook_attn_scores(scores(q, k, mask))  # â = QKᵀ/√d_k + b (Eq. 2)
             weights = self.hook_pattern(pattern(a))  # A = softmax(â) (Eq. 3)
             y = weighted_sum(weights, v, p)  # (B, H, T, D): A V (Eq. 1)
+        elif graph is not None:  # Eq. (1) over the graph's edges only
+            y = graph_attention(
+                q, k, v, graph, mask, p, causal=causal, key_start=start, query_start=q0
+            )
         else:
             y = fused_attention(q, k, v, mask, p, causal=causal)  # (B, H, T, D): Eq. (1)
         y = self.hook_z(y.transpose(1, 2))  # (B, T, H, D): head_i

@@ -10,6 +10,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
+from ..graphs import AttentionGraph
 from .blocks import DecoderBlock, EncoderBlock
 from .hooks import HookPoint
 from .kv_cache import DecoderCache
@@ -53,8 +54,28 @@ def _check_layers(n_layer: int) -> None:
         raise ValueError(f"n_layer must be >= 0, got {n_layer}")
 
 
+Graphs = "AttentionGraph | list[AttentionGraph | None] | None"
+
+
+def _per_layer(graphs, n_layer: int, what: str) -> list[AttentionGraph | None]:
+    """One graph (or None, every key) per layer, from one graph for all or a list of n_layer."""
+    if graphs is None or isinstance(graphs, AttentionGraph):
+        return [graphs] * n_layer
+    graphs = list(graphs)
+    if len(graphs) != n_layer or not all(
+        g is None or isinstance(g, AttentionGraph) for g in graphs
+    ):
+        raise ValueError(
+            f"{what}: give one AttentionGraph for all {n_layer} layers or a list of exactly "
+            f"{n_layer} (AttentionGraph or None), got {graphs!r}"
+        )
+    return graphs
+
+
 class Encoder(_Stack):
-    """``n_layer`` EncoderBlocks (same options) and a final norm (default: when norm_first)."""
+    """``n_layer`` EncoderBlocks (same options) and a final norm (default: when norm_first).
+
+    ``graphs``: the attention graph of every layer, or one per layer (None: every key)."""
 
     def __init__(
         self,
@@ -64,12 +85,14 @@ class Encoder(_Stack):
         d_ff: int,
         *,
         final_norm: bool | None = None,
+        graphs: Graphs = None,
         **block_options,
     ) -> None:
         super().__init__()
         _check_layers(n_layer)
+        graphs = _per_layer(graphs, n_layer, "graphs")
         self.layers = nn.ModuleList(
-            EncoderBlock(d_model, n_head, d_ff, **block_options) for _ in range(n_layer)
+            EncoderBlock(d_model, n_head, d_ff, graph=g, **block_options) for g in graphs
         )
         self.norm = _final_norm(final_norm, block_options, d_model)
         self.packed = None  # glassformer.fast.packing.encode when chosen
@@ -98,7 +121,10 @@ class Encoder(_Stack):
 
 
 class Decoder(_Stack):
-    """``n_layer`` DecoderBlocks (with cross-attention unless ``cross_attention=False``)."""
+    """``n_layer`` DecoderBlocks (with cross-attention unless ``cross_attention=False``).
+
+    ``graphs`` / ``cross_graphs``: the self- / cross-attention graph of every layer, or one per
+    layer (None: every key; self-attention is causal on top)."""
 
     def __init__(
         self,
@@ -109,20 +135,43 @@ class Decoder(_Stack):
         *,
         cross_attention: bool = True,
         final_norm: bool | None = None,
+        graphs: Graphs = None,
+        cross_graphs: Graphs = None,
         **block_options,
     ) -> None:
         super().__init__()
         _check_layers(n_layer)
         self.cross_attention = cross_attention
+        graphs = _per_layer(graphs, n_layer, "graphs")
+        cross_graphs = _per_layer(cross_graphs, n_layer, "cross_graphs")
+        if not cross_attention and any(g is not None for g in cross_graphs):
+            raise ValueError("cross_graphs need cross_attention=True")
         self.layers = nn.ModuleList(
-            DecoderBlock(d_model, n_head, d_ff, cross_attention=cross_attention, **block_options)
-            for _ in range(n_layer)
+            DecoderBlock(
+                d_model,
+                n_head,
+                d_ff,
+                cross_attention=cross_attention,
+                graph=g,
+                cross_graph=c,
+                **block_options,
+            )
+            for g, c in zip(graphs, cross_graphs, strict=True)
         )
         self.norm = _final_norm(final_norm, block_options, d_model)
 
-    def new_cache(self, max_len: int | None = None) -> DecoderCache:
-        """An empty KV cache for incremental decoding with this stack."""
-        return DecoderCache(len(self.layers), max_len, cross_attention=self.cross_attention)
+    def lookbacks(self) -> list[int | None]:
+        """Per layer, how far back (i - j) causal self-attention can reach, when bounded by
+        its graph (a causal sliding window of w: w - 1), else None."""
+        return [None if b.graph is None else b.graph.causal().lookback() for b in self.layers]
+
+    def new_cache(self, max_len: int | None = None, *, rolling: bool = False) -> DecoderCache:
+        """An empty KV cache for incremental decoding with this stack. ``rolling``: layers
+        whose graph reaches back at most w - 1 positions keep only the latest w."""
+        windows = [None if r is None else r + 1 for r in self.lookbacks()] if rolling else None
+        return DecoderCache(
+            len(self.layers), max_len, cross_attention=self.cross_attention, windows=windows
+        )
 
     def forward(
         self,

@@ -1,0 +1,66 @@
+"""Attention as a graph (Formal Algorithms for Transformers, "Transformers as GNNs").
+
+Attention is message passing: each query position receives the values of the key positions it
+is joined to, weighted by the softmax of their scores. A transformer is a GNN on the fully
+connected graph; sparse attention is a GNN on a sparse graph; each layer may use its own.
+
+    cover.py      Cover: where the edges can be; listing them without testing all T·S pairs
+    graph.py      AttentionGraph: allows(i, j), mask, edge_index, num_edges, cover; | and &
+    patterns.py   full, causal, sliding_window, dilated, strided, global_tokens, random_keys,
+                  bigbird, self_loops, from_edge_index, from_adjacency, from_networkx
+    spec.py       graphs as text ("window:64|global:0") and a graph per layer ("window:64*4,full*2")
+    receptive.py  which inputs each output depends on after a stack of layers
+    sparse.py     attention that visits only the edges: a band of keys per block of queries
+                  (O(T·w)), or message passing over an edge list (O(E·D))
+"""
+
+from .cover import Cover
+from .graph import AttentionGraph, Intersection, Union
+from .patterns import (
+    Band,
+    EdgeGraph,
+    GlobalTokens,
+    RandomKeys,
+    bigbird,
+    causal,
+    dilated,
+    from_adjacency,
+    from_edge_index,
+    from_networkx,
+    full,
+    global_tokens,
+    random_keys,
+    self_loops,
+    sliding_window,
+    strided,
+)
+from .receptive import receptive_field, receptive_fields
+from .spec import layer_graphs, parse, parse_layers
+
+__all__ = [
+    "AttentionGraph",
+    "Band",
+    "Cover",
+    "EdgeGraph",
+    "GlobalTokens",
+    "Intersection",
+    "RandomKeys",
+    "Union",
+    "bigbird",
+    "causal",
+    "dilated",
+    "from_adjacency",
+    "from_edge_index",
+    "from_networkx",
+    "full",
+    "global_tokens",
+    "layer_graphs",
+    "parse",
+    "parse_layers",
+    "random_keys",
+    "receptive_field",
+    "receptive_fields",
+    "self_loops",
+    "sliding_window",
+    "strided",
+]
