@@ -1,0 +1,2 @@
+"""Attention graphs: which query may receive a message from which key, and attention
+that costs what its edges cost."""
