@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
-from ..nn.scaled_dot_product import attention
 from .band import Band, BandAttention, forward_blocks
 from .messages import edge_attention
 
@@ -126,8 +126,16 @@ def _dense_rows(q, k, v, rows, q0, k0, allows, key_mask, dropout_p, scale):
     if allows is not None:
         allowed = allows(i, j)  # (g, S)
         mask = allowed if mask is None else mask & allowed
-    z, _ = attention(q[:, :, rows], k, v, mask, dropout_p, scale=scale)
-    return z
+    g = q.shape[1] // k.shape[1]  # query heads per key/value head
+    k, v = (k, v) if g == 1 else (k.repeat_interleave(g, 1), v.repeat_interleave(g, 1))
+    a = (q[:, :, rows] @ k.transpose(-2, -1)) * scale  # (B, H, g, S): Eq. (2)
+    if mask is not None:
+        a = a.masked_fill(~mask, float("-inf"))
+    dead = a.isneginf().all(-1, keepdim=True)  # a row with no key: zeros, not 0/0
+    w = a.masked_fill(dead, 0.0).softmax(-1).masked_fill(dead, 0.0)  # (B, H, g, S): Eq. (3)
+    if dropout_p > 0.0:
+        w = F.dropout(w, dropout_p)
+    return w @ v  # (B, H, g, D_v)
 
 
 def _default_block(width: int) -> int:

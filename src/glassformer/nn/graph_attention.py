@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from ..graphs import AttentionGraph, Cover
+from ..graphs.sparse import edge_attention, local_attention
 from .scaled_dot_product import fused_attention
 
 __all__ = ["PATHS", "graph_attention", "graph_mask", "with_edges"]
@@ -85,8 +86,6 @@ def graph_attention(
         edges = g.allows(q_pos[:, None], k_pos[None, :], n)  # (T, S)
         full = with_edges(mask, edges)
         return fused_attention(q, k, v, full, dropout_p, scale=scale)
-    from ..graphs.sparse import edge_attention, local_attention
-
     if path == "local":
         c = g.cover(q_pos, k_pos)
         if not c.bounded:
