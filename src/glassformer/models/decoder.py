@@ -41,6 +41,7 @@ class DecoderLM(GlassformerModel):
             config.n_head,
             config.resolved_d_ff,
             cross_attention=False,
+            graphs=config.layer_graphs("attention_graph"),
             **config.block_options(),
         )
         self.head = LMHead(config, config.vocab_size, self.embed.token)
