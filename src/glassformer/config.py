@@ -96,8 +96,8 @@ class ModelConfig:
     decoder_start_id: int = 1  # encoder-decoder: first decoder input (<BOS>; BART uses </s>)
     init_std: float = 0.02
     # attention graphs (glassformer.graphs specs): one for all layers or one per layer
-    attention_graph: str | list | dict | None = None  # self-attention (encoder's, or decoder-only)
-    decoder_attention_graph: str | list | dict | None = None  # encoder-decoder: decoder's self
+    attention_graph: str | list | dict | None = None  # self-attention: window:64*4,full*2
+    decoder_attention_graph: str | list | dict | None = None  # encoder-decoder: decoder self-attn
     cross_attention_graph: str | list | dict | None = None  # encoder-decoder: cross-attention
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (e.g. converted from)
 
