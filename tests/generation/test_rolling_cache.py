@@ -81,6 +81,16 @@ def test_a_rolling_cache_stays_within_the_window_past_max_len(make_decoder, posi
     torch.testing.assert_close(out.logits[:, -1], wider, atol=TOL, rtol=TOL)
 
 
+def test_beam_search_past_max_len_reorders_the_rolling_cache(make_decoder):
+    model = make_decoder("rotary", attention_graph="window:3", max_len=12)
+    prompts = [[1, 5, 6, 7], [1, 9]]
+    cached = generate(model, prompts, max_new_tokens=30, num_beams=3)
+    uncached = generate(model, prompts, max_new_tokens=30, num_beams=3, use_cache=False)
+    assert cached.sequences.shape[1] > 12
+    assert torch.equal(cached.sequences, uncached.sequences)
+    torch.testing.assert_close(cached.scores, uncached.scores)
+
+
 def test_a_prompt_longer_than_max_len_is_continued(make_decoder):
     model = make_decoder("rotary", attention_graph="window:4", max_len=8)
     prompt = [1, *range(5, 25)]  # 21 tokens, max_len 8
