@@ -14,6 +14,12 @@ Each setting has one name. A field whose default is None ("the usual value": ``d
 with ``--set model.d_model=256``) derives it again; the value a model is built with is the
 property ``resolved_<field>`` (``resolved_d_ff``). Other spellings (``ff_dim``) are refused,
 naming the field (``ModelConfig.OTHER_NAMES``).
+
+Attention graphs (Formal Algorithms for Transformers, "Transformers as GNNs": each layer may
+attend along its own graph): ``attention_graph``, ``decoder_attention_graph`` and
+``cross_attention_graph`` hold specs that ``glassformer.graphs.layer_graphs`` reads, one graph
+for every layer of their stack or one per layer (``"window:64*4,full*2"``); None is dense
+attention. ``layer_graphs(field)`` gives the parsed graphs, one per layer.
 """
 
 from __future__ import annotations
@@ -25,15 +31,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import torch
+
+from .graphs import AttentionGraph
+from .graphs import layer_graphs as parse_layer_graphs
 from .limits import Range, check_fields
 from .nn.feedforward import ACTIVATIONS
 from .nn.norms import NORM_KINDS
 from .nn.positional import POSITIONAL_KINDS
 
-__all__ = ["FAMILIES", "POOLINGS", "ModelConfig"]
+__all__ = ["FAMILIES", "GRAPH_FIELDS", "POOLINGS", "ModelConfig"]
 
 FAMILIES = ("decoder", "encoder", "encoder-decoder")
 POOLINGS = ("cls", "mean")
+# The attention-graph fields, and the families that have the attention each one describes.
+GRAPH_FIELDS = {
+    "attention_graph": FAMILIES,
+    "decoder_attention_graph": ("encoder-decoder",),
+    "cross_attention_graph": ("encoder-decoder",),
+}
+_NOT_FOR = {
+    "decoder_attention_graph": "(its decoder's self-attention); the self-attention graph of "
+    "family={!r} is attention_graph",
+    "cross_attention_graph": "(its cross-attention); family={!r} has no cross-attention",
+}
 
 
 @dataclass
@@ -74,6 +95,10 @@ class ModelConfig:
     pad_id: int = 0
     decoder_start_id: int = 1  # encoder-decoder: first decoder input (<BOS>; BART uses </s>)
     init_std: float = 0.02
+    # attention graphs (glassformer.graphs specs): one for all layers or one per layer
+    attention_graph: str | list | dict | None = None  # self-attention: window:64*4,full*2
+    decoder_attention_graph: str | list | dict | None = None  # encoder-decoder: decoder self-attn
+    cross_attention_graph: str | list | dict | None = None  # encoder-decoder: cross-attention
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (e.g. converted from)
 
     # Names that are not fields, refused with the field to use instead.
@@ -143,6 +168,9 @@ class ModelConfig:
                 f"share_embeddings=True needs tgt_vocab_size ({self.tgt_vocab_size}) equal to "
                 f"vocab_size ({self.vocab_size}); set share_embeddings=False"
             )
+        for name in GRAPH_FIELDS:
+            setattr(self, name, _as_spec(getattr(self, name)))  # an AttentionGraph: its spec
+            self.layer_graphs(name)  # a spec that does not parse, or fit the stack, is refused
 
     # Derived sizes: head_dim, and each field whose None means a default, resolved -------------
     @property
@@ -164,6 +192,29 @@ class ModelConfig:
     @property
     def resolved_n_decoder_layer(self) -> int:
         return self.n_layer if self.n_decoder_layer is None else self.n_decoder_layer
+
+    def layer_graphs(self, name: str = "attention_graph") -> list[AttentionGraph | None]:
+        """The attention graph of each layer of the stack the graph field ``name`` describes
+        (None: dense attention): ``attention_graph``, the encoder's layers (encoder,
+        encoder-decoder) or the decoder's (decoder); ``decoder_attention_graph`` and
+        ``cross_attention_graph``, the decoder's layers of an encoder-decoder."""
+        if name not in GRAPH_FIELDS:
+            raise ValueError(f"layer_graphs: {name!r} is not one of {tuple(GRAPH_FIELDS)}")
+        spec = getattr(self, name)
+        _check_graph_type(name, spec)
+        if self.family not in GRAPH_FIELDS[name]:
+            if spec is not None:
+                raise ValueError(
+                    f"{name}={spec!r} is for family='encoder-decoder' "
+                    + _NOT_FOR[name].format(self.family)
+                )
+            return []
+        n = self.n_layer if name == "attention_graph" else self.resolved_n_decoder_layer
+        try:
+            with torch.device("cpu"):  # rules on positions, also when a model is built on meta
+                return parse_layer_graphs(spec, n, what=name)
+        except (TypeError, RuntimeError) as err:  # e.g. an edge list that is not a tensor
+            raise ValueError(f"{name}: {err}") from None
 
     def block_options(self) -> dict[str, Any]:
         """Keyword arguments for glassformer.nn.Encoder / Decoder."""
@@ -230,6 +281,9 @@ def _check_types(data: dict[str, Any]) -> None:
         if f.name not in data or data[f.name] is None:
             continue
         value, kind = data[f.name], str(f.type)
+        if f.name in GRAPH_FIELDS:
+            _check_graph_type(f.name, value)
+            continue
         if kind.startswith("bool") and not isinstance(value, bool):
             raise ValueError(f"{f.name}={value!r} must be true or false")
         if kind.startswith("str") and not isinstance(value, str):
@@ -240,3 +294,21 @@ def _check_types(data: dict[str, Any]) -> None:
             raise ValueError(f"{f.name}={value!r} must be a number")
         if kind.startswith("dict") and not isinstance(value, dict):
             raise ValueError(f"{f.name}={value!r} must be an object")
+
+
+def _as_spec(value: Any) -> Any:
+    """A graph field with each AttentionGraph given as its spec (text or an object), so that
+    the config stays JSON."""
+    if isinstance(value, AttentionGraph):
+        return value.spec
+    if isinstance(value, list | tuple):
+        return [_as_spec(v) for v in value]
+    return value
+
+
+def _check_graph_type(name: str, value: Any) -> None:
+    if value is not None and not isinstance(value, str | list | dict):
+        raise ValueError(
+            f"{name}={value!r} must be an attention graph spec (glassformer.graphs.parse): "
+            "text, a list with one spec per layer, or an object"
+        )

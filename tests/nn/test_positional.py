@@ -83,6 +83,20 @@ def test_positions_beyond_max_len_are_refused():
         RotaryEmbedding(5, 8)
 
 
+def test_rotary_angles_past_max_len_are_computed_by_the_same_formula():
+    """A caller that allows more than max_len positions (``length``) gets the angles of every
+    position: the table's values below max_len, bit for bit, and a longer table's beyond."""
+    rope, longer = RotaryEmbedding(8, max_len=16), RotaryEmbedding(8, max_len=64)
+    positions = torch.tensor([[0, 5, 15, 16, 40], [3, 20, 21, 22, 63]])  # (B, T)
+    cos, sin = rope.rotary(positions, length=64)
+    want_cos, want_sin = longer.rotary(positions)
+    assert cos.shape == (2, 1, 5, 8) and torch.equal(cos, want_cos) and torch.equal(sin, want_sin)
+    below = torch.arange(16)
+    assert torch.equal(rope.rotary(below, length=100)[0], rope.rotary(below)[0])
+    with pytest.raises(ValueError, match="position 63 is out of range for max_len=16"):
+        rope.rotary(positions)  # without ``length``: max_len holds
+
+
 def test_unknown_kind():
     with pytest.raises(ValueError) as err:
         make_positional_encoding("alibi", 8, 16)

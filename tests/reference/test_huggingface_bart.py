@@ -169,6 +169,7 @@ def test_unsupported_hf_options_are_refused(option):
         (dict(norm_first=True), "norm_first"),
         (dict(share_embeddings=False, tgt_vocab_size=V + 1), "share_embeddings"),
         (dict(head_bias=False), "head_bias"),
+        (dict(cross_attention_graph="window:2"), "cross_attention_graph"),
     ],
 )
 def test_inexpressible_glassformer_options_are_refused(changes, option):

@@ -234,6 +234,7 @@ def test_unsupported_hf_options_are_refused(option):
         (dict(positional="sinusoidal"), "GPT2LMHeadModel", "positional"),
         (dict(n_kv_head=2), "GPT2LMHeadModel", "n_kv_head"),
         (dict(activation="swiglu"), "GPT2LMHeadModel", "activation"),
+        (dict(attention_graph="window:4"), "GPT2LMHeadModel", "attention_graph"),
         (dict(positional="rotary"), "LlamaForCausalLM", "norm"),
         (
             dict(positional="rotary", norm="rms", activation="swiglu", bias=False, dropout=0.1),

@@ -213,6 +213,7 @@ def test_masked_lm_needs_a_gelu():
         (EncoderModel, dict(pooler=True, pooling="mean"), "pooling"),
         (EncoderMLM, dict(), "mlm_transform"),
         (EncoderClassifier, dict(pooler=False), "pooler"),
+        (EncoderModel, dict(attention_graph="window:4"), "attention_graph"),
     ],
 )
 def test_inexpressible_glassformer_options_are_refused(cls, changes, option):

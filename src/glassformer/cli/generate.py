@@ -3,8 +3,10 @@
 
 Without ``--max-new-tokens`` it makes up to 200 tokens, fewer where the model allows fewer
 without sliding its window: an encoder-decoder (at most its max_len) and beam search (what fits
-the context after the prompt). A decoder-only model that samples slides its window, so 200 (and
-up to ``MAX_NEW_TOKENS``) always works. Sizes are checked before anything is allocated.
+the context after the prompt). A decoder-only model that samples slides its window, and one
+with sliding-window attention graphs that runs past max_len (``DecoderLM.length_limit``) has no
+limit, so 200 (and up to ``MAX_NEW_TOKENS``) always works. Sizes are checked before anything
+is allocated.
 """
 
 from __future__ import annotations
@@ -131,8 +133,8 @@ def run(args: argparse.Namespace) -> int:
 def _new_tokens(model, args: argparse.Namespace) -> int:
     """--max-new-tokens, or its default capped at what the model allows (module docstring);
     a request the model cannot serve is refused here, before the prompt is printed."""
-    if isinstance(model, DecoderLM) and args.num_beams == 1:
-        return args.max_new_tokens or DEFAULT_NEW_TOKENS  # the window slides
+    if isinstance(model, DecoderLM) and (args.num_beams == 1 or model.length_limit() is None):
+        return args.max_new_tokens or DEFAULT_NEW_TOKENS  # the window slides, or no limit
     prompt = len(encode_prompt(model, model.tokenizer, args.prompt))
     max_len = model.config.max_len
     if prompt > max_len:

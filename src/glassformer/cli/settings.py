@@ -14,7 +14,9 @@ command's flags each give some of them; later layers win)::
     [sample]  the text sampled at the end of a language-model run
 
 ``--set section.key=value`` reads ``value`` as a TOML literal (``64``, ``1e-3``, ``true``,
-``"text"``, ``[1, 2]``), then as JSON (``null``), and otherwise keeps it as a string.
+``"text"``, ``[1, 2]``), then as JSON (``null``), and otherwise keeps it as a string
+(``model.attention_graph=window:64*4,full*2``; in a per-layer list, ``"full"`` is dense
+attention, as TOML has no null).
 Unknown tables and keys are refused naming the allowed ones; values are type-checked against
 the dataclass fields they set. The [data] keys are checked by the dataset that receives them.
 """
@@ -30,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..config import ModelConfig
+from ..config import GRAPH_FIELDS, ModelConfig
 from ..limits import Range, check_fields
 from ..tasks import TASK_NAMES
 from ..training import TrainConfig
@@ -204,6 +206,8 @@ def parse_assignment(text: str) -> tuple[str, str, Any]:
             f"(e.g. model.d_model=64)"
         )
     value = parse_value(raw.strip())
+    if section == "model" and key in GRAPH_FIELDS and isinstance(value, list):
+        value = ["full" if v is None else v for v in value]  # TOML has no null
     check_settings({section: {key: value}})
     return section, key, value
 

@@ -1,11 +1,12 @@
 """Text continuation for the terminal: new text piece by piece, as tokens are produced.
 
 A request that fits the model's context (prompt + new tokens <= max_len, or any
-encoder-decoder request) is exactly ``glassformer.generation.stream_text``. A longer
-decoder-only request (e.g. 300 characters from a model with a 64-token context) slides a
-window, as nanoGPT's sampler does: each chunk is generated from the last ``max_len // 2``
-tokens with the KV cache, then the window moves on. Chunk k samples with seed ``seed + k``,
-so a seeded continuation is repeatable.
+encoder-decoder request, or any request to a decoder that runs past max_len with its
+sliding-window attention graphs, ``DecoderLM.length_limit``) is exactly
+``glassformer.generation.stream_text``. A longer decoder-only request (e.g. 300 characters
+from a model with a 64-token context) slides a window, as nanoGPT's sampler does: each chunk
+is generated from the last ``max_len // 2`` tokens with the KV cache, then the window moves
+on. Chunk k samples with seed ``seed + k``, so a seeded continuation is repeatable.
 """
 
 from __future__ import annotations
@@ -24,7 +25,11 @@ def continue_text(
     """Yield the new text after ``prompt``, piece by piece (see the module docstring)."""
     ids = encode_prompt(model, tokenizer, prompt)
     max_len = model.config.max_len
-    if isinstance(model, EncoderDecoder) or len(ids) + config.max_new_tokens - 1 <= max_len:
+    if (
+        isinstance(model, EncoderDecoder)
+        or len(ids) + config.max_new_tokens - 1 <= max_len
+        or model.length_limit() is None
+    ):
         yield from stream_text(model, tokenizer, prompt, config)
         return
     yield from _windowed(model, tokenizer, ids, config)

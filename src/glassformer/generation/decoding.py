@@ -3,8 +3,11 @@
 The notes' observation that makes a KV cache exact: with a causal mask, X^(n) = X^(n+1)_{1:n},
 so the keys and values of earlier positions never change once computed. A session keeps them
 (``model.new_cache``, storage allocated once for the whole generation) and each step feeds only
-the newest token, at its own position. Without the cache (``use_cache=False``) every step runs
-the whole prefix again, the notes' "N calls to the transformer", each over a longer input.
+the newest token, at its own position. A layer whose attention graph reaches back at most w - 1
+positions (a causal sliding window of w, glassformer.graphs) keeps only the latest w (a rolling
+cache), so its memory stays bounded however long the generation runs. Without the cache
+(``use_cache=False``) every step runs the whole prefix again, the notes' "N calls to the
+transformer", each over a longer input.
 
 * DecoderSession (DecoderLM): prompts are left-padded, (B, T) with attention_mask (B, T), so
   that every row's next token sits in the same column. Positions count real tokens only, so a
@@ -71,7 +74,8 @@ class DecoderSession(Session):
             self.mask[:, :t] = attention_mask
             n_pad = t - attention_mask.long().sum(dim=1, keepdim=True)  # (B, 1)
             self.row_positions = self.columns - n_pad  # new tokens follow the real ones
-        self.cache = model.new_cache(slots - 1) if use_cache else None  # last token never fed
+        # the last token is never fed; windowed layers keep their window only
+        self.cache = model.new_cache(slots - 1, rolling=True) if use_cache else None
 
     def prefill(self) -> Tensor:
         t = self.length
@@ -130,7 +134,7 @@ class Seq2SeqSession(Session):
         self.ids = torch.full((b, slots), start, dtype=torch.long, device=input_ids.device)
         self.length = 1
         self.columns = torch.arange(slots, device=input_ids.device)
-        self.cache = model.new_cache(max_new_tokens) if use_cache else None
+        self.cache = model.new_cache(max_new_tokens, rolling=True) if use_cache else None
 
     def prefill(self) -> Tensor:
         return self._forward(self.ids[:, :1], self.columns[:1])

@@ -28,14 +28,18 @@ from .stopping import StopState, cut_at_stop
 __all__ = ["GenerationJob", "max_new_tokens_allowed"]
 
 
-def max_new_tokens_allowed(model: DecoderLM | EncoderDecoder, prompt_length: int) -> int:
+def max_new_tokens_allowed(model: DecoderLM | EncoderDecoder, prompt_length: int) -> int | None:
     """The most new tokens one call can make after a prompt (an EncoderDecoder: a source) of
     ``prompt_length`` tokens, before the model's ``max_len`` positions run out. A DecoderLM
     feeds back every new token but the last: max_len - prompt_length + 1 (< 1 when the
-    prompt alone is longer than max_len). An EncoderDecoder's decoder holds its start token
-    and every new token but the last: max_len, whatever the source's length."""
+    prompt alone is longer than max_len); None (no limit) for one that may run past max_len
+    (``DecoderLM.length_limit``: sliding windows in every layer, rotary or no positions). An
+    EncoderDecoder's decoder holds its start token and every new token but the last: max_len,
+    whatever the source's length."""
     max_len = model.config.max_len
-    return max_len if isinstance(model, EncoderDecoder) else max_len - prompt_length + 1
+    if isinstance(model, EncoderDecoder):
+        return max_len
+    return None if model.length_limit() is None else max_len - prompt_length + 1
 
 
 class GenerationJob:
@@ -92,13 +96,15 @@ class GenerationJob:
 
     def _check_length(self) -> None:
         max_len, m = self.model.config.max_len, self.config.max_new_tokens
+        allowed = max_new_tokens_allowed(self.model, self.prompt_length)
+        if allowed is None:  # sliding windows: no limit
+            return
         if self.prompt_length > max_len:
             what = "source" if self.seq2seq else "prompt"
             raise ValueError(
                 f"inputs: the {what} has {self.prompt_length} tokens but the model's "
                 f"max_len is {max_len}; shorten it"
             )
-        allowed = max_new_tokens_allowed(self.model, self.prompt_length)
         if m > allowed:
             need = m if self.seq2seq else self.prompt_length + m - 1
             what = (
@@ -109,7 +115,8 @@ class GenerationJob:
             raise ValueError(
                 f"max_new_tokens={m} is not allowed: generating it needs {need} positions "
                 f"({what}) but the model's max_len is {max_len}; allowed max_new_tokens <= "
-                f"{allowed} (this model has no sliding window)"
+                f"{allowed} (only a decoder with a sliding-window graph in every layer and "
+                "rotary or no positions runs past max_len)"
             )
 
     @contextmanager

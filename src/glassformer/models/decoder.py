@@ -6,6 +6,13 @@
 
 (pre-norm shown; ``norm_first=False`` gives post-norm). Trained with DTraining: minimise
 -Σ_t log P(x[t+1] | x[1:t]); ``labels`` are aligned with ``input_ids`` and shifted inside.
+
+Each layer attends along its graph (``config.attention_graph``, glassformer.graphs). When every
+layer's graph reaches back a bounded number of positions (a causal sliding window of w: w - 1)
+the output at position t depends on the latest L·(w - 1) + 1 tokens only: a rolling KV cache
+keeps w keys per layer (``new_cache(rolling=True)``), and with rotary or no positional encoding,
+whose attention depends on relative positions only, a sequence may run past ``max_len``
+(``length_limit``).
 """
 
 from __future__ import annotations
@@ -41,13 +48,27 @@ class DecoderLM(GlassformerModel):
             config.n_head,
             config.resolved_d_ff,
             cross_attention=False,
+            graphs=config.layer_graphs("attention_graph"),
             **config.block_options(),
         )
         self.head = LMHead(config, config.vocab_size, self.embed.token)
+        windowed = all(b is not None for b in self.decoder.lookbacks())
+        relative = config.positional in ("rotary", "none")
+        self._length_limit = None if windowed and relative else config.max_len
         self.post_init()
 
-    def new_cache(self, max_len: int | None = None) -> DecoderCache:
-        return self.decoder.new_cache(self.config.max_len if max_len is None else max_len)
+    def length_limit(self) -> int | None:
+        """How many positions a sequence may have: ``max_len``, or None (no limit) when every
+        layer attends a bounded window of earlier positions and the positions are rotary or
+        none (see the module docstring)."""
+        return self._length_limit
+
+    def new_cache(self, max_len: int | None = None, *, rolling: bool = False) -> DecoderCache:
+        """An empty KV cache for ``max_len`` positions (default: the model's). ``rolling``:
+        the layers whose graph reaches back at most w - 1 positions keep the latest w only,
+        whatever the length (Decoder.new_cache)."""
+        max_len = self.config.max_len if max_len is None else max_len
+        return self.decoder.new_cache(max_len, rolling=rolling)
 
     def forward(
         self,
@@ -63,14 +84,13 @@ class DecoderLM(GlassformerModel):
         past = 0 if cache is None else cache.length
         t = input_ids.shape[1]
         mask, real = key_mask(attention_mask)  # (B, 1, 1, S) keys, (B, S) real tokens
+        limit = self._length_limit
         if positions is None:
-            positions = positions_from_mask(
-                attention_mask, t, past, input_ids.device, self.config.max_len
-            )
+            positions = positions_from_mask(attention_mask, t, past, input_ids.device, limit)
         else:
-            check_length(t, past, self.config.max_len)
+            check_length(t, past, limit)
         token_mask = None if real is None else real[:, -t:]  # (B, T) the new positions
-        x, rope = self.embed(input_ids, positions, token_mask=token_mask)
+        x, rope = self.embed(input_ids, positions, token_mask=token_mask, length=past + t)
         h = self.decoder(x, mask=mask, causal=True, token_mask=token_mask, rope=rope, cache=cache)
         logits = self.head(h)  # (B, T, V)
         loss = None

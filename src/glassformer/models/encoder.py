@@ -44,6 +44,7 @@ class EncoderModel(GlassformerModel):
             config.d_model,
             config.n_head,
             config.resolved_d_ff,
+            graphs=config.layer_graphs("attention_graph"),
             **config.block_options(),
         )
         self._build_head()

@@ -43,15 +43,32 @@ class EncoderDecoder(GlassformerModel):
         shared = self.src_embed.token if c.share_embeddings else None
         self.tgt_embed = InputEmbedding(c, c.resolved_tgt_vocab_size, token=shared)
         options = c.block_options()
-        self.encoder = Encoder(c.n_layer, c.d_model, c.n_head, c.resolved_d_ff, **options)
+        self.encoder = Encoder(
+            c.n_layer,
+            c.d_model,
+            c.n_head,
+            c.resolved_d_ff,
+            graphs=c.layer_graphs("attention_graph"),
+            **options,
+        )
         self.decoder = Decoder(
-            c.resolved_n_decoder_layer, c.d_model, c.n_head, c.resolved_d_ff, **options
+            c.resolved_n_decoder_layer,
+            c.d_model,
+            c.n_head,
+            c.resolved_d_ff,
+            graphs=c.layer_graphs("decoder_attention_graph"),
+            cross_graphs=c.layer_graphs("cross_attention_graph"),
+            **options,
         )
         self.head = LMHead(c, c.resolved_tgt_vocab_size, self.tgt_embed.token)
         self.post_init()
 
-    def new_cache(self, max_len: int | None = None) -> DecoderCache:
-        return self.decoder.new_cache(self.config.max_len if max_len is None else max_len)
+    def new_cache(self, max_len: int | None = None, *, rolling: bool = False) -> DecoderCache:
+        """An empty KV cache for ``max_len`` target positions (default: the model's).
+        ``rolling``: the decoder layers whose self-attention graph reaches back at most w - 1
+        positions keep the latest w only (Decoder.new_cache)."""
+        max_len = self.config.max_len if max_len is None else max_len
+        return self.decoder.new_cache(max_len, rolling=rolling)
 
     def encode(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
         """Source ids (B, S) -> memory Z (B, S, C)."""

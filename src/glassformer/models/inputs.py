@@ -67,8 +67,11 @@ class InputEmbedding(nn.Module):
         positions: Tensor,
         token_type_ids: Tensor | None = None,
         token_mask: Tensor | None = None,
+        length: int | None = None,
     ) -> tuple[Tensor, tuple[Tensor, Tensor] | None]:
-        """ids (B, T), positions (T,) or (B, T) -> (x (B, T, C), rotary tables or None)."""
+        """ids (B, T), positions (T,) or (B, T) -> (x (B, T, C), rotary tables or None).
+        ``length``: every position is below it; rotary angles past max_len are computed for a
+        model that may run past max_len (DecoderLM.length_limit)."""
         positions = positions + self.offset
         x = self.hook_embed(self.token(ids))  # (B, T, C): W_e[:, x[n]]
         r = self.pos.vectors(positions)  # (T, C) or (B, T, C): r_n, None for rotary
@@ -84,14 +87,15 @@ class InputEmbedding(nn.Module):
             x = self.norm(x, token_mask)
         if self.training:  # dropout is the identity in eval mode
             x = self.dropout(x)
-        return x, self.pos.rotary(positions)
+        return x, self.pos.rotary(positions, None if length is None else length + self.offset)
 
 
 def positions_from_mask(
-    attention_mask: Tensor | None, t: int, past: int, device, max_len: int
+    attention_mask: Tensor | None, t: int, past: int, device, max_len: int | None
 ) -> Tensor:
     """Positions of the T newest tokens: 0, 1, ... counted over real tokens only, so that a
-    left-padded prompt starts at position 0 like an unpadded one. (T,) or (B, T)."""
+    left-padded prompt starts at position 0 like an unpadded one. (T,) or (B, T). ``max_len``
+    None: no limit."""
     check_length(t, past, max_len)
     if attention_mask is None:
         return torch.arange(past, past + t, device=device)
@@ -99,9 +103,10 @@ def positions_from_mask(
     return pos[:, -t:].clamp(min=0)  # (B, T)
 
 
-def check_length(t: int, past: int, max_len: int) -> None:
-    """Refuse T new positions after ``past`` cached ones when they would pass max_len."""
-    if past + t > max_len:
+def check_length(t: int, past: int, max_len: int | None) -> None:
+    """Refuse T new positions after ``past`` cached ones when they would pass max_len (None:
+    no limit)."""
+    if max_len is not None and past + t > max_len:
         raise ValueError(
             f"the input needs {past + t} positions ({past} cached + {t} new) but the model's "
             f"max_len is {max_len}; shorten the input or use a model with a larger max_len"

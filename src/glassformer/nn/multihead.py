@@ -110,7 +110,9 @@ class MultiHeadAttention(nn.Module):
         q, k, v = self._project(x, z, rope, cache, packing)  # (B, H, T, D), (B, H_kv, S, D)
         k, v = _hooked(self.hook_keys, k), _hooked(self.hook_values, v)  # all S, cached too
         p = self.dropout if self.training else 0.0
-        start = 0 if cache is None or z is not None else cache.start  # first key's position
+        # the first key's position: a rolling cache returns the keys it kept before this step
+        # and the new ones, then keeps the latest ``window`` (its ``start`` moves past them)
+        start = 0 if cache is None or z is not None else cache.position - k.shape[2]
         q0 = query_start if query_start is not None or z is None else 0
         if start and isinstance(mask, Tensor) and mask.shape[-1] > k.shape[2]:
             mask = mask[..., -k.shape[2] :]  # a rolling cache keeps the latest keys only

@@ -52,7 +52,7 @@ class PositionalEncoding(nn.Module):
         """r_n for positions (T,) or (B, T): (T, C) or (B, T, C); None if nothing is added."""
         return None
 
-    def rotary(self, positions: Tensor) -> tuple[Tensor, Tensor] | None:
+    def rotary(self, positions: Tensor, length: int | None = None) -> tuple[Tensor, Tensor] | None:
         return None
 
     def positions(self, t: int, offset: int = 0, device=None) -> Tensor:
@@ -121,26 +121,46 @@ class LearnedPositionalEncoding(PositionalEncoding):
 
 
 class RotaryEmbedding(PositionalEncoding):
-    """RoPE: rotate (x_j, x_{j+D/2}) of each query/key head vector by n·θ_j, θ_j = L^{-2j/D}."""
+    """RoPE: rotate (x_j, x_{j+D/2}) of each query/key head vector by n·θ_j, θ_j = L^{-2j/D}.
+
+    The angles of positions 0..max_len-1 are a table; a model that may run past max_len (a
+    decoder whose every layer attends a bounded window, glassformer.models.DecoderLM) passes
+    ``length`` > max_len and gets the angles of every position computed by the same formula,
+    equal to the table's below max_len."""
 
     def __init__(self, head_dim: int, max_len: int, base: float = 10000.0) -> None:
         super().__init__()
         if head_dim % 2:
             raise ValueError(f"rotary positional encoding needs an even head size, got {head_dim}")
-        self.max_len, self.base = max_len, base
-        theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # (D/2,)
-        angle = torch.arange(max_len, dtype=torch.float64)[:, None] * theta  # (max_len, D/2)
-        angle = torch.cat([angle, angle], dim=-1)  # (max_len, D): same angle for j and j + D/2
-        self.register_buffer("cos", angle.cos().float(), persistent=False)
-        self.register_buffer("sin", angle.sin().float(), persistent=False)
+        self.max_len, self.base, self.head_dim = max_len, base, head_dim
+        cos, sin = self._angles(torch.arange(max_len))  # (max_len, D) each
+        self.register_buffer("cos", cos, persistent=False)
+        self.register_buffer("sin", sin, persistent=False)
 
-    def rotary(self, positions: Tensor) -> tuple[Tensor, Tensor]:
-        """(cos, sin) of shape (T, D), or (B, 1, T, D) for per-example positions (B, T)."""
-        positions = self._check(positions)
-        cos, sin = self.cos[positions], self.sin[positions]
+    def rotary(self, positions: Tensor, length: int | None = None) -> tuple[Tensor, Tensor]:
+        """(cos, sin) of shape (T, D), or (B, 1, T, D) for per-example positions (B, T).
+        ``length``: the number of positions of the sequence (every position < length), when
+        the caller allows more than max_len."""
+        if length is not None and length > self.max_len:
+            cos, sin = self._angles(positions)
+            cos, sin = cos.to(self.cos.dtype), sin.to(self.sin.dtype)
+        else:
+            positions = self._check(positions)
+            cos, sin = self.cos[positions], self.sin[positions]
         if positions.dim() == 2:
             cos, sin = cos[:, None], sin[:, None]  # (B, 1, T, D): broadcast over heads
         return cos, sin
+
+    def _angles(self, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """cos and sin of n·θ_j for positions n (…,), float32 (…, D), computed in float64
+        (float32 on a device without it)."""
+        dtype = torch.float32 if positions.device.type == "mps" else torch.float64
+        d = self.head_dim
+        j = torch.arange(0, d, 2, dtype=dtype, device=positions.device)
+        theta = self.base ** (-j / d)  # (D/2,)
+        angle = positions.to(dtype)[..., None] * theta  # (…, D/2)
+        angle = torch.cat([angle, angle], dim=-1)  # (…, D): same angle for j and j + D/2
+        return angle.cos().float(), angle.sin().float()
 
 
 def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from ...config import GRAPH_FIELDS
 from ...models import DecoderLM, GlassformerModel
 from ...models.budget import check_memory
 from . import bart, bert, gpt2, llama
@@ -100,11 +101,22 @@ def to_huggingface(model: GlassformerModel, *, architecture: str | None = None) 
     LlamaForCausalLM; default: the class it was converted from, else by its positions)."""
     transformers = require_transformers()
     name = _hf_class_for(model, architecture)
+    _require_dense(model.config, name)
     module = _CONVERTERS[name]
     param = next(model.parameters())
     hf_model = module.build_hf(model, name, transformers).to(param.device, param.dtype)
     transfer(module.rules(model.config, name), model, hf_model, to_glass=False, where=name)
     return hf_model.train(model.training)
+
+
+def _require_dense(config: Any, where: str) -> None:
+    """The Hugging Face classes attend to every key: refuse a model with attention graphs."""
+    for field in GRAPH_FIELDS:
+        if any(g is not None for g in config.layer_graphs(field)):
+            raise ValueError(
+                f"{where} cannot express the glassformer option {field}="
+                f"{getattr(config, field)!r}; it needs {field}=None (dense attention)"
+            )
 
 
 def huggingface_key_map(model: Any, *, architecture: str | None = None) -> dict[str, tuple]:
