@@ -31,10 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import torch
-
+from . import config_graphs
+from .config_graphs import FAMILIES, GRAPH_FIELDS, as_spec, check_graph_type
 from .graphs import AttentionGraph
-from .graphs import layer_graphs as parse_layer_graphs
 from .limits import Range, check_fields
 from .nn.feedforward import ACTIVATIONS
 from .nn.norms import NORM_KINDS
@@ -42,19 +41,7 @@ from .nn.positional import POSITIONAL_KINDS
 
 __all__ = ["FAMILIES", "GRAPH_FIELDS", "POOLINGS", "ModelConfig"]
 
-FAMILIES = ("decoder", "encoder", "encoder-decoder")
 POOLINGS = ("cls", "mean")
-# The attention-graph fields, and the families that have the attention each one describes.
-GRAPH_FIELDS = {
-    "attention_graph": FAMILIES,
-    "decoder_attention_graph": ("encoder-decoder",),
-    "cross_attention_graph": ("encoder-decoder",),
-}
-_NOT_FOR = {
-    "decoder_attention_graph": "(its decoder's self-attention); the self-attention graph of "
-    "family={!r} is attention_graph",
-    "cross_attention_graph": "(its cross-attention); family={!r} has no cross-attention",
-}
 
 
 @dataclass
@@ -169,7 +156,7 @@ class ModelConfig:
                 f"vocab_size ({self.vocab_size}); set share_embeddings=False"
             )
         for name in GRAPH_FIELDS:
-            setattr(self, name, _as_spec(getattr(self, name)))  # an AttentionGraph: its spec
+            setattr(self, name, as_spec(getattr(self, name)))  # an AttentionGraph: its spec
             self.layer_graphs(name)  # a spec that does not parse, or fit the stack, is refused
 
     # Derived sizes: head_dim, and each field whose None means a default, resolved -------------
@@ -198,23 +185,7 @@ class ModelConfig:
         (None: dense attention): ``attention_graph``, the encoder's layers (encoder,
         encoder-decoder) or the decoder's (decoder); ``decoder_attention_graph`` and
         ``cross_attention_graph``, the decoder's layers of an encoder-decoder."""
-        if name not in GRAPH_FIELDS:
-            raise ValueError(f"layer_graphs: {name!r} is not one of {tuple(GRAPH_FIELDS)}")
-        spec = getattr(self, name)
-        _check_graph_type(name, spec)
-        if self.family not in GRAPH_FIELDS[name]:
-            if spec is not None:
-                raise ValueError(
-                    f"{name}={spec!r} is for family='encoder-decoder' "
-                    + _NOT_FOR[name].format(self.family)
-                )
-            return []
-        n = self.n_layer if name == "attention_graph" else self.resolved_n_decoder_layer
-        try:
-            with torch.device("cpu"):  # rules on positions, also when a model is built on meta
-                return parse_layer_graphs(spec, n, what=name)
-        except (TypeError, RuntimeError) as err:  # e.g. an edge list that is not a tensor
-            raise ValueError(f"{name}: {err}") from None
+        return config_graphs.layer_graphs(self, name)
 
     def block_options(self) -> dict[str, Any]:
         """Keyword arguments for glassformer.nn.Encoder / Decoder."""
@@ -282,7 +253,7 @@ def _check_types(data: dict[str, Any]) -> None:
             continue
         value, kind = data[f.name], str(f.type)
         if f.name in GRAPH_FIELDS:
-            _check_graph_type(f.name, value)
+            check_graph_type(f.name, value)
             continue
         if kind.startswith("bool") and not isinstance(value, bool):
             raise ValueError(f"{f.name}={value!r} must be true or false")
@@ -294,21 +265,3 @@ def _check_types(data: dict[str, Any]) -> None:
             raise ValueError(f"{f.name}={value!r} must be a number")
         if kind.startswith("dict") and not isinstance(value, dict):
             raise ValueError(f"{f.name}={value!r} must be an object")
-
-
-def _as_spec(value: Any) -> Any:
-    """A graph field with each AttentionGraph given as its spec (text or an object), so that
-    the config stays JSON."""
-    if isinstance(value, AttentionGraph):
-        return value.spec
-    if isinstance(value, list | tuple):
-        return [_as_spec(v) for v in value]
-    return value
-
-
-def _check_graph_type(name: str, value: Any) -> None:
-    if value is not None and not isinstance(value, str | list | dict):
-        raise ValueError(
-            f"{name}={value!r} must be an attention graph spec (glassformer.graphs.parse): "
-            "text, a list with one spec per layer, or an object"
-        )

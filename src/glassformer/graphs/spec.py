@@ -202,7 +202,8 @@ def _from_object(spec: dict) -> AttentionGraph:
         edges = spec["edges"]
         if not (isinstance(edges, list) and len(edges) == 2):
             raise ValueError("an edge graph's 'edges' must be [[sources...], [targets...]]")
-        return from_edge_index(torch.tensor(edges, dtype=torch.long), spec["num_nodes"])
+        edge_index = torch.tensor(edges, dtype=torch.long, device="cpu")  # also under a meta device
+        return from_edge_index(edge_index, spec["num_nodes"])
     if keys == {"union"} or keys == {"intersection"}:
         ((op, parts),) = spec.items()
         if not isinstance(parts, list) or not parts:
