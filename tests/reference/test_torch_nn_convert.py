@@ -501,3 +501,12 @@ def test_adapter_rejects_bad_masks():
         layer(torch.randn(3, 2, D), torch.randn(5, 2, D), memory_is_causal=True)
     with pytest.raises(ValueError, match="tgt_mask must have shape"):
         layer(torch.randn(3, 2, D), torch.randn(5, 2, D), tgt_mask=torch.zeros(5, 5))
+
+
+def test_a_stack_with_an_attention_graph_is_refused_by_name():
+    from glassformer import graphs
+    from glassformer.nn import Encoder
+
+    enc = Encoder(2, 16, 2, 32, graphs=[None, graphs.sliding_window(3)])
+    with pytest.raises(ValueError, match="attends along the graph 'window:3'"):
+        to_torch(enc)

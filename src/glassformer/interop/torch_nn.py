@@ -124,6 +124,13 @@ def to_torch(module: nn.Module, *, batch_first: bool | None = None) -> nn.Module
     native, default_first, flags = _unwrap(module)
     batch_first = default_first if batch_first is None else bool(batch_first)
     where = type(module).__name__ + (".module" if native is not module else "")
+    for block in native.modules():  # torch.nn's layers attend to every key
+        graph = getattr(block, "graph", None) or getattr(block, "cross_graph", None)
+        if graph is not None:
+            raise ValueError(
+                f"{where}: a block attends along the graph {graph.spec!r}; torch.nn has no "
+                "attention graphs (give the torch.nn module the graph's mask, graph.mask(T))"
+            )
     param = next(native.parameters(), None)
     factory = {} if param is None else dict(device=param.device, dtype=param.dtype)
     with warnings.catch_warnings():  # torch warns when norm_first etc. rule out nested tensors
