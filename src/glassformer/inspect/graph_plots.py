@@ -29,6 +29,7 @@ __all__ += ["spec_text"]
 PathLike = str | os.PathLike[str]
 EDGE, NO_EDGE, SELF = "#3b7dc4", "#eeeeee", "#f28e2b"  # an edge (or dependence), none, itself
 ARC, LOOP = 0.3, 0.2  # an arc's height per position it spans; a self-loop's radius
+MAX_INCHES = 40.0  # the widest default figure (a long input: the labels thin out, see _draw)
 
 
 def plot_graph(
@@ -116,7 +117,7 @@ def plot_attention_graph(
     per_layer = isinstance(source, Recording) or source.dim() == 5
     edges = [weighted_edges(pattern, threshold) for pattern in a]
     n = max(t, s)
-    width = max(6.0, 0.32 * n + 1.5)
+    width = min(MAX_INCHES, max(6.0, 0.32 * n + 1.5))
     if kind == "self":  # arcs as high as ARC x the edge's span, on an equal-aspect panel
         spans = [_reach(edge_index, s - t) for edge_index, _ in edges]
         reach = (max(b for b, _ in spans), max(a for _, a in spans))  # (below, above)
@@ -163,7 +164,8 @@ def plot_receptive_field(
     position %= t
     labels = labels_for(tokens, "tokens", t)
     n_layers = grid.shape[0]
-    fig = new_figure(figsize or (max(5.0, 0.2 * t + 2.5), 0.3 * n_layers + 2.0), dpi)
+    size = (min(MAX_INCHES, max(5.0, 0.2 * t + 2.5)), 0.3 * n_layers + 2.0)
+    fig = new_figure(figsize or size, dpi)
     fig.set_layout_engine("constrained")
     ax = fig.subplots()
     ax.imshow(grid.int().numpy(), cmap=ListedColormap([NO_EDGE, EDGE]), vmin=0, vmax=1)
