@@ -10,7 +10,7 @@ import struct
 import pytest
 import torch
 
-from glassformer import DecoderLM, EncoderDecoder
+from glassformer import DecoderLM, EncoderDecoder, EncoderMLM
 from glassformer.cli import inspect_cmd
 from glassformer.cli.errors import ArgumentParser, guarded
 from glassformer.inspect import plots
@@ -37,11 +37,13 @@ def checkpoints(tmp_path_factory, kit) -> dict[str, object]:
     tok = get_tokenizer("char").train("the cat sat on the mat, a dog ran")
     root = tmp_path_factory.mktemp("checkpoints")
     found = {}
-    for name, cls, preset in (
-        ("lm", DecoderLM, "tiny"),
-        ("seq2seq", EncoderDecoder, "tiny-seq2seq"),
+    for name, cls, preset, extra in (
+        ("lm", DecoderLM, "tiny", {}),
+        ("seq2seq", EncoderDecoder, "tiny-seq2seq", {}),
+        ("mlm", EncoderMLM, "bert-base", {"type_vocab_size": 0, "pooler": False}),
     ):
-        model = kit.build(cls, preset, double=False, vocab_size=tok.vocab_size, max_len=24)
+        options = dict(double=False, vocab_size=tok.vocab_size, max_len=24, **extra)
+        model = kit.build(cls, preset, **options)
         found[name] = model.save_pretrained(root / name, tokenizer=tok)
     found["vocab"] = tok.vocab_size
     return found
@@ -60,11 +62,12 @@ def test_inspect_writes_the_pictures_and_an_index(checkpoints, tmp_path):
         "--pad-to", "12", "--heads", "1", "--layers", "0", "1",
     )  # fmt: skip
     assert code == 0, err
-    assert "wrote 6 pictures" in stdout
+    assert "wrote 9 pictures" in stdout
     names = {
         "self_attention_decoder.png", "self_attention_decoder_layer0_head1.png",
         "self_attention_decoder_layer1_head1.png", "masks.png", "residual_decoder.png",
-        "positional.png", "index.md",
+        "positional.png", "graph_decoder.png", "attention_graph_decoder.png",
+        "receptive_field_decoder.png", "index.md",
     }  # fmt: skip
     assert {p.name for p in out.iterdir()} == names
     for name in names - {"index.md"}:
@@ -76,6 +79,56 @@ def test_inspect_writes_the_pictures_and_an_index(checkpoints, tmp_path):
         assert f"[{name}]({name})" in index
     pads = ", '<PAD>'" * 4
     assert f"decoder tokens: ['<BOS>', 't', 'h', 'e', ' ', 'c', 'a', 't'{pads}]" in index
+
+
+def _index_rows(out) -> dict[str, str]:
+    """{file: what it shows} from index.md's table."""
+    rows = [line for line in (out / "index.md").read_text().splitlines() if line.startswith("| [")]
+    return {r.split("](")[0][3:]: r.split(") | ", 1)[1].removesuffix(" |") for r in rows}
+
+
+@pytest.mark.parametrize(
+    ("kind", "argv", "shown"),
+    [
+        ("lm", ["--pad-to", "12"], {
+            "graph_decoder.png": "decoder self-attention graph of each layer (causal): j → i",
+            "attention_graph_decoder.png":
+                "decoder learned self-attention as a graph (mean over heads), A_ij > 0.1",
+            "receptive_field_decoder.png":  # the last real token, not the padding
+                "decoder: the inputs position 7 can depend on after each layer",
+        }),
+        ("mlm", ["--threshold", "0.25", "--heads", "0", "2", "--position", "2"], {
+            "graph_encoder.png": "encoder self-attention graph of each layer (full): j → i",
+            "attention_graph_encoder.png":
+                "encoder learned self-attention as a graph (mean of heads 0, 2), A_ij > 0.25",
+            "receptive_field_encoder.png":
+                "encoder: the inputs position 2 can depend on after each layer",
+        }),
+        ("seq2seq", ["--cross", "--target", "the mat"], {
+            "graph_encoder.png": "encoder self-attention graph of each layer (full): j → i",
+            "graph_decoder.png": "decoder self-attention graph of each layer (causal): j → i",
+            "graph_cross.png": "cross-attention graph of each layer (full): source j → target i",
+            "attention_graph_cross.png":
+                "learned cross-attention as a graph (mean over heads), A_ij > 0.1",
+            "receptive_field_encoder.png":
+                "encoder: the inputs position 7 can depend on after each layer",
+            "receptive_field_decoder.png":
+                "decoder: the inputs position 7 can depend on after each layer",
+        }),
+    ],
+)  # fmt: skip
+def test_inspect_draws_the_gnn_view_of_each_family(checkpoints, tmp_path, kind, argv, shown):
+    out = tmp_path / kind
+    code, _, err = run_cli(
+        "inspect", "--checkpoint", checkpoints[kind], "--text", "the cat", "--out", out, *argv
+    )
+    assert code == 0, err
+    rows = _index_rows(out)
+    for name, what in shown.items():
+        assert rows[name] == what
+        width, height = _png(out / name)
+        assert width > 100 and height > 100
+    assert {p.name for p in out.iterdir()} == {*rows, "index.md"}
 
 
 def test_repeated_layers_and_heads_are_drawn_once(checkpoints, tmp_path, monkeypatch):
@@ -156,6 +209,9 @@ def test_trace_prints_the_values_and_the_prediction_of_the_model(checkpoints):
         (["inspect", "--layers", "2"], ["--layers 2 is out of range: allowed 0..1"]),
         (["inspect", "--heads", "4"], ["--heads 4 is out of range: allowed 0..3"]),
         (["inspect", "--pad-to", "3"], ["--pad-to 3 is not allowed", "8 tokens", "24"]),
+        (["inspect", "--position", "8"], ["--position 8 is out of range", "decoder's 8", "0..7"]),
+        (["inspect", "--threshold", "1"], ["--threshold: 1 is not allowed: a weight in [0, 1)"]),
+        (["inspect", "--threshold", "x"], ["--threshold: 'x' is not a number"]),
         (["inspect", "--target", "x"], ["--target is for encoder-decoder"]),
         (["trace", "--layer", "5"], ["--layer 5 is out of range: allowed 0..1"]),
         (["trace", "--text", "the cat " * 4], ["--text has 33 tokens", "max_len is 24"]),

@@ -192,3 +192,12 @@ def test_residual_legend_shows_tokens_as_the_heatmaps_do(padded_run, tmp_path, m
     legend = [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()]
     assert legend == ["<BOS>", "a", "␣", "b", "↵", "c", "mean"]
     assert [t.get_text() for t in figures[1].axes[0].get_yticklabels()] == legend[:-1]
+
+
+def test_picture_size_is_the_png_size_when_the_width_is_not_whole_pixels(tmp_path):
+    from glassformer.inspect._draw import new_figure, save
+
+    fig = new_figure((4.995, 3.0), 100)  # 499.5 x 300 pixels: matplotlib writes 499
+    ax = fig.subplots()
+    pic = save(fig, tmp_path / "p.png", {"axes": ax})
+    assert png_size(pic.path) == (pic.width, pic.height) == (499, 300)

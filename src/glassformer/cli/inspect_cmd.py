@@ -3,7 +3,7 @@
 the model's prediction).
 
     glassformer inspect --checkpoint DIR --text TEXT --out DIR [--layers L ...] [--heads H ...]
-                        [--cross] [--target TEXT] [--pad-to N]
+                        [--cross] [--target TEXT] [--pad-to N] [--threshold W] [--position N]
     glassformer trace --checkpoint DIR --text TEXT [--layer N] [--target TEXT]
 
 ``add_parser(commands)`` registers both; their handlers are ``run_inspect`` and
@@ -23,6 +23,7 @@ from ..inspect import capture, plots
 from ..inspect.readout import format_prediction
 from ..inspect.trace import format_trace, trace
 from ..models import DecoderLM, EncoderDecoder, EncoderModel
+from .inspect_graphs import draw_graphs, receptive_positions
 from .options import add_checkpoint, add_device, non_negative, output_dir, positive
 from .runs import load_checkpoint
 
@@ -36,11 +37,13 @@ def add_parser(commands) -> None:
     """Register ``inspect`` and ``trace`` on the subcommand parsers ``commands``."""
     p = commands.add_parser(
         "inspect",
-        help="draw attention maps, masks, the residual stream and positional encodings",
+        help="draw attention maps and graphs, masks, the residual stream and positional encodings",
         description="Run a checkpoint on --text and write PNG pictures into --out: a grid of "
         "attention heatmaps (layers x heads), enlarged heads, the masks applied, the residual "
-        "stream's norm through the layers and the positional-encoding matrix, with index.md "
-        "saying which file shows what.",
+        "stream's norm through the layers and the positional-encoding matrix; and the GNN "
+        "view: each layer's attention graph, the learned attention drawn as a weighted graph "
+        "and the receptive field of one position through the layers; with index.md saying "
+        "which file shows what.",
     )
     _common(p)
     p.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder for the PNGs")
@@ -60,6 +63,19 @@ def add_parser(commands) -> None:
         type=positive,
         metavar="N",
         help="pad the input to N tokens, to see the padding mask at work",
+    )
+    p.add_argument(
+        "--threshold",
+        type=_weight,
+        default=0.1,
+        metavar="W",
+        help="the learned attention graph draws the edges with A_ij > W (default 0.1)",
+    )
+    p.add_argument(
+        "--position",
+        type=non_negative,
+        metavar="N",
+        help="the position whose receptive field is drawn (default the last token)",
     )
     p.set_defaults(handler=run_inspect)
 
@@ -131,10 +147,16 @@ def run_inspect(args: argparse.Namespace) -> int:
     layers = _checked("--layers", args.layers, min(len(s.layers) for s in _stacks(model)))
     heads = _checked("--heads", args.heads, model.config.n_head)
     inputs = _inputs(model, args.text, args.target, args.pad_to)
+    mask = inputs.kwargs.get("attention_mask")
+    real = len(next(iter(inputs.tokens.values()))) if mask is None else int(mask.sum())
+    positions = receptive_positions(inputs.tokens, real, args.position)
     model.eval()
     with torch.inference_mode(), capture(model) as rec:
         model(**inputs.kwargs)
     files = _draw(rec, model, inputs.tokens, layers, heads, args.cross, args.out)
+    files |= draw_graphs(
+        rec, model, inputs.tokens, layers, heads, args.cross, args.out, args.threshold, positions
+    )
     _write_index(args.out, files, type(model).__name__, inputs.tokens)
     print(f"wrote {len(files)} pictures and index.md to {args.out}")
     return 0
@@ -247,6 +269,17 @@ def _padded(arg: str, ids: list[int], pad_to, max_len: int, pad_id: int):
         )
     extra = pad_to - len(ids)
     return ids + [pad_id] * extra, [1] * len(ids) + [0] * extra
+
+
+def _weight(text: str) -> float:
+    """argparse type: an attention weight threshold in [0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{value:g} is not allowed: a weight in [0, 1)")
+    return value
 
 
 def _checked(arg: str, values: list[int] | None, n: int) -> list[int] | None:

@@ -6,17 +6,21 @@
         out = model(input_ids)
     plot_attention(rec, "attention.png")   # PNG pictures (matplotlib: glassformer[plot])
     print(format_trace(trace(model, input_ids)))   # the forward pass, formula by formula
+    plot_graph(attention_graphs(model), "graph.png", t=8)   # the GNN view: each layer's graph
 
 Everything shown is what the model computed, read at its hook points (glassformer.nn.hooks,
 ``model.run_with_cache``); nothing here computes the forward pass a second time.
 
 Modules: records (what is recorded), capture (the context manager and the Recording), taps
 (the hook functions that make the records), plots (the pictures), positions (the
-positional-encoding matrix), trace and steps (the traced forward pass), readout (its numbers),
-selection and _draw (helpers of the pictures).
+positional-encoding matrix), graph_view and graph_plots (the GNN view: attention graphs, learned
+attention as a weighted graph, receptive fields), trace and steps (the traced forward pass),
+readout (its numbers), selection and _draw (helpers of the pictures).
 """
 
 from .capture import Recording, capture
+from .graph_plots import plot_attention_graph, plot_graph, plot_receptive_field
+from .graph_view import attention_graphs, attention_patterns, receptive_grid, weighted_edges
 from .plots import (
     Picture,
     plot_attention,
@@ -35,12 +39,19 @@ __all__ = [
     "ResidualRecord",
     "StackRecord",
     "Step",
+    "attention_graphs",
+    "attention_patterns",
     "capture",
     "format_trace",
     "plot_attention",
+    "plot_attention_graph",
+    "plot_graph",
     "plot_head",
     "plot_masks",
     "plot_positional",
+    "plot_receptive_field",
     "plot_residual",
+    "receptive_grid",
     "trace",
+    "weighted_edges",
 ]

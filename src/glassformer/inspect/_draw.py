@@ -93,7 +93,7 @@ def save(fig: Any, path: str | os.PathLike[str], axes: dict[str, Any]) -> Pictur
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    width, height = (round(v) for v in fig.bbox.size)
+    width, height = fig.canvas.get_width_height()  # whole pixels, as the PNG: truncated
     panels = {}
     for name, ax in axes.items():
         box = ax.get_window_extent()  # display pixels, bottom-left origin
