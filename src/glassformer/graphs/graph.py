@@ -124,9 +124,18 @@ class Band(AttentionGraph):
         self.spec = _band_spec(before, after, dilation)
 
     def allows(self, i, j, n):
-        d = i - j  # (…): how far back the key is
-        ok = (d <= self.before) & (-d <= self.after)
-        return ok if self.dilation == 1 else ok & (d % self.dilation == 0)
+        # -after <= i - j <= before, compared as bools on the broadcast shape (no (T, S) ints)
+        tests = []
+        if self.before != INF:
+            tests.append(lambda: j >= i - int(self.before))
+        if self.after != INF:
+            tests.append(lambda: j <= i + int(self.after))
+        if self.dilation > 1:  # i - j a multiple of d: the same residue
+            tests.append(lambda: (i % self.dilation) == (j % self.dilation))
+        ok = torch.ones((), dtype=torch.bool, device=i.device)
+        for test in tests:  # one (T, S) bool at a time, combined in place
+            ok = test() if ok.dim() == 0 else ok.logical_and_(test())
+        return ok.expand(torch.broadcast_shapes(i.shape, j.shape))
 
     def cover(self, q_pos, k_pos):
         return Cover.band(q_pos, self.before, self.after, self.dilation)

@@ -92,8 +92,11 @@ class RandomKeys(AttentionGraph):
         return h % bound
 
     def allows(self, i, j, n):
-        i, j = torch.broadcast_tensors(i, j)
-        return (self.keys(i, n) == j[..., None]).any(-1)
+        keys = self.keys(i, n)  # (i's shape, r): drawn before broadcasting against j
+        hit = keys[..., 0] == j
+        for k in range(1, self.r):
+            hit = hit | (keys[..., k] == j)
+        return hit
 
     def cover(self, q_pos, k_pos):
         n = int(k_pos[-1]) + 1 if k_pos.numel() else 0
