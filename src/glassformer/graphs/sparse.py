@@ -37,6 +37,7 @@ def local_attention(
     after: int,
     dilation: int = 1,
     allows: Callable[[Tensor, Tensor], Tensor] | None = None,
+    band_full: bool = False,
     q_pos: Tensor | None = None,
     k_pos: Tensor | None = None,
     key_mask: Tensor | None = None,
@@ -60,6 +61,8 @@ def local_attention(
             dividing H (query head h uses key/value head h // (H / H_kv)).
         before, after: the band's reach behind and ahead of each query (ints, sum >= 0).
         dilation: only offsets i - j that are multiples of it are in the band (>= 1).
+        band_full: every candidate in the band is an edge (the graph contains the band), so
+            ``allows`` is evaluated on the extras and dense rows only.
         allows: the exact edge predicate on positions, ``allows(i, j) -> bool tensor``
             (broadcasting long tensors); None = every candidate.
         q_pos, k_pos: (T,), (S,) contiguous increasing positions; default the last T of
@@ -87,7 +90,8 @@ def local_attention(
     n_rows = -(-(t + (q0 - k0) % d) // d)  # query rows per class
     bf, af = before // d, after // d
     bs = block if block is not None else _default_block(bf + af)
-    band = Band(bf, af, bs, -(-n_rows // bs), d, q0 - k0, k0, t, s, allows, scale)
+    in_band = None if band_full else allows  # the predicate tested on each band candidate
+    band = Band(bf, af, bs, -(-n_rows // bs), d, q0 - k0, k0, t, s, in_band, scale)
     ex = ex_ok = None
     if extras is not None:
         real = torch.ones(b, s, dtype=torch.bool, device=q.device) if key_mask is None else key_mask

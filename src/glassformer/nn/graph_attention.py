@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..graphs import AttentionGraph, Cover
+from ..graphs import AttentionGraph, Band, Cover, Intersection, Union
 from ..graphs.sparse import edge_attention, local_attention
 from .scaled_dot_product import fused_attention
 
@@ -98,6 +98,7 @@ def graph_attention(
             after=0 if c.band_empty else int(c.after),
             dilation=c.dilation,
             allows=lambda i, j: g.allows(i, j, n),
+            band_full=_contains_band(g, c),
             q_pos=q_pos,
             k_pos=k_pos,
             key_mask=key_mask,
@@ -153,6 +154,20 @@ def _choose(g: AttentionGraph, q_pos: Tensor, k_pos: Tensor, sparse_ok: bool) ->
     if 16 * g.num_edges(t, s) <= t * s:  # a gather per edge costs several dense entries
         return "edges"
     return "dense"
+
+
+def _contains_band(g: AttentionGraph, c: Cover) -> bool:
+    """Is every candidate of the cover's band an edge of g? Then the band needs no test
+    (a window, a window & causal, BigBird's window | globals | random keys)."""
+    if c.band_empty:
+        return False
+    if isinstance(g, Band):
+        return g.before >= c.before and g.after >= c.after and c.dilation % g.dilation == 0
+    if isinstance(g, Union):
+        return any(_contains_band(p, c) for p in g.parts)
+    if isinstance(g, Intersection):
+        return all(_contains_band(p, c) for p in g.parts)
+    return False
 
 
 def _extra_indices(c: Cover, key_start: int, s: int) -> Tensor | None:
