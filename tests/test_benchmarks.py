@@ -174,12 +174,21 @@ def test_graph_attention_smoke(tmp_path, monkeypatch):
                     case = row[peer]
                     assert positive(case["ms"]) and case["min_ms"] <= case["ms"] <= case["max_ms"]
                     assert case["steps"] >= 2 and math.isfinite(case["mb"])  # in-process: any
+                    assert case["rounds_ms"] == [case["ms"]]  # --quick: one round
                 assert row["ratios"]["loss_rel_diff"] <= 1e-5  # the same function
                 assert positive(row["ratios"]["speed"])
             s = res["scaling"]
             assert (s["from"], s["to"]) == (256, 512) and positive(s["time"])
             assert res["goals"] == {"t": 8192, "measured": False, "dense_oom_at": [],
                                     "sparse_oom_at": []}  # fmt: skip
+
+
+def test_graph_attention_dense_peer_gets_the_graphs_mask(monkeypatch):
+    monkeypatch.setattr(bench_graph_attention, "MASK_CHUNK", 100)  # blocks of 1 to 3 rows
+    for make in bench_graph_attention.GRAPHS.values():
+        g = make(4)
+        for t in (1, 37, 64):
+            assert torch.equal(bench_graph_attention.dense_mask(g, t), g.mask(t))
 
 
 def test_graph_attention_records_an_allocation_failure_as_oom(monkeypatch):
