@@ -6,6 +6,7 @@
     generation   bench_generation.py   cached generation vs HF generate (when present)
     hooks        bench_hooks.py        run_with_cache (every hook point) vs a plain forward
     fast_paths   bench_fast_paths.py   each CPU fast path on vs its reference form
+    graph_attention  bench_graph_attention.py  attention on a graph: sparse vs dense masked
 
 ``--quick`` is passed to each (seconds to a minute or so in all); ``--threads`` to those that
 take it. Each writes bench-results/<name>.json. The exit status is 1 if any of them failed.
@@ -27,8 +28,9 @@ BENCHMARKS = {
     "generation": "bench_generation",
     "hooks": "bench_hooks",
     "fast_paths": "bench_fast_paths",
+    "graph_attention": "bench_graph_attention",
 }
-TAKES_THREADS = {"train", "encoder", "generation", "hooks", "fast_paths"}
+TAKES_THREADS = {"train", "encoder", "generation", "hooks", "fast_paths", "graph_attention"}
 
 
 def available() -> list[str]:

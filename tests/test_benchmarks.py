@@ -18,10 +18,12 @@ sys.path.insert(0, str(ROOT))  # the benchmarks package sits beside src/, not in
 from benchmarks import (  # noqa: E402
     bench_encoder,
     bench_fast_paths,
+    bench_graph_attention,
     bench_hooks,
     bench_train,
     common,
     encoder_peers,
+    graph_attention_report,
     peers,
     processes,
     train_report,
@@ -143,6 +145,68 @@ def test_fast_paths_smoke(tmp_path, monkeypatch):
         assert case["verdict"] == ("earns" if s["median"] >= 1.05 else "does not")
     relay = layout["cases"]["layout/base/decode-step"]["relay_ms"]
     assert 0 < relay["min"] <= relay["median"] <= relay["max"]
+
+
+def test_graph_attention_smoke(tmp_path, monkeypatch):
+    """Both levels, the two --quick graphs, two small T: a window of 16 at T 512 takes the
+    band kernel, as w 128 does from T 1024 at d_model 512 (the issue's shape)."""
+    assert (bench_graph_attention.D_MODEL, bench_graph_attention.N_HEAD) == (512, 8)
+    assert bench_graph_attention.SIZES == (1024, 2048, 4096, 8192, 16384)
+    monkeypatch.setattr(bench_graph_attention, "D_MODEL", 64)
+    monkeypatch.setattr(bench_graph_attention, "PREWARM_T", 64)
+    out = tmp_path / "graph_attention.json"
+    data = bench_graph_attention.main(
+        [*SMOKE, "--sizes", "256,512", "--window", "16", "--out", str(out)]
+    )
+    assert json.loads(out.read_text()) == data and data["settings"]["sizes"] == [256, 512]
+    assert set(data["levels"]) == {"layer", "attention"}
+    for by_graph in data["levels"].values():
+        assert set(by_graph) == {"window", "bigbird"}
+        for res in by_graph.values():
+            small, large = res["rows"]
+            assert (small["t"], large["t"]) == (256, 512) and large["edges"] > small["edges"]
+            assert small["sparse"]["path"] == "dense"  # T·S <= 2^16: dense is the fastest
+            assert large["sparse"]["path"] == "local"  # the band kernel ran
+            for row in res["rows"]:
+                assert row["dense"]["sdpa"] != "math"  # torch's fused kernel, not T x T scores
+                assert row["dense"]["mask_mb"] == row["t"] ** 2 / 2**20
+                for peer in ("sparse", "dense"):
+                    case = row[peer]
+                    assert positive(case["ms"]) and case["min_ms"] <= case["ms"] <= case["max_ms"]
+                    assert case["steps"] >= 2 and math.isfinite(case["mb"])  # in-process: any
+                    assert case["rounds_ms"] == [case["ms"]]  # --quick: one round
+                assert row["ratios"]["loss_rel_diff"] <= 1e-5  # the same function
+                assert positive(row["ratios"]["speed"])
+            s = res["scaling"]
+            assert (s["from"], s["to"]) == (256, 512) and positive(s["time"])
+            assert res["goals"] == {"t": 8192, "measured": False, "dense_oom_at": [],
+                                    "sparse_oom_at": []}  # fmt: skip
+
+
+def test_graph_attention_dense_peer_gets_the_graphs_mask(monkeypatch):
+    monkeypatch.setattr(bench_graph_attention, "MASK_CHUNK", 100)  # blocks of 1 to 3 rows
+    for make in bench_graph_attention.GRAPHS.values():
+        g = make(4)
+        for t in (1, 37, 64):
+            assert torch.equal(bench_graph_attention.dense_mask(g, t), g.mask(t))
+
+
+def test_graph_attention_records_an_allocation_failure_as_oom(monkeypatch):
+    def failing_steps(step, budget):
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to ...")
+
+    monkeypatch.setattr(bench_graph_attention, "D_MODEL", 32)
+    monkeypatch.setattr(bench_graph_attention, "PREWARM_T", 64)
+    monkeypatch.setattr(bench_graph_attention, "timed", failing_steps)
+    budget = {"warmup": 1, "warmup_s": 0, "min_steps": 1, "max_steps": 1, "seconds": 0}
+    spec = {"level": "attention", "graph": "window", "window": 8, "t": 64, "peer": "dense"}
+    result = bench_graph_attention.run_case({**spec, "budget": budget})
+    assert result["oom"].startswith("DefaultCPUAllocator: can't allocate memory")
+    assert "ms" not in result and result["mask_mb"] == 64**2 / 2**20
+    row = {"t": 8192, "sparse": {"ms": 1.0, "mb": 1.0}, "dense": result}
+    row["ratios"] = graph_attention_report.compare(row["sparse"], row["dense"])
+    goals = graph_attention_report.goals([row])
+    assert goals["dense_oom_at"] == [8192] and goals["speed"]["met"] and goals["memory"]["met"]
 
 
 def test_fast_paths_off_switches_only_that_path_to_the_reference_form():
