@@ -48,8 +48,9 @@ def compare(ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, float | Non
     def div(a, b):
         return None if a is None or not b else a / b  # 0 MB above imports: in-process runs
 
-    def mem(r):
-        return r.get("rss_above_imports_mb")
+    def mem(r):  # in one process the RSS may fall below the imports' (freed by earlier work)
+        mb = r.get("rss_above_imports_mb")
+        return None if mb is None or mb <= 0 else mb
 
     def rounds(r):
         return statistics.median(r["rounds"]) if r.get("rounds") else None
