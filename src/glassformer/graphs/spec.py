@@ -104,25 +104,23 @@ def layer_graphs(spec, n_layer: int, what: str = "attention_graph") -> list:
 
 # A small recursive-descent parser: union := inter ('|' inter)*, inter := atom ('&' atom)*
 def _union(tokens, spec):
-    parts, rest = [], tokens
-    while True:
-        g, rest = _intersection(rest, spec)
-        parts.append(g)
-        if not rest or rest[0] != "|":
-            break
-        rest = rest[1:]
-    return (parts[0] if len(parts) == 1 else Union(*parts)), rest
+    return _chain(tokens, spec, "|", _intersection, Union)
 
 
 def _intersection(tokens, spec):
+    return _chain(tokens, spec, "&", _atom, Intersection)
+
+
+def _chain(tokens, spec, op: str, operand, combine):
+    """operand (op operand)*: one graph, or their union / intersection; and the tokens left."""
     parts, rest = [], tokens
     while True:
-        g, rest = _atom(rest, spec)
+        g, rest = operand(rest, spec)
         parts.append(g)
-        if not rest or rest[0] != "&":
+        if not rest or rest[0] != op:
             break
         rest = rest[1:]
-    return (parts[0] if len(parts) == 1 else Intersection(*parts)), rest
+    return (parts[0] if len(parts) == 1 else combine(*parts)), rest
 
 
 def _atom(tokens, spec):
