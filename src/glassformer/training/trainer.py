@@ -165,12 +165,12 @@ class Trainer:
                 loss, tokens = self.train_step()
                 self.step += 1
                 seen += tokens
-                rate = seen / max(time.perf_counter() - since, 1e-9)
+                rate = round(seen / max(time.perf_counter() - since, 1e-9), 1)  # shown = logged
                 last = {"step": self.step, "loss": loss, "lr": self.scheduler.get_last_lr()[0]}
                 log = self.step % c.log_every == 0 or self.step == c.steps
                 self._shown.step(self.step, loss, last["lr"], rate, log)
                 if log:
-                    self._log({**last, "tokens_per_s": round(rate, 1)})
+                    self._log({**last, "tokens_per_s": rate})
                 if self.val_stream is not None and c.eval_every and self.step % c.eval_every == 0:
                     last.update(self._evaluate())
                 if c.save_every and self.step % c.save_every == 0:
