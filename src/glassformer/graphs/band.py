@@ -15,7 +15,7 @@ that a dilated band is a contiguous band of rows within each class. Per step, sh
 
     q block   (B, H_kv, C, n, G, bs, D)   C = d classes, n blocks, G = H / H_kv, bs rows
     window    (B, H_kv, C, n, W, D)       the keys the block's band can reach
-    scores    (B, H_kv, C, n, G, bs, W + e)
+    scores    (B, H_kv, C, n, G, bs, W) and, with e extra keys per query, (…, bs, e)
 """
 
 from __future__ import annotations
@@ -102,17 +102,18 @@ def _put_rows(dst: Tensor, qi: Tensor, rows: Tensor) -> None:
 
 
 def _scores(qb, k, kidx, ok, ex, ex_ok, scale):
-    """Masked scores (B, H_kv, C, n, G, bs, W + e) of a step, and its keys (window, extras)."""
+    """Masked scores of a step: the window's (B, H_kv, C, n, G, bs, W) and the extras'
+    (B, H_kv, C, n, G, bs, e) or None, with the keys they used (window, extras)."""
     ct, (g, bs) = _dtype(qb), qb.shape[4:6]
     kw = k[:, :, kidx].to(ct)  # (B, H_kv, C, n, W, D)
-    s = (qb.flatten(4, 5) @ kw.transpose(-1, -2)).unflatten(4, (g, bs)) * scale  # Eq. (2)
-    s = s.masked_fill(~ok[:, None, :, :, None], float("-inf"))  # (B, H_kv, C, n, G, bs, W)
+    s = (qb.flatten(4, 5) @ kw.transpose(-1, -2)).unflatten(4, (g, bs)).mul_(scale)  # Eq. (2)
+    s = s.masked_fill_(~ok[:, None, :, :, None], float("-inf"))  # (B, H_kv, C, n, G, bs, W)
     if ex is None:
-        return s, kw, None
+        return s, None, kw, None
     kx = k[:, :, ex].to(ct)  # (B, H_kv, C, n, bs, e, D)
-    sx = torch.einsum("...gtd,...ted->...gte", qb, kx) * scale  # (B, H_kv, C, n, G, bs, e)
-    sx = sx.masked_fill(~ex_ok[:, None, :, :, None], float("-inf"))
-    return torch.cat([s, sx], dim=-1), kw, kx
+    sx = torch.einsum("...gtd,...ted->...gte", qb, kx).mul_(scale)  # (B, H_kv, C, n, G, bs, e)
+    sx = sx.masked_fill_(~ex_ok[:, None, :, :, None], float("-inf"))
+    return s, sx, kw, kx
 
 
 def _extras(ex, ex_ok, qi, real):
@@ -130,7 +131,7 @@ def forward_blocks(q, k, v, key_mask, ex, ex_ok, band: Band, dropout_p: float = 
     without recording and recomputes in backward. ``ex`` (T, e) are extra key indices and
     ``ex_ok`` (B, T, e) says which count (padding queries have none).
     """
-    g, w, ct = q.shape[1] // k.shape[1], band.width, _dtype(q)
+    g, ct = q.shape[1] // k.shape[1], _dtype(q)
     out = torch.zeros(*q.shape[:3], v.shape[-1], dtype=ct, device=q.device)  # (B, H, T, D_v)
     lses, step = [], band.step(q.shape[0], q.shape[1], ex)
     for i0 in range(0, band.nb, step):
@@ -138,20 +139,26 @@ def forward_blocks(q, k, v, key_mask, ex, ex_ok, band: Band, dropout_p: float = 
         qi, ki, real, ok = band.blocks(i0, i1, key_mask, q.device)
         exi, exo = _extras(ex, ex_ok, qi, real)
         qb = _rows(q, qi, g).to(ct)  # (B, H_kv, C, n, G, bs, D)
-        s, _, _ = _scores(qb, k, ki, ok, exi, exo, band.scale)
+        s, sx, _, _ = _scores(qb, k, ki, ok, exi, exo, band.scale)
         m = s.detach().amax(dim=-1, keepdim=True)  # shift for stability (no gradient needed)
+        if sx is not None:
+            m = torch.maximum(m, sx.detach().amax(dim=-1, keepdim=True))
         m = m.masked_fill(m == float("-inf"), 0.0)  # a row with nothing to see: keep 0
-        p = (s - m).exp()
-        z = p.sum(dim=-1, keepdim=True)
+        p = (s - m).exp()  # the window's and the extras' weights, normalised together
+        px = None if sx is None else (sx - m).exp()
+        z = p.sum(dim=-1, keepdim=True) + (0.0 if px is None else px.sum(dim=-1, keepdim=True))
         z = z.masked_fill(z == 0, 1.0)  # empty row: weights 0, output 0
         p = p / z  # A_nm (Eq. 3)
         lses.append((m + z.log()).squeeze(-1))
         if dropout_p > 0.0:
             p = F.dropout(p, dropout_p)
-        o = p[..., :w].flatten(4, 5) @ v[:, :, ki].to(ct)  # (B, H_kv, C, n, G·bs, D_v)
+        o = p.flatten(4, 5) @ v[:, :, ki].to(ct)  # (B, H_kv, C, n, G·bs, D_v)
         o = o.unflatten(4, (g, band.bs))  # (B, H_kv, C, n, G, bs, D_v)
-        if ex is not None:
-            o = o + torch.einsum("...gte,...tev->...gtv", p[..., w:], v[:, :, exi].to(ct))
+        if px is not None:
+            px = px / z
+            if dropout_p > 0.0:
+                px = F.dropout(px, dropout_p)
+            o = o + torch.einsum("...gte,...tev->...gtv", px, v[:, :, exi].to(ct))
         _put_rows(out, qi, o)  # z_n = Σ_m A_nm v_m
     return out.to(v.dtype), torch.cat(lses, dim=3)
 
@@ -170,7 +177,7 @@ class BandAttention(torch.autograd.Function):
     def backward(ctx, dout):
         q, k, v, out, lse, key_mask, ex, ex_ok = ctx.saved_tensors
         band = ctx.band
-        g, w, ct = q.shape[1] // k.shape[1], band.width, _dtype(q)
+        g, ct = q.shape[1] // k.shape[1], _dtype(q)
         dq, dk, dv = (torch.zeros(x.shape, dtype=ct, device=x.device) for x in (q, k, v))
         step = band.step(q.shape[0], q.shape[1], ex)
         for i0 in range(0, band.nb, step):
@@ -178,23 +185,25 @@ class BandAttention(torch.autograd.Function):
             qi, ki, real, ok = band.blocks(i0, i1, key_mask, q.device)
             exi, exo = _extras(ex, ex_ok, qi, real)
             qb = _rows(q, qi, g).to(ct)  # (B, H_kv, C, n, G, bs, D)
-            s, kw, kx = _scores(qb, k, ki, ok, exi, exo, band.scale)
-            p = (s - lse[:, :, :, i0:i1, ..., None]).exp()  # A, recomputed
+            s, sx, kw, kx = _scores(qb, k, ki, ok, exi, exo, band.scale)
+            lse_i = lse[:, :, :, i0:i1, ..., None]
+            p = s.sub_(lse_i).exp_()  # A, recomputed: (…, G, bs, W)
             do = _rows(dout, qi, g).to(ct)  # (B, H_kv, C, n, G, bs, D_v)
             delta = (do * _rows(out, qi, g).to(ct)).sum(-1, keepdim=True)  # rowsum(dO ⊙ O)
             vw = v[:, :, ki].to(ct)  # (B, H_kv, C, n, W, D_v)
             dp = (do.flatten(4, 5) @ vw.transpose(-1, -2)).unflatten(4, (g, band.bs))
-            if ex is not None:
-                vx = v[:, :, exi].to(ct)  # (B, H_kv, C, n, bs, e, D_v)
-                dp = torch.cat([dp, torch.einsum("...gtv,...tev->...gte", do, vx)], dim=-1)
-            ds = p * (dp - delta) * band.scale  # dL/d(q·k), the scale folded in
-            dsb, pb = ds[..., :w].flatten(4, 5), p[..., :w].flatten(4, 5)  # (…, G·bs, W)
+            ds = dp.sub_(delta).mul_(p).mul_(band.scale)  # dL/d(q·k), the scale folded in
+            dsb, pb = ds.flatten(4, 5), p.flatten(4, 5)  # (…, G·bs, W)
             dqb = (dsb @ kw).unflatten(4, (g, band.bs))  # (B, H_kv, C, n, G, bs, D)
             flat = ki.flatten()  # (C·n·W,) key index of every window slot
             dk.index_add_(2, flat, (dsb.transpose(-1, -2) @ qb.flatten(4, 5)).flatten(2, 4))
             dv.index_add_(2, flat, (pb.transpose(-1, -2) @ do.flatten(4, 5)).flatten(2, 4))
-            if ex is not None:
-                dsx, px, flat = ds[..., w:], p[..., w:], exi.flatten()
+            if sx is not None:
+                px = sx.sub_(lse_i).exp_()  # (…, G, bs, e)
+                vx = v[:, :, exi].to(ct)  # (B, H_kv, C, n, bs, e, D_v)
+                dsx = torch.einsum("...gtv,...tev->...gte", do, vx)
+                dsx = dsx.sub_(delta).mul_(px).mul_(band.scale)
+                flat = exi.flatten()
                 dqb = dqb + torch.einsum("...gte,...ted->...gtd", dsx, kx)
                 dkx = torch.einsum("...gte,...gtd->...ted", dsx, qb)  # (…, bs, e, D)
                 dk.index_add_(2, flat, dkx.flatten(2, 5))
