@@ -1,6 +1,19 @@
 """Circuits: reading a transformer as the notes' "Brief Notes on Transformers" and Elhage et al.
-(2021), "A Mathematical Framework for Transformer Circuits", describe it."""
+(2021), "A Mathematical Framework for Transformer Circuits", describe it: each head as
+h(x) = A(x) · x · S with its OV matrix S and QK matrix Y.
+
+    ov_matrix(model, layer, head), qk_matrix(...)      S and Y, factored (FactoredMatrix)
+"""
 
 from .factored import FactoredMatrix
+from .weights import QKBias, head_weights, ov_bias, ov_matrix, qk_bias, qk_matrix
 
-__all__ = ["FactoredMatrix"]
+__all__ = [
+    "FactoredMatrix",
+    "QKBias",
+    "head_weights",
+    "ov_bias",
+    "ov_matrix",
+    "qk_bias",
+    "qk_matrix",
+]
