@@ -138,6 +138,16 @@ def test_indexing_rows_cols_and_batch():
         fm[0, 0, 0, 0, 0]
 
 
+def test_unsqueeze_broadcasts_batches():
+    left = FactoredMatrix(rand(3, 6, 2), rand(3, 2, 5, seed=1))
+    right = FactoredMatrix(rand(4, 5, 2, seed=2), rand(4, 2, 6, seed=3))
+    pairs = left.unsqueeze(1) @ right.unsqueeze(0)  # (3, 4, 6, 6)
+    assert pairs.shape == (3, 4, 6, 6)
+    assert_close(pairs.full()[2, 1], left.full()[2] @ right.full()[1])
+    with pytest.raises(ValueError, match=r"batch position in 0\.\.1"):
+        left.unsqueeze(2)
+
+
 def test_cached_svd_and_dtype():
     fm = FactoredMatrix(rand(6, 3).float(), rand(3, 6, seed=1))  # float32 and float64
     assert fm.dtype == torch.float64 and fm.svd() is fm.svd()

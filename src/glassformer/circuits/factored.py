@@ -156,6 +156,16 @@ class FactoredMatrix:
             out = out.cols(matrix[1])
         return out
 
+    def unsqueeze(self, dim: int) -> FactoredMatrix:
+        """A new batch dimension of size 1 at ``dim`` (0 … ndim - 2), to broadcast against
+        another batch: ``composition_score(ov.unsqueeze(1), qk.unsqueeze(0))`` pairs every
+        head with every head."""
+        if not isinstance(dim, int) or not 0 <= dim <= self.ndim - 2:
+            raise ValueError(
+                f"unsqueeze: dim must be a batch position in 0..{self.ndim - 2}, got {dim!r}"
+            )
+        return FactoredMatrix(self.A.unsqueeze(dim), self.B.unsqueeze(dim))
+
     # Spectra ------------------------------------------------------------------------------------
     @cached_property
     def _core(self) -> tuple[Tensor, Tensor, Tensor]:
