@@ -3,14 +3,20 @@
 h(x) = A(x) · x · S with its OV matrix S and QK matrix Y.
 
     ov_matrix(model, layer, head), qk_matrix(...)      S and Y, factored (FactoredMatrix)
+    full_ov_circuit(...), full_qk_circuit(...)         W_E S W_U and W_E Y W_Eᵀ
+    copying_score(matrix)                              eigenvalue positivity Σλ / Σ|λ|
 """
 
 from .factored import FactoredMatrix
+from .token_circuits import copying_score, full_ov_circuit, full_qk_circuit
 from .weights import QKBias, head_weights, ov_bias, ov_matrix, qk_bias, qk_matrix
 
 __all__ = [
     "FactoredMatrix",
     "QKBias",
+    "copying_score",
+    "full_ov_circuit",
+    "full_qk_circuit",
     "head_weights",
     "ov_bias",
     "ov_matrix",
