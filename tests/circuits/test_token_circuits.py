@@ -58,6 +58,9 @@ def test_full_circuits_equal_the_materialised_products(name):
         assert_close(one.full(), (w_e @ y[2] @ w_e.T)[ids][:, ids], **TOL)
         want = torch.linalg.eigvals(w_e @ s @ w_u)
         assert_close(copying_score(ov), (want.sum(-1) / want.abs().sum(-1)).real, **TOL)
+    every = full_ov_circuit(model, None, tokens=ids)  # (L, H, 4, 4)
+    assert every.shape == (2, 4, 4, 4)
+    assert_close(every[1].full(), full_ov_circuit(model, 1, tokens=ids).full(), **TOL)
 
 
 def test_encoder_decoder_cross_circuits_read_source_and_target_vocabularies():

@@ -177,6 +177,19 @@ def test_ranks_at_most_head_size():
                 assert (fm.rank <= 4).all() and (fm.rank == 4).all()  # random weights: full
 
 
+def test_every_layer_at_once():
+    model = build("seq2seq pre-norm gqa")
+    for m in (ov_matrix, qk_matrix):
+        for kind in ("self", "cross"):
+            every = m(model, None, kind=kind)  # (L, H, E, E)
+            assert every.shape == (2, 4, 16, 16)
+            for layer in (0, 1):
+                one = m(model, layer, kind=kind)
+                assert torch.equal(every.A[layer], one.A) and torch.equal(every.B[layer], one.B)
+    assert_close(ov_bias(model, None)[1], ov_bias(model, 1))
+    assert_close(qk_bias(model, None, 2).key[0], qk_bias(model, 0, 2).key)
+
+
 def test_detached_and_default_stack():
     model = build("seq2seq pre-norm gqa")
     assert not ov_matrix(model, 0).A.requires_grad
@@ -189,8 +202,9 @@ def test_detached_and_default_stack():
 @pytest.mark.parametrize(
     ("kwargs", "words"),
     [
-        (dict(layer=2), "layer must be an int in 0..1"),
+        (dict(layer=2), r"layer must be an int in 0\.\.1 \(or None"),
         (dict(layer=-1), "layer must be an int in 0..1"),
+        (dict(layer="0"), "layer must be an int in 0..1"),
         (dict(head=4), "head must be None or an int in 0..3"),
         (dict(kind="encoder"), "kind must be one of"),
         (dict(kind="cross"), "no cross-attention"),

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from .factored import FactoredMatrix
-from .weights import ov_matrix, qk_matrix, stack_module
+from .weights import ov_matrix, qk_matrix
 
 __all__ = ["COMPOSITIONS", "composition_score", "composition_scores"]
 
@@ -46,15 +46,14 @@ def composition_scores(model: nn.Module, kind: str = "q", *, stack: str | None =
     ``composition_score`` (``ov_matrix(..., kind="cross")``)."""
     if kind not in COMPOSITIONS:
         raise ValueError(f"kind must be one of {COMPOSITIONS}, got {kind!r}")
-    n_layer = len(stack_module(model, stack).layers)
-    ovs = [ov_matrix(model, layer, stack=stack) for layer in range(n_layer)]
+    ov = ov_matrix(model, None, stack=stack)  # (L, H, E, E)
     if kind == "v":
-        reads = ovs
+        later = ov
     else:
-        qks = [qk_matrix(model, layer, stack=stack) for layer in range(n_layer)]
-        reads = qks if kind == "q" else [qk.T for qk in qks]
-    earlier, later = _flat(ovs), _flat(reads)  # (L·H, E, E) each
-    n_head = ovs[0].shape[0] if n_layer else 0
+        qk = qk_matrix(model, None, stack=stack)
+        later = qk if kind == "q" else qk.T  # K-composition reads Y_2ᵀ
+    n_layer, n_head = ov.shape[:2]
+    earlier, later = _flat(ov), _flat(later)  # (L·H, E, E) each
     scores = _product_norms(earlier, later) / (earlier.norm()[:, None] * later.norm()[None, :])
     scores = scores.view(n_layer, n_head, n_layer, n_head)
     layers = torch.arange(n_layer, device=scores.device)
@@ -62,11 +61,9 @@ def composition_scores(model: nn.Module, kind: str = "q", *, stack: str | None =
     return torch.where(before, scores, torch.zeros((), dtype=scores.dtype, device=scores.device))
 
 
-def _flat(matrices: list[FactoredMatrix]) -> FactoredMatrix:
-    """Per-layer (H, E, E) factored matrices as one (L·H, E, E)."""
-    if not matrices:
-        return FactoredMatrix(torch.zeros(0, 0, 0), torch.zeros(0, 0, 0))
-    return FactoredMatrix(torch.cat([m.A for m in matrices]), torch.cat([m.B for m in matrices]))
+def _flat(m: FactoredMatrix) -> FactoredMatrix:
+    """(L, H, E, E) as (L·H, E, E), layer-major."""
+    return FactoredMatrix(m.A.flatten(0, 1), m.B.flatten(0, 1))
 
 
 def _product_norms(left: FactoredMatrix, right: FactoredMatrix) -> Tensor:

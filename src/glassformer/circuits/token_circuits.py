@@ -51,7 +51,7 @@ def copying_score(matrix: FactoredMatrix | Tensor) -> Tensor:
 
 def full_ov_circuit(
     model: nn.Module,
-    layer: int,
+    layer: int | None,
     head: int | None = None,
     tokens: Sequence[int] | Tensor | None = None,
     *,
@@ -60,7 +60,7 @@ def full_ov_circuit(
 ) -> FactoredMatrix:
     """W_E S W_U (V × V_out, or len(tokens) × len(tokens)), factored: rows the source token a
     head attends to, columns the output logits it writes (see the module docstring).
-    ``head=None``: every head, (H, ·, ·)."""
+    ``head=None``: every head, (H, ·, ·); ``layer=None``: every layer, (L, ·, ·, ·)."""
     ov = ov_matrix(model, layer, head, kind=kind, stack=stack)
     stack = _stack_name(model, stack)
     w_e = token_embedding(model, "encoder" if kind == "cross" else stack)  # (V, E)
@@ -72,7 +72,7 @@ def full_ov_circuit(
 
 def full_qk_circuit(
     model: nn.Module,
-    layer: int,
+    layer: int | None,
     head: int | None = None,
     tokens: Sequence[int] | Tensor | None = None,
     *,
@@ -81,7 +81,7 @@ def full_qk_circuit(
 ) -> FactoredMatrix:
     """W_E Y W_Eᵀ (V × V, or len(tokens) × len(tokens)), factored: rows the query token,
     columns the key token (for cross-attention: target query tokens, source key tokens).
-    ``head=None``: every head, (H, ·, ·)."""
+    ``head=None``: every head, (H, ·, ·); ``layer=None``: every layer, (L, ·, ·, ·)."""
     qk = qk_matrix(model, layer, head, kind=kind, stack=stack)
     stack = _stack_name(model, stack)
     w_q = token_embedding(model, stack)  # (V, E): the queries' tokens

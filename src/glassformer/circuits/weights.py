@@ -33,7 +33,8 @@ What S and Y leave out:
 
 Heads are addressed as (layer, head); ``kind="self"`` or ``"cross"`` (the decoder blocks of an
 encoder-decoder); ``stack="encoder"`` or ``"decoder"`` (default: the decoder when the model has
-one). ``head=None`` gives every head, batched: (H, E, E).
+one). ``head=None`` gives every head, batched: (H, E, E); ``layer=None`` every layer of the
+stack: (L, H, E, E), TransformerLens's ``model.OV`` layout.
 """
 
 from __future__ import annotations
@@ -83,26 +84,27 @@ class QKBias(NamedTuple):
 
 
 def ov_matrix(
-    model: nn.Module, layer: int, head: int | None = None, *, kind: str = "self", stack=None
+    model: nn.Module, layer: int | None, head: int | None = None, *, kind="self", stack=None
 ) -> FactoredMatrix:
     """S = W_V W_O (E×E, rank ≤ D) of head ``head`` of ``layer``, factored: h(x) = A (x S)
-    + b_V W_O ("Brief Notes on Transformers"; Elhage et al.'s W_OV). ``head=None``: (H, E, E)."""
+    + b_V W_O ("Brief Notes on Transformers"; Elhage et al.'s W_OV). ``head=None``: (H, E, E);
+    ``layer=None``: (L, …) over the stack's layers."""
     w = head_weights(model, layer, head, kind=kind, stack=stack)
     return FactoredMatrix(w.W_V, w.W_O)
 
 
 def qk_matrix(
-    model: nn.Module, layer: int, head: int | None = None, *, kind: str = "self", stack=None
+    model: nn.Module, layer: int | None, head: int | None = None, *, kind="self", stack=None
 ) -> FactoredMatrix:
     """Y = W_Q W_Kᵀ / √d_k (E×E, rank ≤ D), factored: the scores are x_n Y x_mᵀ plus the bias
     terms of ``qk_bias`` (no rotation for rotary positions; see the module docstring).
-    ``head=None``: (H, E, E)."""
+    ``head=None``: (H, E, E); ``layer=None``: (L, …) over the stack's layers."""
     w = head_weights(model, layer, head, kind=kind, stack=stack)
     return FactoredMatrix(w.W_Q / math.sqrt(w.W_Q.shape[-1]), w.W_K.mT)
 
 
 def ov_bias(
-    model: nn.Module, layer: int, head: int | None = None, *, kind: str = "self", stack=None
+    model: nn.Module, layer: int | None, head: int | None = None, *, kind="self", stack=None
 ) -> Tensor:
     """b_V W_O (E,) or (H, E): the row each head adds at every position that attends to a key
     (the rows of A sum to 1), beside A (x S). Zeros for a model without biases."""
@@ -111,7 +113,7 @@ def ov_bias(
 
 
 def qk_bias(
-    model: nn.Module, layer: int, head: int | None = None, *, kind: str = "self", stack=None
+    model: nn.Module, layer: int | None, head: int | None = None, *, kind="self", stack=None
 ) -> QKBias:
     """The scores' bias terms (QKBias): a_nm = x_n Y x_mᵀ + x_n · query + x_m · key + const."""
     w = head_weights(model, layer, head, kind=kind, stack=stack)
@@ -122,10 +124,17 @@ def qk_bias(
 
 
 def head_weights(
-    model: nn.Module, layer: int, head: int | None = None, *, kind: str = "self", stack=None
+    model: nn.Module, layer: int | None, head: int | None = None, *, kind="self", stack=None
 ) -> HeadWeights:
     """W_Q, W_K, W_V (E, D), W_O (D, E) and the biases of one head, or of every head with a
-    leading (H,) when ``head`` is None; detached from autograd, the model's dtype."""
+    leading (H,) when ``head`` is None, of every layer with a leading (L,) when ``layer`` is
+    None; detached from autograd, the model's dtype."""
+    if layer is None:
+        n_layer = len(stack_module(model, stack).layers)
+        if n_layer == 0:
+            raise ValueError(f"layer=None: the {stack or 'model'}'s stack has no layers")
+        per_layer = [head_weights(model, i, head, kind=kind, stack=stack) for i in range(n_layer)]
+        return HeadWeights(*(torch.stack(parts) for parts in zip(*per_layer, strict=True)))
     attn = attention_layer(model, layer, kind=kind, stack=stack)
     n, n_kv, d = attn.n_head, attn.n_kv_head, attn.head_dim
     heads = _heads(head, n)
@@ -159,7 +168,10 @@ def attention_layer(
     """The MultiHeadAttention of block ``layer`` of ``stack``: its self- or cross-attention."""
     blocks = stack_module(model, stack).layers
     if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < len(blocks):
-        raise ValueError(f"layer must be an int in 0..{len(blocks) - 1}, got {layer!r}")
+        raise ValueError(
+            f"layer must be an int in 0..{len(blocks) - 1} (or None for every layer, where "
+            f"allowed), got {layer!r}"
+        )
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     attn = blocks[layer].self_attn if kind == "self" else blocks[layer].cross_attn
