@@ -49,6 +49,7 @@ from ..nn import MultiHeadAttention
 from .factored import FactoredMatrix
 
 __all__ = [
+    "HeadWeights",
     "QKBias",
     "attention_layer",
     "head_weights",
@@ -56,6 +57,7 @@ __all__ = [
     "ov_matrix",
     "qk_bias",
     "qk_matrix",
+    "stack_module",
 ]
 
 KINDS = ("self", "cross")
