@@ -1,0 +1,130 @@
+"""Token-to-token circuits of a head and its copying score (Elhage et al. (2021), "A Mathematical
+Framework for Transformer Circuits": the OV and QK circuits read from the token embedding).
+
+    full OV circuit  W_E S W_U     (V × V_out): row i, the logits the head adds to the output
+                                   when it attends to token i alone (h = A x S, A = e_i)
+    full QK circuit  W_E Y W_Eᵀ    (V × V):     entry (i, j), the score of a query token i for
+                                   a key token j (a = x Y xᵀ)
+
+with S and Y the head's OV and QK matrices (glassformer.circuits.weights, "Brief Notes on
+Transformers": h(x) = A(x) · x · S, A = softmax(x Y xᵀ)). W_E holds the token embeddings, one
+row per token (× √E for a model with ``embed_scale``); W_U is the unembedding of the LM head
+(glassformer.nn.embedding.Unembedding, (E, V_out)). For cross-attention the keys' and values'
+tokens are the source's (the encoder's embedding) and the queries' the target's. Left out, as
+Elhage et al. leave them out: the positional embeddings, every norm (the head's input norm, the
+final norm, an MLM head's transform), the biases and all other layers: these are the direct
+paths from a token through this one head. Both circuits stay factored (inner dimension D), so
+V×V is never formed unless asked (``.full()``); ``tokens`` restricts rows and columns to ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ..models.heads import LMHead
+from .factored import FactoredMatrix
+from .weights import ov_matrix, qk_matrix, stack_module
+
+__all__ = ["copying_score", "full_ov_circuit", "full_qk_circuit", "token_embedding", "unembedding"]
+
+
+def copying_score(matrix: FactoredMatrix | Tensor) -> Tensor:
+    """Σ λ / Σ |λ| (real part) over the eigenvalues λ of a square matrix (...,): Elhage et al.'s
+    eigenvalue positivity. Near 1 for a head whose OV circuit copies (token i raises logit i),
+    near -1 for one that suppresses, about 0 for neither. Give the full OV circuit W_E S W_U
+    or S itself, factored (eigenvalues from the small D×D matrix) or as a tensor. NaN for the
+    zero matrix (no eigenvalue but 0)."""
+    if isinstance(matrix, FactoredMatrix):
+        lam = matrix.eigenvalues
+    elif isinstance(matrix, Tensor) and matrix.dim() >= 2 and matrix.shape[-1] == matrix.shape[-2]:
+        lam = torch.linalg.eigvals(matrix)
+    else:
+        raise ValueError(
+            "copying_score needs a square FactoredMatrix or tensor (..., n, n), got "
+            f"{type(matrix).__name__} of shape {tuple(getattr(matrix, 'shape', ()))}"
+        )
+    return (lam.sum(-1) / lam.abs().sum(-1)).real
+
+
+def full_ov_circuit(
+    model: nn.Module,
+    layer: int | None,
+    head: int | None = None,
+    tokens: Sequence[int] | Tensor | None = None,
+    *,
+    kind: str = "self",
+    stack: str | None = None,
+) -> FactoredMatrix:
+    """W_E S W_U (V × V_out, or len(tokens) × len(tokens)), factored: rows the source token a
+    head attends to, columns the output logits it writes (see the module docstring).
+    ``head=None``: every head, (H, ·, ·); ``layer=None``: every layer, (L, ·, ·, ·)."""
+    ov = ov_matrix(model, layer, head, kind=kind, stack=stack)
+    stack = _stack_name(model, stack)
+    w_e = token_embedding(model, "encoder" if kind == "cross" else stack)  # (V, E)
+    w_u = unembedding(model, stack)  # (E, V_out)
+    if tokens is not None:
+        w_e, w_u = w_e[_ids(tokens, w_e.shape[0])], w_u[:, _ids(tokens, w_u.shape[1])]
+    return (w_e.to(ov.dtype) @ ov) @ w_u.to(ov.dtype)
+
+
+def full_qk_circuit(
+    model: nn.Module,
+    layer: int | None,
+    head: int | None = None,
+    tokens: Sequence[int] | Tensor | None = None,
+    *,
+    kind: str = "self",
+    stack: str | None = None,
+) -> FactoredMatrix:
+    """W_E Y W_Eᵀ (V × V, or len(tokens) × len(tokens)), factored: rows the query token,
+    columns the key token (for cross-attention: target query tokens, source key tokens).
+    ``head=None``: every head, (H, ·, ·); ``layer=None``: every layer, (L, ·, ·, ·)."""
+    qk = qk_matrix(model, layer, head, kind=kind, stack=stack)
+    stack = _stack_name(model, stack)
+    w_q = token_embedding(model, stack)  # (V, E): the queries' tokens
+    w_k = token_embedding(model, "encoder" if kind == "cross" else stack)  # the keys'
+    if tokens is not None:
+        w_q, w_k = w_q[_ids(tokens, w_q.shape[0])], w_k[_ids(tokens, w_k.shape[0])]
+    return (w_q.to(qk.dtype) @ qk) @ w_k.mT.to(qk.dtype)
+
+
+def token_embedding(model: nn.Module, stack: str | None = None) -> Tensor:
+    """W_E (V, E): the token embeddings that enter ``stack``'s residual stream, one row per
+    token, times the embedding's scale (√E with ``embed_scale``); detached."""
+    stack = _stack_name(model, stack)
+    embed = getattr(model, "src_embed" if stack == "encoder" else "tgt_embed", None)
+    embed = getattr(model, "embed", None) if embed is None else embed
+    token = embed.token
+    return token.weight.detach() * token.multiplier
+
+
+def unembedding(model: nn.Module, stack: str | None = None) -> Tensor:
+    """W_U (E, V_out): the LM head's unembedding (logits = h W_U + b), read from the end of
+    ``stack``; detached. A ValueError for a model, or a stack, without an LM head."""
+    stack = _stack_name(model, stack)
+    head = getattr(model, "head", None)
+    feeds_head = stack == "decoder" or not isinstance(getattr(model, "decoder", None), nn.Module)
+    if not isinstance(head, LMHead) or not feeds_head:
+        raise ValueError(
+            f"the {stack} of this {type(model).__name__} does not end in an LM head "
+            "(unembedding): the full OV circuit needs a DecoderLM, an EncoderMLM or the decoder "
+            "of an EncoderDecoder"
+        )
+    return head.unembed.proj.weight.detach().mT  # (E, V_out)
+
+
+def _stack_name(model: nn.Module, stack: str | None) -> str:
+    module = stack_module(model, stack)  # validates
+    return "decoder" if module is getattr(model, "decoder", None) else "encoder"
+
+
+def _ids(tokens: Sequence[int] | Tensor, vocab: int) -> Tensor:
+    ids = torch.as_tensor(tokens)
+    if ids.dim() != 1 or ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise ValueError(f"tokens must be a 1-D sequence of token ids, got {tokens!r}")
+    if len(ids) and (ids.min() < 0 or ids.max() >= vocab):
+        raise ValueError(f"tokens must be ids in 0..{vocab - 1}, got {ids.tolist()}")
+    return ids.long()
