@@ -22,9 +22,10 @@ class Info(ctypes.Structure):
 libc = ctypes.CDLL(None)
 libc.mallinfo2.restype = Info
 
-def mb():
+def mb():  # MiB, as floats: rounding down to whole MiB can lose the 64 MiB block's last MiB
     i = libc.mallinfo2()
-    return {"mapped": i.hblkhd >> 20, "heap": i.arena >> 20, "free_in_heap": i.fordblks >> 20}
+    return {"mapped": i.hblkhd / 2**20, "in_heap": i.uordblks / 2**20,
+            "free_in_heap": i.fordblks / 2**20}
 
 out = {}
 for when in ("before", "after"):
@@ -48,8 +49,9 @@ def test_large_blocks_are_kept_for_reuse():
     assert r["before_held"]["mapped"] >= 64  # glibc's default: its own mapping ...
     assert r["before_freed"]["mapped"] < 64  # ... returned on free
     assert r["applied"] is True
-    assert r["after_held"]["mapped"] == r["before_freed"]["mapped"]  # no new mapping
-    assert r["after_held"]["heap"] >= r["before_held"]["heap"] + 64  # from the heap instead
+    assert r["after_held"]["mapped"] < r["before_freed"]["mapped"] + 1  # no new mapping
+    # from the heap instead (the heap may grow by less: it can reuse space freed earlier)
+    assert r["after_held"]["in_heap"] >= r["before_held"]["in_heap"] + 63.9
     assert r["after_freed"]["free_in_heap"] >= 64  # kept after free, not trimmed
 
 
