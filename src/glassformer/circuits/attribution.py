@@ -43,7 +43,7 @@ Token = int | str
 Tokens = Token | Sequence[Token] | Tensor
 
 
-@dataclass
+@dataclass(eq=False)
 class LogitAttribution:
     """Each term's direct share of a logit (or logit difference), one per batch row.
 
@@ -72,7 +72,7 @@ class LogitAttribution:
         return self.terms.heads(kind)
 
 
-@dataclass
+@dataclass(eq=False)
 class Readout:
     """The affine map after the final stream: ``stack``, whose final stream it reads, the
     unembedding (or classifier) ``weight`` (V, C) and ``bias`` (V,) or None, and ``pooling``
@@ -146,16 +146,21 @@ def logit_attribution(
     if view.final_norm is not None:  # Norm frozen: Σ_i L(c_i) + β
         frozen = freeze_norm(view.final_norm, stream_at(cache, view, len(view.blocks)))
         values, constant = frozen.linear(values), frozen.constant  # (N, B, T, C), (C,)
-    pos = _positions(position, b, t, what)
+    device = values.device
+    pos = _positions(position, b, t, what).to(device)
+    arange = torch.arange(b, device=device)
     if read.pooling is None:
-        values = values[:, torch.arange(b), pos]  # (N, B, C)
+        values = values[:, arange, pos]  # (N, B, C)
     else:
         values = torch.einsum(
             "nbtc,bt->nbc", values, _pool_weights(read.pooling, attention_mask, b, t, values)
         )
     vocab = read.weight.shape[0]
     tokenizer = getattr(model, "tokenizer", None) if tokenizer is None else tokenizer
-    plus, minus = _token_pair(tokens, tokenizer, b, vocab, what)
+    plus, minus = (
+        None if ids is None else ids.to(device)
+        for ids in _token_pair(tokens, tokenizer, b, vocab, what)
+    )
     direction = read.weight[plus] - (0 if minus is None else read.weight[minus])  # (B, C)
     shares = torch.einsum("nbc,bc->nb", values, direction)
     labels, consts = [], []
@@ -167,7 +172,7 @@ def logit_attribution(
         consts.append(read.bias[plus] - (0 if minus is None else read.bias[minus]))
     logits = cache["hook_logits"]
     if read.pooling is None:
-        logits = logits[torch.arange(b), pos]  # (B, V)
+        logits = logits[arange, pos]  # (B, V)
     logit = logits.gather(1, plus[:, None])[:, 0]
     if minus is not None:
         logit = logit - logits.gather(1, minus[:, None])[:, 0]
@@ -198,7 +203,7 @@ def _pool_weights(pooling: str, attention_mask, b: int, t: int, like: Tensor) ->
         w = like.new_zeros((b, t))
         w[:, 0] = 1.0
         return w
-    real = like.new_ones((b, t)) if attention_mask is None else attention_mask.to(like.dtype)
+    real = like.new_ones((b, t)) if attention_mask is None else attention_mask.to(like)
     if real.shape != (b, t):
         raise ValueError(
             f"logit_attribution: attention_mask has shape {tuple(real.shape)}; allowed: "

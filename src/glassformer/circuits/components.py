@@ -21,7 +21,7 @@ __all__ = ["Components"]
 _HEAD = {"self": re.compile(r"L(\d+)H(\d+)"), "cross": re.compile(r"L(\d+)XH(\d+)")}
 
 
-@dataclass
+@dataclass(eq=False)
 class Components:
     """``values[i]`` is the term labelled ``labels[i]``; values (N, ...), e.g. (N, B, T, C) for
     the residual stream or (N, B) for each term's share of a logit.

@@ -22,7 +22,7 @@ from .stream import NORM_MODES, accumulated_resid
 __all__ = ["LogitLens", "logit_lens"]
 
 
-@dataclass
+@dataclass(eq=False)
 class LogitLens:
     """Top-k readings of each layer's stream: ``ids`` and ``probs`` (layers, B, k) at one
     position, or (layers, B, T, k) at every position; ``labels`` ``"embed"``, ``"L0"``, ...

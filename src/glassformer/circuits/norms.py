@@ -26,7 +26,7 @@ from ..nn.norms import BatchNorm, LayerNorm, RMSNorm
 __all__ = ["FrozenNorm", "freeze_norm"]
 
 
-@dataclass
+@dataclass(eq=False)
 class FrozenNorm:
     """One norm with its statistics fixed: ``linear(c)`` = L(c), ``constant`` = b.
 
