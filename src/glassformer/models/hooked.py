@@ -37,7 +37,14 @@ class ActivationCache(dict):
 
     ``cache[name]`` by full name, or ``cache[short, layer]`` / ``cache[short, layer, stack]``
     for ``{stack.}blocks.{layer}.…hook_{short}`` (e.g. ``cache["pattern", 0]``,
-    ``cache["resid_post", 1, "encoder"]``) when exactly one point matches."""
+    ``cache["resid_post", 1, "encoder"]``) when exactly one point matches.
+
+    ``run_with_cache`` also records ``model``, the model the pass ran (so that analyses such
+    as glassformer.circuits need only the cache), and ``training``, its train/eval mode then;
+    both are None for a cache built by hand."""
+
+    model: Any = None
+    training: bool | None = None
 
     def __getitem__(self, key: str | tuple) -> Tensor:
         if isinstance(key, tuple):
@@ -100,6 +107,7 @@ class HookedModel:
         given here replaced it. Asking for the scores, the pattern or the mask makes attention
         run its written-out path; asking for ``hook_result`` computes each head's term."""
         cache = ActivationCache()
+        cache.model, cache.training = self, self.training
 
         def store(tensor: Tensor, hook: HookPoint) -> None:
             cache[hook.name] = tensor.detach()

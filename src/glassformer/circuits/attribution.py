@@ -1,0 +1,261 @@
+"""Direct logit attribution: each term of the final residual stream's share of one logit.
+
+The final stream is a sum of terms (glassformer.circuits.stream), and what follows it in a
+decoder LM is the final norm and the unembedding, logit_v = W_u[v] · Norm(x) + b_v
+("Brief Notes on Transformers", step 5: the unembedding produces the logits). With the norm's
+scale frozen at the value it took on the actual x (glassformer.circuits.norms) the whole readout
+is affine, so
+
+    logit_v = Σ_i W_u[v] · L(c_i)  +  W_u[v] · β  +  b_v
+
+exactly, to float rounding: the first sum is each term's direct share (Elhage et al. (2021), "A
+Mathematical Framework for Transformer Circuits": the direct path of a head to the logits; as
+TransformerLens's ``logit_attrs``), the rest are constants (``"ln_final_bias"``,
+``"unembed_bias"``). A logit difference (" Mary" against " John") uses W_u[v] − W_u[w].
+
+The scale is frozen, so a share says what a term adds along the direction the rest of the
+stream leaves it, not what the logit would be without it (ablation answers that).
+
+Readouts it supports (linear after the final norm): a DecoderLM, an EncoderDecoder (its
+decoder), an EncoderMLM without ``mlm_transform``, an EncoderClassifier without a ``pooler``
+(its pooling, the first position or the mean over real tokens, is linear). BERT's MLM transform
+a(W h + b) before its norm and BERT's pooler tanh(W v + b) are not linear, and are refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from ..models.encoder import EncoderClassifier, EncoderMLM
+from ..models.hooked import ActivationCache
+from .cached import model_of, require, stack_view
+from .components import Components
+from .norms import freeze_norm
+from .stream import decompose_resid, stream_at, stream_names
+
+__all__ = ["LogitAttribution", "logit_attribution"]
+
+Token = int | str
+Tokens = Token | Sequence[Token] | Tensor
+
+
+@dataclass(eq=False)
+class LogitAttribution:
+    """Each term's direct share of a logit (or logit difference), one per batch row.
+
+    ``terms`` (N, B): the shares, labelled as the stream's terms (``attribution["L1H0"]``,
+    ``.terms.heads()`` the (layers, heads, B) grid); ``constants`` (M, B): the final norm's
+    β and the unembedding's bias, read through the same direction; ``logit`` (B,): the
+    model's own logit (difference). ``total()`` = Σ terms + Σ constants = ``logit``."""
+
+    terms: Components
+    constants: Components
+    logit: Tensor
+
+    @property
+    def labels(self) -> list[str]:
+        return self.terms.labels
+
+    def __getitem__(self, label: str) -> Tensor:
+        return self.terms[label]
+
+    def total(self) -> Tensor:
+        """Σ_i share_i + the constants (B,): equals ``logit`` to float rounding."""
+        return self.terms.sum() + self.constants.sum()
+
+    def heads(self, kind: str = "self") -> Tensor:
+        """The heads' shares as a (layers, heads, B) grid (Components.heads)."""
+        return self.terms.heads(kind)
+
+
+@dataclass(eq=False)
+class Readout:
+    """The affine map after the final stream: ``stack``, whose final stream it reads, the
+    unembedding (or classifier) ``weight`` (V, C) and ``bias`` (V,) or None, and ``pooling``
+    (None: one position; ``"cls"`` / ``"mean"``: a classifier's pooling)."""
+
+    stack: str
+    weight: Tensor
+    bias: Tensor | None
+    pooling: str | None
+    bias_label: str
+
+
+def readout(model: nn.Module, what: str) -> Readout:
+    """The linear readout of ``model``, or a ValueError naming why it has none."""
+    allowed = (
+        "allowed: a DecoderLM, an EncoderDecoder (its decoder), an EncoderMLM without "
+        "mlm_transform, an EncoderClassifier without a pooler"
+    )
+    if isinstance(model, EncoderClassifier):
+        head = model.head
+        if head.pooler is not None:
+            raise ValueError(
+                f"{what}: the classifier's pooler tanh(W v + b) comes after the final stream "
+                f"and is not linear, so no term has a direct share of a score; {allowed}"
+            )
+        proj = head.classifier
+        return Readout(
+            "encoder", proj.weight.detach(), _detached(proj.bias), head.pooling, "classifier_bias"
+        )
+    head = getattr(model, "head", None)
+    if head is None or not hasattr(head, "unembed"):
+        raise ValueError(f"{what}: a {type(model).__name__} has no output layer to read; {allowed}")
+    if head.transform is not None:
+        raise ValueError(
+            f"{what}: the MLM head's transform Norm(a(W h + b)) (BERT's mlm_transform) comes "
+            f"before the unembedding and is not linear, so no term has a direct share of a "
+            f"logit; {allowed}"
+        )
+    proj = head.unembed.proj
+    stack = "encoder" if isinstance(model, EncoderMLM) else "decoder"
+    return Readout(stack, proj.weight.detach(), _detached(proj.bias), None, "unembed_bias")
+
+
+def logit_attribution(
+    cache: ActivationCache,
+    tokens: Tokens | tuple[Tokens, Tokens],
+    *,
+    position: int | Sequence[int] | Tensor = -1,
+    tokenizer=None,
+    attention_mask: Tensor | None = None,
+) -> LogitAttribution:
+    """Direct logit attribution of the cache's final stream (see the module docstring).
+
+    tokens: the logit of one token, or the difference of two given as a tuple
+        ``(token, other)``; each an id, a string that is one token under ``tokenizer``
+        (default: the model's), or a list or (B,) tensor of them, one per batch row. For a
+        classifier, class indices.
+    position: the position read, one for every row or one per row ((B,), e.g. each row's last
+        real token when right-padded); a classifier reads its pooled vector and ignores it.
+    attention_mask: (B, T), 1 = real token: the tokens a classifier's mean pooling averages
+        (the mask of the pass; None: every position, as the model does without one).
+    """
+    what = "logit_attribution"
+    model = model_of(cache, what)
+    read = readout(model, what)
+    view = stack_view(model, read.stack, what)
+    require(cache, [*stream_names(view, len(view.blocks)), "hook_logits"], what)
+    terms = decompose_resid(cache, stack=read.stack)  # (N, B, T, C)
+    b, t = terms.values.shape[1:3]
+    values, constant = terms.values, None
+    if view.final_norm is not None:  # Norm frozen: Σ_i L(c_i) + β
+        frozen = freeze_norm(view.final_norm, stream_at(cache, view, len(view.blocks)))
+        values, constant = frozen.linear(values), frozen.constant  # (N, B, T, C), (C,)
+    device = values.device
+    pos = _positions(position, b, t, what).to(device)
+    arange = torch.arange(b, device=device)
+    if read.pooling is None:
+        values = values[:, arange, pos]  # (N, B, C)
+    else:
+        values = torch.einsum(
+            "nbtc,bt->nbc", values, _pool_weights(read.pooling, attention_mask, b, t, values)
+        )
+    vocab = read.weight.shape[0]
+    tokenizer = getattr(model, "tokenizer", None) if tokenizer is None else tokenizer
+    plus, minus = (
+        None if ids is None else ids.to(device)
+        for ids in _token_pair(tokens, tokenizer, b, vocab, what)
+    )
+    direction = read.weight[plus] - (0 if minus is None else read.weight[minus])  # (B, C)
+    shares = torch.einsum("nbc,bc->nb", values, direction)
+    labels, consts = [], []
+    if constant is not None:
+        labels.append("ln_final_bias")
+        consts.append(direction @ constant)
+    if read.bias is not None:
+        labels.append(read.bias_label)
+        consts.append(read.bias[plus] - (0 if minus is None else read.bias[minus]))
+    logits = cache["hook_logits"]
+    if read.pooling is None:
+        logits = logits[arange, pos]  # (B, V)
+    logit = logits.gather(1, plus[:, None])[:, 0]
+    if minus is not None:
+        logit = logit - logits.gather(1, minus[:, None])[:, 0]
+    stacked = torch.stack(consts) if consts else shares.new_zeros((0, b))
+    return LogitAttribution(Components(terms.labels, shares), Components(labels, stacked), logit)
+
+
+def _detached(bias: Tensor | None) -> Tensor | None:
+    return None if bias is None else bias.detach()
+
+
+def _positions(position, b: int, t: int, what: str) -> Tensor:
+    """``position`` as (B,) indices in 0..T-1 (negative ones count from the end)."""
+    pos = torch.as_tensor(position)
+    if pos.is_floating_point() or pos.dim() > 1 or (pos.dim() == 1 and len(pos) != b):
+        raise ValueError(
+            f"{what}: position={position!r}; allowed: an int, or {b} ints (one per batch row)"
+        )
+    pos = pos.long().expand(b)
+    if ((pos < -t) | (pos >= t)).any():
+        raise ValueError(f"{what}: position={position!r} is out of range for {t} positions")
+    return pos % t
+
+
+def _pool_weights(pooling: str, attention_mask, b: int, t: int, like: Tensor) -> Tensor:
+    """(B, T) weights of a classifier's pooling: the first position, or the real tokens' mean."""
+    if pooling == "cls":
+        w = like.new_zeros((b, t))
+        w[:, 0] = 1.0
+        return w
+    real = like.new_ones((b, t)) if attention_mask is None else attention_mask.to(like)
+    if real.shape != (b, t):
+        raise ValueError(
+            f"logit_attribution: attention_mask has shape {tuple(real.shape)}; allowed: "
+            f"({b}, {t}), the mask of the pass"
+        )
+    return real / real.sum(1, keepdim=True).clamp(min=1.0)
+
+
+def _token_pair(tokens, tokenizer, b: int, vocab: int, what: str) -> tuple[Tensor, Tensor | None]:
+    """(ids (B,), other ids (B,) or None) from ``tokens`` or ``(tokens, other)``."""
+    if isinstance(tokens, tuple):
+        if len(tokens) != 2:
+            raise ValueError(
+                f"{what}: tokens={tokens!r}; a tuple is a pair (token, other) for a logit "
+                "difference (a list gives one token per batch row)"
+            )
+        return _ids(tokens[0], tokenizer, b, vocab, what), _ids(
+            tokens[1], tokenizer, b, vocab, what
+        )
+    return _ids(tokens, tokenizer, b, vocab, what), None
+
+
+def _ids(tokens, tokenizer, b: int, vocab: int, what: str) -> Tensor:
+    """One token, or one per batch row, as ids (B,)."""
+    many = isinstance(tokens, list | Tensor)
+    items = (
+        list(tokens.flatten().tolist() if isinstance(tokens, Tensor) else tokens)
+        if many
+        else [tokens]
+    )
+    if many and len(items) != b:
+        raise ValueError(
+            f"{what}: tokens has {len(items)} entries for {b} batch rows; give one or {b}"
+        )
+    ids = [_id(item, tokenizer, vocab, what) for item in items]
+    return torch.tensor(ids, dtype=torch.long).expand(b)
+
+
+def _id(token, tokenizer, vocab: int, what: str) -> int:
+    if isinstance(token, str):
+        if tokenizer is None:
+            raise ValueError(
+                f"{what}: token {token!r} is a string but there is no tokenizer (the model has "
+                "none attached); pass tokenizer=... or the token's id"
+            )
+        ids = tokenizer.encode(token)
+        if len(ids) != 1:
+            raise ValueError(
+                f"{what}: {token!r} is {len(ids)} tokens under the tokenizer ({ids}); give a "
+                "string that is one token, or an id"
+            )
+        token = ids[0]
+    if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < vocab:
+        raise ValueError(f"{what}: token {token!r}; allowed: an id in 0..{vocab - 1} or a string")
+    return token
