@@ -18,6 +18,7 @@ of one pass, ``out, cache = circuit_cache(model, input_ids)``, and reads the mod
     shift_matrix(d_model, layout=...)                  M with r_{k+1} = M r_k (sinusoidal)
 """
 
+from .ablation import ablate, ablation_hooks
 from .attribution import LogitAttribution, logit_attribution
 from .cached import circuit_cache, circuit_names
 from .components import Components
@@ -25,6 +26,7 @@ from .composition import composition_score, composition_scores
 from .factored import FactoredMatrix
 from .lens import LogitLens, logit_lens
 from .norms import FrozenNorm, freeze_norm
+from .patching import normalized, patch_heads, patch_residual
 from .stream import accumulated_resid, decompose_resid, stack_head_results
 from .token_circuits import copying_score, full_ov_circuit, full_qk_circuit
 from .weights import QKBias, head_weights, ov_bias, ov_matrix, qk_bias, qk_matrix
@@ -36,6 +38,8 @@ __all__ = [
     "LogitAttribution",
     "LogitLens",
     "QKBias",
+    "ablate",
+    "ablation_hooks",
     "accumulated_resid",
     "circuit_cache",
     "circuit_names",
@@ -49,8 +53,11 @@ __all__ = [
     "head_weights",
     "logit_attribution",
     "logit_lens",
+    "normalized",
     "ov_bias",
     "ov_matrix",
+    "patch_heads",
+    "patch_residual",
     "qk_bias",
     "qk_matrix",
     "stack_head_results",
