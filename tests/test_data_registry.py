@@ -35,6 +35,7 @@ def test_list_datasets_names_tasks_descriptions():
         "sort": "seq2seq",
         "addition": "seq2seq",
         "is_sorted": "classification",
+        "induction": "lm",
     }
 
 

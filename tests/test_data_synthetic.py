@@ -12,7 +12,7 @@ from glassformer.data.synthetic import SORTED_LABELS, split_of
 N = 2000
 
 
-@pytest.mark.parametrize("name", ["reverse", "sort", "addition", "is_sorted"])
+@pytest.mark.parametrize("name", ["reverse", "sort", "addition", "is_sorted", "induction"])
 def test_same_seed_same_data_other_seed_other_data(name):
     a = load_dataset(name, num_examples=200, seed=1)
     b = load_dataset(name, num_examples=200, seed=1)
@@ -114,6 +114,9 @@ def test_is_sorted_validation_multisets_unseen_in_train():
         ("is_sorted", {"num_examples": 7}, "num_examples is 7: allowed an even number"),
         ("is_sorted", {"alphabet": "a"}, "at least 2 distinct symbols"),
         ("reverse", {"seed": "x"}, "seed is 'x'"),
+        ("induction", {"max_length": 20}, r"total_length is 32: allowed at least 2 \* max_length"),
+        ("induction", {"total_length": "8"}, "total_length is '8': allowed an int"),
+        ("induction", {"min_length": 0}, "min_length is 0"),
     ],
 )
 def test_bad_options_raise_valueerror_naming_them(name, options, fragment):
@@ -126,3 +129,35 @@ def test_too_small_input_space_for_validation_raises():
     empty_split = "validation" if split_of("a") == "train" else "train"
     with pytest.raises(ValueError, match="drew only 0"):
         load_dataset("reverse", empty_split, num_examples=5, alphabet="a", max_length=1)
+
+
+def test_induction_repeats_a_random_string_to_a_fixed_length():
+    """Each text is its string (min_length..max_length symbols of alphabet) repeated and cut to
+    total_length; train and validation texts are disjoint."""
+    opts = dict(min_length=2, max_length=5, total_length=12, alphabet="abcdefgh")
+    train = load_dataset("induction", num_examples=N, seed=0, **opts)
+    val = load_dataset("induction", "validation", num_examples=300, seed=0, **opts)
+    assert (train.task, len(train)) == ("lm", N)
+
+    def string(text):  # the repeated string: its first n symbols, n the smallest period
+        n = next(k for k in range(1, 13) if all(text[i] == text[i % k] for i in range(12)))
+        return text[:n]
+
+    periods = Counter()
+    for text in train:
+        s = string(text)
+        assert len(text) == 12 and set(text) <= set("abcdefgh")
+        assert text == (s * 12)[:12] and len(s) <= 5
+        periods[len(s)] += 1
+    assert set(range(2, 6)) <= set(periods)  # every length drawn (a few strings repeat inside)
+    assert set(train).isdisjoint(val)
+    assert all(split_of(t) == "train" for t in train)
+    assert all(split_of(t) == "validation" for t in val)
+
+
+def test_induction_with_word_symbols():
+    ds = load_dataset("induction", num_examples=20, alphabet=["red", "green", "blue", "cyan"],
+                      sep=" ", min_length=1, max_length=3, total_length=7)  # fmt: skip
+    for text in ds:
+        words = text.split(" ")
+        assert len(words) == 7 and set(words) <= {"red", "green", "blue", "cyan"}

@@ -37,7 +37,7 @@ from .graphs import AttentionGraph
 from .limits import Range, check_fields
 from .nn.feedforward import ACTIVATIONS
 from .nn.norms import NORM_KINDS
-from .nn.positional import POSITIONAL_KINDS
+from .nn.positional import POSITIONAL_KINDS, POSITIONAL_LAYOUTS
 
 __all__ = ["FAMILIES", "GRAPH_FIELDS", "POOLINGS", "ModelConfig"]
 
@@ -65,6 +65,7 @@ class ModelConfig:
     final_norm: bool | None = None  # norm after the last block (None: = norm_first)
     embed_norm: bool = False  # norm right after the input embedding (BERT, BART)
     positional: str = "learned"
+    positional_layout: str = "interleaved"  # sinusoidal: sin/cos interleaved, or split halves
     position_offset: int = 0  # learned positions start at this row (BART uses 2)
     rope_base: float = 10000.0
     embed_scale: bool = False  # multiply token embeddings by √d_model (Vaswani)
@@ -102,6 +103,7 @@ class ModelConfig:
         "activation": ACTIVATIONS,
         "norm": NORM_KINDS,
         "positional": POSITIONAL_KINDS,
+        "positional_layout": POSITIONAL_LAYOUTS,
         "pooling": POOLINGS,
     }
     RANGES: ClassVar[dict[str, Range]] = {
@@ -146,6 +148,16 @@ class ModelConfig:
             )
         if self.positional == "rotary" and self.head_dim % 2:
             raise ValueError(f"positional='rotary' needs an even head size, got {self.head_dim}")
+        if self.positional_layout != "interleaved" and self.positional != "sinusoidal":
+            raise ValueError(
+                f"positional_layout={self.positional_layout!r} lays out the sinusoidal encoding: "
+                f"it needs positional='sinusoidal', got positional={self.positional!r}"
+            )
+        if self.positional_layout == "split" and self.d_model % 2:
+            raise ValueError(
+                f"positional_layout='split' needs an even d_model (a sin half and a cos half), "
+                f"got d_model={self.d_model}"
+            )
         for name in ("pad_id", "decoder_start_id"):
             v = getattr(self, name)
             if v >= min(self.vocab_size, self.resolved_tgt_vocab_size):

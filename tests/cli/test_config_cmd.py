@@ -27,6 +27,7 @@ NEEDS = {
     ("model", "vocab_size", 1): {"decoder_start_id": 0},
     ("model", "tgt_vocab_size", 1): {"share_embeddings": False, "decoder_start_id": 0},
     ("model", "tgt_vocab_size", 2**24): {"share_embeddings": False},
+    ("model", "positional_layout", "split"): {"positional": "sinusoidal"},
 }
 
 

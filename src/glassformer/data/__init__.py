@@ -13,9 +13,9 @@ attention_mask, labels}.
     ['attention_mask', 'decoder_attention_mask', 'decoder_input_ids', 'input_ids', 'labels']
 
 Modules: examples (TextDataset, the three example shapes), corpora (Shakespeare), synthetic
-(reverse, sort, addition, is_sorted), files (user .txt/.tsv/.csv), registry (list_datasets,
-load_dataset), encoding (token datasets and chunking), collate (padding), masking (MLM),
-loader (make_loader).
+(reverse, sort, addition, is_sorted, induction), files (user .txt/.tsv/.csv), registry
+(list_datasets, load_dataset), encoding (token datasets and chunking), collate (padding),
+masking (MLM), loader (make_loader).
 """
 
 from .collate import (

@@ -55,6 +55,10 @@ _BUILTINS: dict[str, tuple[DatasetInfo, Callable[..., TextDataset]]] = {
         DatasetInfo("is_sorted", "classification", synthetic.DESCRIPTIONS["is_sorted"]),
         synthetic.is_sorted,
     ),
+    "induction": (
+        DatasetInfo("induction", "lm", synthetic.DESCRIPTIONS["induction"]),
+        synthetic.induction,
+    ),
 }
 
 

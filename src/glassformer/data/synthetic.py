@@ -15,11 +15,27 @@ Classification (pairs ``(label, text)``, the P(c | x) task of the notes):
   appears once with each label, so classes are exactly balanced and a bag-of-words model
   (one that sees only symbol counts) can do no better than chance: the label depends on order.
 
+Language modelling (texts, the P(x[t] | x[1:t-1]) task of the notes):
+
+* ``induction``: a random string of n symbols, repeated until the example holds
+  ``total_length`` symbols (``"Xk3pXk3pXk3p"``, n = 4). The first copy is random; every symbol
+  after the first repeated one is predictable only by looking back: it is the symbol that
+  followed the previous occurrence of the current one. A two-layer decoder learns this with an
+  induction head (Olsson et al. 2022, "In-context Learning and Induction Heads"): a head in
+  layer 0 copies each position's previous token into it, and a head in layer 1 attends from t
+  to (previous occurrence of x_t) + 1 and copies what it finds there. n varies from example to
+  example (``min_length`` to ``max_length``), so no fixed offset between positions predicts
+  the next symbol. With the default alphabet of 62 letters and digits most symbols occur once
+  in their string; where one occurs twice, what follows it is ambiguous. Every example has
+  the same length, so with a character tokenizer and ``max_len = total_length + 2`` (<BOS>,
+  <EOS>) each LM window is exactly one example.
+
 Determinism and splits: examples are drawn with ``random.Random(f"{task}:{split}:{seed}")``
 (never the global RNG), so the same arguments give the same examples in every process.
 Train and validation are disjoint: an example belongs to the validation split exactly when
 ``zlib.crc32`` of its key (the source text; for ``is_sorted`` the sorted text, so both members
-of a pair fall on the same side) is divisible by 10, and each split keeps only its own draws.
+of a pair fall on the same side; for ``induction`` the whole text) is divisible
+by 10, and each split keeps only its own draws.
 Within a split the same example can occur twice when the space of inputs is small.
 
 Symbols: ``alphabet`` is a string (each character a symbol) or a sequence of strings; the
@@ -30,6 +46,7 @@ word tokenizers).
 from __future__ import annotations
 
 import random
+import string
 import zlib
 from collections.abc import Callable, Sequence
 
@@ -38,6 +55,7 @@ from .examples import TextDataset
 DEFAULT_SIZES: dict[str, int] = {"train": 10_000, "validation": 1_000}
 VALIDATION_BUCKETS = 10  # 1 in 10 keys belongs to the validation split
 SORTED_LABELS: tuple[str, ...] = ("unsorted", "sorted")
+INDUCTION_ALPHABET = string.ascii_letters + string.digits  # 62 symbols: few repeats in a string
 
 
 def reverse(
@@ -160,17 +178,53 @@ def is_sorted(
     )
 
 
+def induction(
+    split: str = "train",
+    *,
+    num_examples: int | None = None,
+    min_length: int = 4,
+    max_length: int = 16,
+    total_length: int = 32,
+    alphabet: str | Sequence[str] = INDUCTION_ALPHABET,
+    sep: str = "",
+    seed: int = 0,
+) -> TextDataset:
+    """LM texts: a random string of n symbols (n uniform in [min_length, max_length], each
+    symbol uniform in ``alphabet``), repeated and cut to ``total_length`` symbols; every
+    example holds at least one whole repeat (2 · max_length <= total_length). See the module
+    docstring."""
+    symbols = _check_symbols(alphabet, sep)
+    _check_range("min_length", min_length, "max_length", max_length, low=1)
+    if isinstance(total_length, bool) or not isinstance(total_length, int):
+        raise ValueError(f"total_length is {total_length!r}: allowed an int")
+    if total_length < 2 * max_length:
+        raise ValueError(
+            f"total_length is {total_length}: allowed at least 2 * max_length = "
+            f"{2 * max_length} (every example holds its string and one whole repeat)"
+        )
+
+    def draw(rng: random.Random) -> tuple[str, str]:
+        xs = _random_symbols(rng, symbols, min_length, max_length)
+        text = sep.join(xs[i % len(xs)] for i in range(total_length))
+        return text, text
+
+    examples = _generate("induction", split, _num_examples(split, num_examples), seed, draw)
+    return TextDataset("induction", "lm", split, examples, description=DESCRIPTIONS["induction"])
+
+
 DESCRIPTIONS: dict[str, str] = {
     "reverse": "synthetic: reverse a string of letters ('abc' -> 'cba')",
     "sort": "synthetic: sort a string of letters ('cab' -> 'abc')",
     "addition": "synthetic: add two decimal numbers ('123+45' -> '168')",
     "is_sorted": "synthetic: is the string sorted? labels unsorted/sorted; order-dependent",
+    "induction": "synthetic LM: distinct letters repeated ('qwerqwerqw'); an induction head forms",
 }
 GENERATORS: dict[str, Callable[..., TextDataset]] = {
     "reverse": reverse,
     "sort": sort,
     "addition": addition,
     "is_sorted": is_sorted,
+    "induction": induction,
 }
 
 

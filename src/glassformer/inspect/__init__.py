@@ -14,11 +14,18 @@ Everything shown is what the model computed, read at its hook points (glassforme
 Modules: records (what is recorded), capture (the context manager and the Recording), taps
 (the hook functions that make the records), plots (the pictures), positions (the
 positional-encoding matrix), graph_view and graph_plots (the GNN view: attention graphs, learned
-attention as a weighted graph, receptive fields), trace and steps (the traced forward pass),
-readout (its numbers), selection and _draw (helpers of the pictures).
+attention as a weighted graph, receptive fields), circuit_plots (per-head attribution, logit
+lens, singular values and patching, drawn from plain tensors), trace and steps (the traced
+forward pass), readout (its numbers), selection and _draw (helpers of the pictures).
 """
 
 from .capture import Recording, capture
+from .circuit_plots import (
+    plot_head_attribution,
+    plot_logit_lens,
+    plot_patching,
+    plot_singular_values,
+)
 from .graph_plots import plot_attention_graph, plot_graph, plot_receptive_field
 from .graph_view import attention_graphs, attention_patterns, receptive_grid, weighted_edges
 from .plots import (
@@ -47,10 +54,14 @@ __all__ = [
     "plot_attention_graph",
     "plot_graph",
     "plot_head",
+    "plot_head_attribution",
+    "plot_logit_lens",
     "plot_masks",
+    "plot_patching",
     "plot_positional",
     "plot_receptive_field",
     "plot_residual",
+    "plot_singular_values",
     "receptive_grid",
     "trace",
     "weighted_edges",

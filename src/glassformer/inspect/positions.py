@@ -30,9 +30,7 @@ def positional_matrix(model: nn.Module, n_positions: int | None = None) -> tuple
     rows = slice(offset, offset + n)
     if isinstance(encoding, SinusoidalPositionalEncoding):
         r = encoding.table[rows].float().cpu()
-        title = (
-            f"sinusoidal r_n^(i) = sin(n / L^(i/D)), cos(n / L^((i-1)/D)), L = {encoding.base:g}"
-        )
+        title = f"sinusoidal ({encoding.layout}) {encoding.formula}, L = {encoding.base:g}"
         return title, _with_gram("R (position × feature)", r)
     if isinstance(encoding, LearnedPositionalEncoding):
         r = encoding.weight[rows].detach().float().cpu()

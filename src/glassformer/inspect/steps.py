@@ -86,7 +86,7 @@ class Steps:
         if isinstance(pos, SinusoidalPositionalEncoding | LearnedPositionalEncoding):
             r = self.at(emb.hook_pos_embed)  # (B, T, C)
             formula = (
-                "x̃_n = x_n + r_n, r_n^(i) = sin(n / L^{i/D}) (i even), cos(n / L^{(i−1)/D}) (i odd)"
+                f"x̃_n = x_n + r_n, {pos.formula}"
                 if isinstance(pos, SinusoidalPositionalEncoding)
                 else "x̃_n = x_n + W_p[:, n]"
             )

@@ -45,6 +45,7 @@ class InputEmbedding(nn.Module):
             config.max_len + self.offset,
             n_head=config.n_head,
             base=config.rope_base,
+            layout=config.positional_layout,
         )
         self.segment = (
             nn.Embedding(config.type_vocab_size, config.d_model) if config.type_vocab_size else None

@@ -16,6 +16,7 @@ from .multihead import MultiHeadAttention
 from .norms import NORM_KINDS, BatchNorm, LayerNorm, RMSNorm, make_norm
 from .positional import (
     POSITIONAL_KINDS,
+    POSITIONAL_LAYOUTS,
     LearnedPositionalEncoding,
     NoPositionalEncoding,
     PositionalEncoding,
@@ -23,6 +24,8 @@ from .positional import (
     SinusoidalPositionalEncoding,
     apply_rotary,
     make_positional_encoding,
+    shift_matrix,
+    sinusoid_table,
 )
 from .scaled_dot_product import attention
 from .transformer import Decoder, Encoder
@@ -31,6 +34,7 @@ __all__ = [
     "ACTIVATIONS",
     "NORM_KINDS",
     "POSITIONAL_KINDS",
+    "POSITIONAL_LAYOUTS",
     "BatchNorm",
     "Decoder",
     "DecoderBlock",
@@ -60,4 +64,6 @@ __all__ = [
     "make_positional_encoding",
     "padding_mask",
     "padding_mask_from_ids",
+    "shift_matrix",
+    "sinusoid_table",
 ]
