@@ -23,10 +23,12 @@ import transformers
 from torch.testing import assert_close
 from transformer_lens.model_bridge import TransformerBridge
 
+from glassformer.circuits import full_ov_circuit, full_qk_circuit, ov_matrix, qk_matrix
 from glassformer.interop.huggingface import from_huggingface_dir
 
 TOL = dict(atol=1e-4, rtol=0.0)
 L, H, C, V, T = 2, 4, 32, 100, 9
+D = C // H
 
 
 def _no_network(*args, **kwargs):
@@ -40,7 +42,7 @@ def _gpt2(folder):
     hf = transformers.GPT2LMHeadModel(config)
     with torch.no_grad():
         for p in hf.parameters():
-            p.add_(0.1 * torch.randn_like(p))
+            p.add_(0.3 * torch.randn_like(p))
     hf.save_pretrained(folder)
 
 
@@ -165,3 +167,33 @@ def test_head_results_equal_transformer_lens_stack_head_results(runs):
     for layer in range(L):  # TransformerLens's attn_out = Σ heads + b_O, glassformer's too
         bias = tl_cache["attn_out", layer] - tl_cache["result", layer].sum(2)
         assert_close(cache["attn_out", layer] - cache["result", layer].sum(2), bias, **TOL)
+
+
+def test_ov_and_qk_matrices_equal_transformer_lens(models):
+    """S = W_V W_O and Y = W_Q W_Kᵀ / √d_k per head, E×E materialised and their singular
+    values, all layers at once ((L, H, E, E), TransformerLens's model.OV / model.QK layout) and
+    head by head. TransformerLens's QK has no 1/√d_k."""
+    model, tl = models
+    ov, qk = ov_matrix(model, None), qk_matrix(model, None)
+    assert ov.shape == qk.shape == (L, H, C, C)
+    assert_close(ov.full(), tl.OV.AB, **TOL)
+    assert_close(qk.full() * D**0.5, tl.QK.AB, **TOL)
+    assert_close(ov.singular_values, tl.OV.S[..., :D], **TOL)
+    assert_close(qk.singular_values * D**0.5, tl.QK.S[..., :D], **TOL)
+    for layer in range(L):
+        for head in range(H):
+            assert_close(ov_matrix(model, layer, head).full(), tl.OV[layer, head].AB, **TOL)
+            assert_close(
+                qk_matrix(model, layer, head).full() * D**0.5, tl.QK[layer, head].AB, **TOL
+            )
+
+
+def test_full_circuits_on_a_token_set_equal_transformer_lens(models):
+    """W_E S W_U and W_E Y W_Eᵀ restricted to a few tokens, against TransformerLens's
+    W_E[tokens] @ model.OV @ W_U[:, tokens] and W_E[tokens] @ model.QK @ W_E[tokens]ᵀ."""
+    model, tl = models
+    tokens = torch.tensor([3, 7, 11, 42, 99])
+    w_e, w_u = tl.W_E[tokens], tl.W_U[:, tokens]
+    assert_close(full_ov_circuit(model, None, None, tokens).full(), (w_e @ tl.OV @ w_u).AB, **TOL)
+    want = (w_e @ tl.QK @ w_e.T).AB
+    assert_close(full_qk_circuit(model, None, None, tokens).full() * D**0.5, want, **TOL)
