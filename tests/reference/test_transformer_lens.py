@@ -23,7 +23,14 @@ import transformers
 from torch.testing import assert_close
 from transformer_lens.model_bridge import TransformerBridge
 
-from glassformer.circuits import full_ov_circuit, full_qk_circuit, ov_matrix, qk_matrix
+from glassformer.circuits import (
+    composition_score,
+    composition_scores,
+    full_ov_circuit,
+    full_qk_circuit,
+    ov_matrix,
+    qk_matrix,
+)
 from glassformer.interop.huggingface import from_huggingface_dir
 
 TOL = dict(atol=1e-4, rtol=0.0)
@@ -197,3 +204,17 @@ def test_full_circuits_on_a_token_set_equal_transformer_lens(models):
     assert_close(full_ov_circuit(model, None, None, tokens).full(), (w_e @ tl.OV @ w_u).AB, **TOL)
     want = (w_e @ tl.QK @ w_e.T).AB
     assert_close(full_qk_circuit(model, None, None, tokens).full() * D**0.5, want, **TOL)
+
+
+@pytest.mark.parametrize("kind", ["q", "k", "v"])
+def test_composition_scores_equal_transformer_lens(models, kind):
+    """TransformerLens's all_composition_scores (L, H, L, H), 0 where layer l1 is not before
+    l2, and each pair by composition_score(S_1, Y_2 | Y_2ᵀ | S_2)."""
+    model, tl = models
+    want = tl.all_composition_scores(kind.upper()).scores
+    assert_close(composition_scores(model, kind), want, **TOL)
+    reader = {"q": qk_matrix, "k": lambda *at: qk_matrix(*at).T, "v": ov_matrix}[kind]
+    for h1 in range(H):
+        for h2 in range(H):
+            got = composition_score(ov_matrix(model, 0, h1), reader(model, 1, h2))
+            assert_close(got, want[0, h1, 1, h2], **TOL)
