@@ -8,8 +8,10 @@ converts it (``from_huggingface_dir``), TransformerLens wraps a second copy
 folding, no centering), so its activations are the model's own and the numbers compare
 directly. Offline: HF_HUB_OFFLINE is set and a socket connection fails the test.
 
-Conventions that differ (tested as such, not hidden): TransformerLens's ``hook_normalized`` is
-(x − μ)/s before the gain and bias, glassformer's is the norm's output γ ⊙ (x − μ)/s + β.
+Conventions that differ (tested as such, not hidden):
+
+* TransformerLens's ``hook_normalized`` is (x − μ)/s before the gain and bias, glassformer's is
+  the norm's output γ ⊙ (x − μ)/s + β.
 """
 
 from __future__ import annotations
@@ -62,17 +64,34 @@ def _bridge(folder, **compatibility):
     return bridge
 
 
+@pytest.fixture(scope="module", autouse=True)
+def offline():
+    """No download and no connection while this module runs; one thread (tiny models run
+    many times faster on one when the CPU is shared)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("HF_HUB_OFFLINE", "1")
+            mp.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+            mp.setattr(socket.socket, "connect", _no_network)
+            yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    """(glassformer model, TransformerLens bridge with raw weights), offline."""
+def folder(tmp_path_factory):
     transformers.logging.set_verbosity_error()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-        mp.setattr(socket.socket, "connect", _no_network)
-        folder = tmp_path_factory.mktemp("gpt2")
-        _gpt2(folder)
-        yield from_huggingface_dir(folder), _bridge(folder, no_processing=True)
+    folder = tmp_path_factory.mktemp("gpt2")
+    _gpt2(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def models(folder):
+    """(glassformer model, TransformerLens bridge with the raw weights)."""
+    return from_huggingface_dir(folder), _bridge(folder, no_processing=True)
 
 
 @pytest.fixture(scope="module")
