@@ -237,3 +237,22 @@ def test_composition_scores_equal_transformer_lens(models, kind):
         for h2 in range(H):
             got = composition_score(ov_matrix(model, 0, h1), reader(model, 1, h2))
             assert_close(got, want[0, h1, 1, h2], **TOL)
+
+
+def test_right_padded_batch_equals_transformer_lens_at_real_positions(models):
+    """With an attention mask (two rows right-padded): logits, the stream of every layer
+    and each head's result agree at the real positions (what a padded position holds is
+    not meaningful, and the two libraries differ there)."""
+    model, tl = models
+    ids = torch.randint(0, V, (3, T), generator=torch.Generator().manual_seed(5))
+    mask = torch.ones(3, T, dtype=torch.long)
+    mask[1, 7:], mask[2, 4:] = 0, 0
+    real = mask.bool()
+    with torch.no_grad():
+        out, cache = model.run_with_cache(ids, mask)
+        tl_logits, tl_cache = tl.run_with_cache(ids, attention_mask=mask)
+    tl_cache.compute_head_results()  # from hook_z and W_O
+    assert_close(out.logits[real], tl_logits[real], **TOL)
+    for layer in range(L):
+        for short in ("resid_pre", "resid_mid", "resid_post", "result"):
+            assert_close(cache[short, layer][real], tl_cache[short, layer][real], **TOL)
