@@ -26,10 +26,14 @@ from torch.testing import assert_close
 from transformer_lens.model_bridge import TransformerBridge
 
 from glassformer.circuits import (
+    accumulated_resid,
     composition_score,
     composition_scores,
+    copying_score,
+    decompose_resid,
     full_ov_circuit,
     full_qk_circuit,
+    logit_attribution,
     ov_matrix,
     qk_matrix,
 )
@@ -206,6 +210,9 @@ def test_ov_and_qk_matrices_equal_transformer_lens(models):
     assert_close(qk.full() * D**0.5, tl.QK.AB, **TOL)
     assert_close(ov.singular_values, tl.OV.S[..., :D], **TOL)
     assert_close(qk.singular_values * D**0.5, tl.QK.S[..., :D], **TOL)
+    assert_close(ov.norm(), tl.OV.norm(), **TOL)
+    lam = tl.OV.eigenvalues  # of TransformerLens's D×D product B A
+    assert_close(copying_score(ov), (lam.sum(-1) / lam.abs().sum(-1)).real, **TOL)
     for layer in range(L):
         for head in range(H):
             assert_close(ov_matrix(model, layer, head).full(), tl.OV[layer, head].AB, **TOL)
@@ -256,3 +263,100 @@ def test_right_padded_batch_equals_transformer_lens_at_real_positions(models):
     for layer in range(L):
         for short in ("resid_pre", "resid_mid", "resid_post", "result"):
             assert_close(cache[short, layer][real], tl_cache[short, layer][real], **TOL)
+
+
+def test_decompose_resid_equals_transformer_lens(runs):
+    """The stream entering each layer (and the final one) as terms: TransformerLens's
+    decompose_resid has one term per attention layer, glassformer's one per head plus the
+    output bias, which sum to it; embed, pos_embed and each MLP are the same terms."""
+    _, _, cache, _, tl_cache = runs
+    for layer in [*range(L), None]:
+        mine = decompose_resid(cache, layer=layer)
+        theirs, labels = tl_cache.decompose_resid(layer=layer, return_labels=True)
+        for label, term in zip(labels, theirs, strict=True):
+            if label.endswith("_attn_out"):
+                at = int(label.split("_")[0])
+                heads = mine.select(*[f"L{at}H{h}" for h in range(H)], f"L{at}.attn_bias")
+                assert_close(heads.sum(), term, **TOL)
+            else:
+                assert_close(
+                    mine[
+                        {"embed": "embed", "pos_embed": "pos_embed"}.get(
+                            label, f"L{label.split('_')[0]}.mlp"
+                        )
+                    ],
+                    term,
+                    **TOL,
+                )
+        assert_close(mine.sum(), theirs.sum(0), **TOL)
+
+
+def test_full_decomposition_per_head_equals_transformer_lens(runs):
+    """get_full_resid_decomposition (per head, per MLP, embeddings, the summed biases)."""
+    _, _, cache, _, tl_cache = runs
+    mine = decompose_resid(cache)
+    theirs, labels = tl_cache.get_full_resid_decomposition(expand_neurons=False, return_labels=True)
+    for label, term in zip(labels, theirs, strict=True):
+        if label == "bias":  # Σ_l b_O of layer l: glassformer's L{l}.attn_bias terms
+            want = mine.select(lambda s: s.endswith(".attn_bias")).sum()
+        elif label.endswith("_mlp_out"):
+            want = mine[f"L{label.split('_')[0]}.mlp"]
+        else:  # embed, pos_embed, L{l}H{h}
+            want = mine[label]
+        assert_close(want, term.expand_as(want), **TOL)
+
+
+def test_accumulated_resid_equals_transformer_lens(models, runs):
+    """The stream after each block, as it is and through the final norm: TransformerLens's
+    apply_ln=True at the final layer recomputes the norm on each stream (the logit lens,
+    glassformer's norm="recompute"); its apply_ln_to_stack with the cached scale is
+    (x − μ)/s, which times the gain plus the bias is glassformer's norm="frozen"."""
+    model, _ = models
+    _, _, cache, _, tl_cache = runs
+    norm = model.decoder.norm
+    theirs = tl_cache.accumulated_resid(layer=None)
+    assert_close(accumulated_resid(cache).values, theirs, **TOL)
+    recomputed = tl_cache.accumulated_resid(layer=None, apply_ln=True)
+    assert_close(accumulated_resid(cache, norm="recompute").values, recomputed, **TOL)
+    scaled = tl_cache.apply_ln_to_stack(theirs, layer=None)
+    frozen = accumulated_resid(cache, norm="frozen").values
+    assert_close(frozen, scaled * norm.weight + norm.bias, **TOL)
+
+
+@pytest.fixture(scope="module")
+def processed(folder):
+    """TransformerLens's usual coordinates for direct logit attribution: the final norm's gain
+    folded into W_U, writing weights and W_U centred (value biases kept in the heads, as
+    glassformer keeps them)."""
+    return _bridge(folder, fold_value_biases=False)
+
+
+def test_logit_attrs_equal_transformer_lens(runs, processed):
+    """Each head's, MLP's and embedding's direct share of a logit difference at the last
+    position: glassformer's logit_attribution (final norm frozen, gain and unembedding as
+    they are) against TransformerLens's logit_attrs on its full decomposition (gain folded
+    into W_U; centring leaves differences unchanged). The summed output biases are one term
+    there, and TransformerLens leaves out its folded b_U, which glassformer counts among the
+    constants; with them both add up to the model's logit difference."""
+    ids, out, cache, _, _ = runs
+    a, b = 7, 42
+    mine = logit_attribution(cache, (a, b), position=-1)
+    with torch.no_grad():
+        _, tl_cache = processed.run_with_cache(ids)
+    stack, labels = tl_cache.get_full_resid_decomposition(
+        expand_neurons=False, pos_slice=-1, return_labels=True
+    )
+    theirs = tl_cache.logit_attrs(stack, tokens=a, incorrect_tokens=b, pos_slice=-1)
+    assert theirs.shape == (len(labels), 3)
+    for label, share in zip(labels, theirs, strict=True):
+        if label == "bias":
+            want = mine.terms.select(lambda s: s.endswith(".attn_bias")).sum()
+        elif label.endswith("_mlp_out"):
+            want = mine[f"L{label.split('_')[0]}.mlp"]
+        else:
+            want = mine[label]
+        assert_close(want, share, **TOL)
+    logit_difference = out.logits[:, -1, a] - out.logits[:, -1, b]
+    assert_close(mine.total(), logit_difference, **TOL)
+    b_u = processed.b_U[a] - processed.b_U[b]
+    assert_close(theirs.sum(0) + b_u, logit_difference, **TOL)
