@@ -131,3 +131,18 @@ def test_eval_counts_every_example_of_a_smaller_last_batch(cli, lm_run, task_run
         assert report["metrics"]["loss"] == pytest.approx(loss, rel=1e-5)
         if task == "classify":
             assert report["metrics"]["accuracy"] == pytest.approx(accuracy)
+
+
+def test_load_model_of_a_run_folder_is_its_best_checkpoint(lm_run, tmp_path):
+    """load_model accepts what --checkpoint accepts: a run folder gives its best checkpoint."""
+    run_dir = lm_run[0]
+    newest = sorted((run_dir / "checkpoints").iterdir())[-1]
+    best = json.loads((newest / "trainer.json").read_text())["best"]["step"]
+    want = load_model(run_dir / "checkpoints" / f"step-{best:06d}")
+    got = load_model(run_dir)
+    for (name, a), (_, b) in zip(want.state_dict().items(), got.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+    assert got.tokenizer is not None
+    (tmp_path / "checkpoints").mkdir()
+    with pytest.raises(ValueError, match="a run folder with no checkpoint yet"):
+        load_model(tmp_path)

@@ -27,7 +27,7 @@ from ..files import write_text
 from ..models import GlassformerModel, load_model
 from ..training import resolve_device
 from ..training.lock import LOCK_FILE
-from ..training.state import checkpoints
+from ..training.state import best_or_latest, checkpoints
 from .errors import UsageError
 from .plan import RunPlan
 
@@ -112,22 +112,6 @@ def read_run(run_dir: Path) -> tuple[RunPlan, ModelConfig]:
 
 def checkpoint_step(path: Path) -> int:
     return int(path.name.rsplit("-", 1)[-1])
-
-
-def best_or_latest(run_dir: Path) -> Path | None:
-    """The best checkpoint of a run (trainer.json's record), else its newest one."""
-    found = checkpoints(run_dir)
-    if not found:
-        return None
-    try:
-        best = json.loads((found[-1] / "trainer.json").read_text(encoding="utf-8")).get("best")
-    except (OSError, ValueError):
-        best = None
-    if isinstance(best, dict) and isinstance(best.get("step"), int):
-        candidate = run_dir / "checkpoints" / f"step-{best['step']:06d}"
-        if candidate.is_dir():
-            return candidate
-    return found[-1]
 
 
 def resolve_checkpoint(path: Path) -> Path:

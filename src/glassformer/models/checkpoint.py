@@ -70,9 +70,19 @@ def save_pretrained(
 
 
 def load_pretrained(directory: str | Path, *, device=None) -> GlassformerModel:
+    """The model saved in ``directory``: a checkpoint folder (config.json, model.safetensors,
+    tokenizer.json when there is one), or a run folder of ``glassformer train`` (its best
+    checkpoint when the newest trainer.json records one, else its newest checkpoint)."""
     directory = Path(directory)
     if not directory.is_dir():
         raise ValueError(f"{directory}: not a checkpoint directory (no such directory)")
+    if not (directory / CONFIG_FILE).exists() and (directory / "checkpoints").is_dir():
+        from ..training.state import best_or_latest
+
+        found = best_or_latest(directory)
+        if found is None:
+            raise ValueError(f"{directory}: a run folder with no checkpoint yet")
+        directory = found
     cls, config = read_config(directory / CONFIG_FILE)
     tokenizer = read_tokenizer(directory / TOKENIZER_FILE, config)
     try:

@@ -96,6 +96,22 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return found[-1] if found else None
 
 
+def best_or_latest(run_dir: Path) -> Path | None:
+    """The best checkpoint of a run (trainer.json's record), else its newest one."""
+    found = checkpoints(run_dir)
+    if not found:
+        return None
+    try:
+        best = json.loads((found[-1] / "trainer.json").read_text(encoding="utf-8")).get("best")
+    except (OSError, ValueError):
+        best = None
+    if isinstance(best, dict) and isinstance(best.get("step"), int):
+        candidate = run_dir / "checkpoints" / f"step-{best['step']:06d}"
+        if candidate.is_dir():
+            return candidate
+    return found[-1]
+
+
 def load_checkpoint(
     path: Path, model: GlassformerModel, optimizer: torch.optim.Optimizer, scheduler
 ) -> dict[str, Any]:
