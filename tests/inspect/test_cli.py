@@ -236,7 +236,9 @@ def test_trace_of_a_seq2seq_model_decodes_its_greedy_output(checkpoints):
 
     model = load_model(checkpoints["seq2seq"])
     src = model.tokenizer.encode("a cat", add_eos=True)
-    n = min(inspect_cmd.MAX_TARGET, model.config.max_len - 1)
+    from glassformer.cli.inspect_inputs import MAX_TARGET
+
+    n = min(MAX_TARGET, model.config.max_len - 1)
     new = generate(model, [src], max_new_tokens=n, temperature=0).tokens[0]
     new = new[:-1] if new[-1] == model.tokenizer.eos_id else new  # its row would predict nothing
     code, out, err = run_cli("trace", "--checkpoint", checkpoints["seq2seq"], "--text", "a cat")

@@ -4,6 +4,7 @@ the model's prediction).
 
     glassformer inspect --checkpoint DIR --text TEXT --out DIR [--layers L ...] [--heads H ...]
                         [--cross] [--target TEXT] [--pad-to N] [--threshold W] [--position N]
+                        [--circuits [--answer TOKEN] [--wrong TOKEN] [--corrupt TEXT]]
     glassformer trace --checkpoint DIR --text TEXT [--layer N] [--target TEXT]
 
 ``add_parser(commands)`` registers both; their handlers are ``run_inspect`` and
@@ -13,24 +14,23 @@ the model's prediction).
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch import Tensor
 
 from ..inspect import capture, plots
 from ..inspect.readout import format_prediction
 from ..inspect.trace import format_trace, trace
 from ..models import DecoderLM, EncoderDecoder, EncoderModel
+from . import inspect_circuits
 from .inspect_graphs import draw_graphs, receptive_positions
+from .inspect_inputs import analysed_position, corrupt_ids, encode_inputs
 from .options import add_checkpoint, add_device, non_negative, output_dir, positive
 from .runs import load_checkpoint
 
 __all__ = ["add_parser", "run", "run_inspect", "run_trace"]
 
 KINDS = (DecoderLM, EncoderModel, EncoderDecoder)
-MAX_TARGET = 32  # tokens generated for an encoder-decoder when --target is not given
 
 
 def add_parser(commands) -> None:
@@ -42,7 +42,9 @@ def add_parser(commands) -> None:
         "attention heatmaps (layers x heads), enlarged heads, the masks applied, the residual "
         "stream's norm through the layers and the positional-encoding matrix; and the GNN "
         "view: each layer's attention graph, the learned attention drawn as a weighted graph "
-        "and the receptive field of one position through the layers; with index.md saying "
+        "and the receptive field of one position through the layers; with --circuits, the "
+        "circuits view of one prediction (each head's direct logit attribution, the logit "
+        "lens, the OV and QK singular values, activation patching); with index.md saying "
         "which file shows what.",
     )
     _common(p)
@@ -75,8 +77,10 @@ def add_parser(commands) -> None:
         "--position",
         type=non_negative,
         metavar="N",
-        help="the position whose receptive field is drawn (default the last token)",
+        help="the position whose receptive field is drawn, and with --circuits whose "
+        "prediction is analysed (default the last token; a masked LM's first <MASK>)",
     )
+    inspect_circuits.add_arguments(p)
     p.set_defaults(handler=run_inspect)
 
     p = commands.add_parser(
@@ -115,7 +119,7 @@ def run_trace(args: argparse.Namespace) -> int:
     depth = max(len(s.layers) for s in _stacks(model))
     if args.layer is not None and args.layer >= depth:
         raise ValueError(f"--layer {args.layer} is out of range: allowed 0..{depth - 1}")
-    inputs = _inputs(model, args.text, args.target, None)
+    inputs = encode_inputs(model, args.text, args.target, None)
     model.eval()
     steps = trace(model, **inputs.kwargs, layer=args.layer)
     c = model.config
@@ -137,6 +141,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         plots.require_matplotlib()
     except ImportError as err:
         raise ValueError(f"glassformer inspect: {err}") from None
+    inspect_circuits.check_arguments(args)
     output_dir(args.out, "--out")
     model, _ = load_checkpoint(args.checkpoint, KINDS, "inspect", args.device)
     seq2seq = isinstance(model, EncoderDecoder)
@@ -146,10 +151,12 @@ def run_inspect(args: argparse.Namespace) -> int:
         )
     layers = _checked("--layers", args.layers, min(len(s.layers) for s in _stacks(model)))
     heads = _checked("--heads", args.heads, model.config.n_head)
-    inputs = _inputs(model, args.text, args.target, args.pad_to)
+    inputs = encode_inputs(model, args.text, args.target, args.pad_to)
     mask = inputs.kwargs.get("attention_mask")
     real = len(next(iter(inputs.tokens.values()))) if mask is None else int(mask.sum())
     positions = receptive_positions(inputs.tokens, real, args.position)
+    corrupt = None if args.corrupt is None else corrupt_ids(model, args.corrupt, inputs, args)
+    chosen = inspect_circuits.chosen_tokens(model, args)
     model.eval()
     with torch.inference_mode(), capture(model) as rec:
         model(**inputs.kwargs)
@@ -157,7 +164,14 @@ def run_inspect(args: argparse.Namespace) -> int:
     files |= draw_graphs(
         rec, model, inputs.tokens, layers, heads, args.cross, args.out, args.threshold, positions
     )
-    _write_index(args.out, files, type(model).__name__, inputs.tokens)
+    notes: list[str] = []
+    if args.circuits:
+        position = analysed_position(model, inputs, positions, args.position)
+        found, notes = inspect_circuits.draw_circuits(
+            model, inputs.kwargs, inputs.tokens, position, chosen, corrupt, args.out
+        )
+        files |= found
+    _write_index(args.out, files, type(model).__name__, inputs.tokens, notes)
     print(f"wrote {len(files)} pictures and index.md to {args.out}")
     return 0
 
@@ -190,85 +204,16 @@ def _draw(rec, model, tokens, layers, heads, cross: bool, out: Path) -> dict[str
     return files
 
 
-def _write_index(out: Path, files: dict[str, str], model: str, tokens) -> None:
+def _write_index(out: Path, files: dict[str, str], model: str, tokens, notes: list[str]) -> None:
     article = "an" if model[0] in "AEIOU" else "a"
     lines = [f"# Inside {article} {model}", ""]
     for stack, labels in tokens.items():
         lines.append(f"{stack} tokens: {labels}  ")
     lines += ["", "| file | shows |", "| --- | --- |"]
     lines += [f"| [{name}]({name}) | {what} |" for name, what in files.items()]
+    if notes:
+        lines += ["", "## Circuits", "", *notes]
     (out / "index.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-# Inputs --------------------------------------------------------------------------------------
-@dataclass
-class Inputs:
-    kwargs: dict[str, Tensor]  # the model's forward arguments
-    tokens: dict[str, list[str]]  # the labels of each stack's positions
-
-
-def _inputs(model, text: str, target: str | None, pad_to: int | None) -> Inputs:
-    """Encode the text as in training: <BOS> ids for a DecoderLM, <BOS> ids <EOS> for an
-    encoder, ids <EOS> for an encoder-decoder's source (+ decoder_start and the target)."""
-    tok, cfg = model.tokenizer, model.config
-    device = next(model.parameters()).device
-    if target is not None and not isinstance(model, EncoderDecoder):
-        raise ValueError("--target is for encoder-decoder checkpoints only")
-    if isinstance(model, DecoderLM):
-        ids = tok.encode(text, add_bos=True)
-    elif isinstance(model, EncoderModel):
-        ids = tok.encode(text, add_bos=True, add_eos=True, allowed_special=True)
-    else:
-        ids = tok.encode(text, add_eos=True)
-    ids, mask = _padded("--text", ids, pad_to, cfg.max_len, cfg.pad_id)
-    kwargs = {"input_ids": torch.tensor([ids], device=device)}
-    if mask is not None:
-        kwargs["attention_mask"] = torch.tensor([mask], device=device)
-    names = [tok.id_to_token(i) for i in ids]
-    if not isinstance(model, EncoderDecoder):
-        return Inputs(kwargs, {"decoder" if isinstance(model, DecoderLM) else "encoder": names})
-    tgt = _target(model, kwargs, target)
-    kwargs["decoder_input_ids"] = torch.tensor([tgt], device=device)
-    return Inputs(kwargs, {"encoder": names, "decoder": [tok.id_to_token(i) for i in tgt]})
-
-
-def _target(model: EncoderDecoder, kwargs: dict[str, Tensor], target: str | None) -> list[int]:
-    """decoder_start_id + the target's ids (teacher forcing), or + the greedy output."""
-    cfg, tok = model.config, model.tokenizer
-    if target is not None:
-        ids = [cfg.decoder_start_id, *tok.encode(target)]
-    else:
-        from ..generation import generate
-
-        n = min(MAX_TARGET, cfg.max_len - 1)
-        mask = kwargs.get("attention_mask")
-        out = generate(
-            model, kwargs["input_ids"], attention_mask=mask, max_new_tokens=n, temperature=0.0
-        )
-        new = out.tokens[0]
-        ids = [cfg.decoder_start_id, *(new[:-1] if new and new[-1] == tok.eos_id else new)]
-    if len(ids) > cfg.max_len:
-        raise ValueError(
-            f"--target has {len(ids)} tokens with the start token; the model's max_len is "
-            f"{cfg.max_len}: allowed at most {cfg.max_len - 1}"
-        )
-    return ids
-
-
-def _padded(arg: str, ids: list[int], pad_to, max_len: int, pad_id: int):
-    if len(ids) > max_len:
-        raise ValueError(
-            f"{arg} has {len(ids)} tokens; the model's max_len is {max_len}: shorten the text"
-        )
-    if pad_to is None:
-        return ids, None
-    if not len(ids) <= pad_to <= max_len:
-        raise ValueError(
-            f"--pad-to {pad_to} is not allowed: between the input's {len(ids)} tokens and the "
-            f"model's max_len {max_len}"
-        )
-    extra = pad_to - len(ids)
-    return ids + [pad_id] * extra, [1] * len(ids) + [0] * extra
 
 
 def _weight(text: str) -> float:

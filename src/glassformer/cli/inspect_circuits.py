@@ -1,0 +1,301 @@
+"""``glassformer inspect --circuits``: the circuits view of one prediction ("Brief Notes on
+Transformers": the residual stream as a sum of heads and feed-forwards, each head
+h(x) = A(x) · x · S with its OV matrix S and QK matrix Y; Elhage et al. (2021), "A Mathematical
+Framework for Transformer Circuits"), drawn with glassformer.circuits:
+
+    attribution_heads.png        each head's direct share of the prediction (layers × heads)
+    logit_lens.png               the top tokens read from each layer's residual stream
+    ov_singular_values_*.png     the singular values of each head's S = W_V W_O
+    qk_singular_values_*.png     the singular values of each head's Y = W_Q W_Kᵀ / √d_k
+    patching_residual.png        activation patching of the stream, layers × positions
+    patching_heads.png           activation patching of each head's output, layers × heads
+
+The prediction is the logit of --answer (default: the model's top token at --position, or its
+class) or, with --wrong, the difference of the two logits. Patching runs the model on a
+corrupted input, --corrupt TEXT (as many tokens as --text) or by default the input's ordinary
+tokens in a fixed shuffled order (seed 0, special tokens kept in place), and restores one
+activation at a time from the clean run; the metric is normalised to 1 = clean, 0 = corrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from ..circuits import (
+    circuit_cache,
+    logit_attribution,
+    logit_lens,
+    ov_matrix,
+    patch_heads,
+    patch_residual,
+    qk_matrix,
+)
+from ..inspect import circuit_plots as plots
+from ..models import EncoderClassifier, EncoderDecoder, EncoderMLM
+
+__all__ = ["add_arguments", "check_arguments", "chosen_tokens", "draw_circuits"]
+
+SHUFFLE_SEED = 0
+TOP_TERMS = 8  # the largest shares listed in index.md
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """--circuits and its options on the ``inspect`` parser."""
+    p.add_argument(
+        "--circuits",
+        action="store_true",
+        help="also the circuits view of the prediction at --position: each head's direct logit "
+        "attribution, the logit lens, the OV/QK singular values, activation patching",
+    )
+    p.add_argument(
+        "--answer",
+        metavar="TOKEN",
+        help="with --circuits: the token (or class) whose logit is analysed (default: the "
+        "model's prediction)",
+    )
+    p.add_argument(
+        "--wrong",
+        metavar="TOKEN",
+        help="with --circuits: analyse the logit difference --answer minus this token's",
+    )
+    p.add_argument(
+        "--corrupt",
+        metavar="TEXT",
+        help="with --circuits: the corrupted input for patching, as many tokens as --text "
+        "(default: the input's tokens shuffled, seed 0)",
+    )
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """--answer, --wrong and --corrupt only mean something with --circuits."""
+    for flag in ("answer", "wrong", "corrupt"):
+        if getattr(args, flag) is not None and not args.circuits:
+            raise ValueError(f"--{flag} is an option of --circuits: add --circuits")
+
+
+def chosen_tokens(model, args: argparse.Namespace) -> tuple[int | None, int | None]:
+    """The ids (or classes) of --answer and --wrong, checked before anything is drawn."""
+    answer = None if args.answer is None else _token_id(model, args.answer, "--answer")
+    wrong = None if args.wrong is None else _token_id(model, args.wrong, "--wrong")
+    if wrong is not None and wrong == answer:
+        raise ValueError(f"--wrong {args.wrong!r} is the --answer token: give a different one")
+    return answer, wrong
+
+
+@dataclass
+class Prediction:
+    """What is analysed: logit ``answer`` (minus ``wrong``) at ``position`` of ``stack``."""
+
+    stack: str
+    position: int | None  # None: a classifier's pooled vector
+    answer: int
+    wrong: int | None
+    names: list[str]  # the vocabulary's tokens or the classes, for labels
+
+    def describe(self) -> str:
+        say = repr(self.names[self.answer])
+        if self.wrong is not None:
+            say += f" minus {self.names[self.wrong]!r}"
+        where = "the pooled vector" if self.position is None else f"{self.stack} position"
+        where += "" if self.position is None else f" {self.position}"
+        kind = "class score" if self.position is None else "logit"
+        return f"the {kind} of {say} at {where}"
+
+    def metric(self, out) -> Tensor:
+        logits = out.logits[0] if self.position is None else out.logits[0, self.position]
+        value = logits[self.answer]
+        return value if self.wrong is None else value - logits[self.wrong]
+
+
+def draw_circuits(
+    model, kwargs: dict[str, Tensor], tokens, position: int, chosen, corrupt_ids, out: Path
+) -> tuple[dict[str, str], list[str]]:
+    """Write the circuit pictures into ``out``; ({file name: what it shows}, lines for
+    index.md). ``kwargs`` are the model's inputs, ``tokens`` each stack's token labels,
+    ``position`` the position analysed in the readout stack, ``chosen`` the ids of --answer
+    and --wrong (chosen_tokens), ``corrupt_ids`` the encoded --corrupt text or None."""
+    files: dict[str, str] = {}
+    seq2seq = isinstance(model, EncoderDecoder)
+    stack = "encoder" if isinstance(model, (EncoderMLM, EncoderClassifier)) else "decoder"
+    output, cache = circuit_cache(model, **kwargs)
+    pred = _prediction(model, output, stack, position, *chosen)
+    lines = [f"Analysed: {pred.describe()}, value {float(pred.metric(output)):.4f}.", ""]
+
+    try:
+        dla = logit_attribution(cache, _pair(pred), position=pred.position or 0, **_pool(kwargs))
+    except ValueError as err:  # a readout that is not linear (BERT's MLM transform, a pooler)
+        lines += [f"No direct attribution: {err}", ""]
+    else:
+        for kind in ("self", "cross") if seq2seq else ("self",):
+            stem = "attribution_heads" if kind == "self" else "attribution_cross_heads"
+            plots.plot_head_attribution(
+                dla.heads(kind)[..., 0], out / f"{stem}.png", title=f"{kind}-attention heads"
+            )
+            files[f"{stem}.png"] = (
+                f"each {stack} {kind}-attention head's direct share of {pred.describe()} "
+                "(through the final norm, its scale frozen, and the unembedding)"
+            )
+        lines += _top_terms(dla)
+
+    if not isinstance(model, EncoderClassifier):
+        lens = logit_lens(cache, k=5, position=pred.position)
+        rows = [
+            [(model.tokenizer.id_to_token(i), p) for i, p in zip(ids, probs, strict=True)]
+            for ids, probs in zip(lens.ids[:, 0].tolist(), lens.probs[:, 0].tolist(), strict=True)
+        ]
+        plots.plot_logit_lens(rows, out / "logit_lens.png", row_labels=lens.labels)
+        files["logit_lens.png"] = (
+            f"logit lens at {stack} position {pred.position}: the top 5 tokens read from the "
+            "stream entering block 0 (embed) and after each block"
+        )
+
+    files |= _spectra(model, out)
+    files |= _patching(model, kwargs, tokens, pred, corrupt_ids, out, lines)
+    return files, lines
+
+
+def _prediction(model, output, stack: str, position: int, answer, wrong) -> Prediction:
+    if isinstance(model, EncoderClassifier):
+        names = model.config.extra.get("labels") or range(model.config.n_classes)
+        names = [str(n) for n in names]
+        scores, where = output.logits[0], None
+    else:
+        tok = model.tokenizer
+        names = [tok.id_to_token(i) for i in range(model.config.vocab_size)]
+        scores, where = output.logits[0, position], position
+    answer = int(scores.argmax()) if answer is None else answer
+    return Prediction(stack, where, answer, wrong, names)
+
+
+def _token_id(model, text: str, flag: str) -> int:
+    """The class (name or index) of a classifier, else the one token ``text`` encodes to."""
+    if isinstance(model, EncoderClassifier):
+        labels = [str(n) for n in model.config.extra.get("labels") or []]
+        if text in labels:
+            return labels.index(text)
+        n = model.config.n_classes
+        if text.isdigit() and int(text) < n:
+            return int(text)
+        allowed = ", ".join(labels) if labels else f"0..{n - 1}"
+        raise ValueError(f"{flag} {text!r} is not a class of this classifier: allowed {allowed}")
+    ids = model.tokenizer.encode(text, allowed_special=True)
+    if len(ids) != 1:
+        pieces = [model.tokenizer.id_to_token(i) for i in ids]
+        raise ValueError(
+            f"{flag} {text!r} is {len(ids)} tokens under the model's tokenizer ({pieces}): "
+            "give exactly one token"
+        )
+    return ids[0]
+
+
+def _pair(pred: Prediction):
+    return pred.answer if pred.wrong is None else (pred.answer, pred.wrong)
+
+
+def _pool(kwargs: dict[str, Tensor]) -> dict[str, Tensor]:
+    mask = kwargs.get("attention_mask")
+    return {} if mask is None else {"attention_mask": mask}
+
+
+def _top_terms(dla) -> list[str]:
+    """A table of the largest direct shares, for index.md."""
+    shares = dla.terms.values[:, 0]  # (N,)
+    order = shares.abs().argsort(descending=True)[:TOP_TERMS].tolist()
+    lines = ["| term | direct share |", "| --- | --- |"]
+    lines += [f"| {dla.labels[i]} | {float(shares[i]):+.4f} |" for i in order]
+    constants = float(dla.constants.sum()) if len(dla.constants) else 0.0
+    lines += [
+        "",
+        f"All {len(shares)} terms sum to {float(shares.sum()):.4f}; with the constants "
+        f"({constants:+.4f}) that is the model's value {float(dla.logit[0]):.4f}.",
+        "",
+    ]
+    return lines
+
+
+def _spectra(model, out: Path) -> dict[str, str]:
+    """The singular values of every head's OV and QK matrix, per stack and kind."""
+    files = {}
+    stacks = ["encoder", "decoder"] if isinstance(model, EncoderDecoder) else [None]
+    kinds = [(s, "self") for s in stacks] + (
+        [("decoder", "cross")] if isinstance(model, EncoderDecoder) else []
+    )
+    for stack, kind in kinds:
+        where = stack or ("encoder" if hasattr(model, "encoder") else "decoder")
+        suffix = where if kind == "self" else "cross"
+        for name, matrix, formula in (
+            ("ov", ov_matrix, "S = W_V W_O"),
+            ("qk", qk_matrix, "Y = W_Q W_Kᵀ / √d_k"),
+        ):
+            with torch.no_grad():
+                sigma = matrix(model, None, kind=kind, stack=stack).singular_values  # (L, H, D)
+            file = f"{name}_singular_values_{suffix}.png"
+            title = f"{where} {kind}-attention: singular values of each head's {formula}"
+            plots.plot_singular_values(sigma, out / file, title=title)
+            files[file] = f"the singular values of each {where} {kind}-attention head's {formula}"
+    return files
+
+
+def _patching(model, kwargs, tokens, pred: Prediction, corrupt_ids, out: Path, lines):
+    """Patch the stream (layers × positions) and each head (layers × heads) from the clean run
+    into the corrupted one."""
+    clean_ids = kwargs["input_ids"]
+    if corrupt_ids is None:
+        keep = set(getattr(model.tokenizer, "special_ids", ())) | {model.config.pad_id}
+        corrupt_ids = _shuffled(clean_ids, kwargs.get("attention_mask"), keep)
+        how = f"the input's ordinary tokens shuffled (seed {SHUFFLE_SEED})"
+    else:
+        how = "--corrupt"
+    corrupted = {**kwargs, "input_ids": corrupt_ids}
+    with torch.no_grad():
+        clean_value = float(pred.metric(circuit_cache(model, **kwargs)[0]))
+        corrupted_value = float(pred.metric(circuit_cache(model, **corrupted)[0]))
+    stack = "encoder" if isinstance(model, EncoderDecoder) else None  # where the input differs
+    labels = tokens["encoder" if isinstance(model, EncoderDecoder) else pred.stack]
+    corrupted_tokens = [model.tokenizer.id_to_token(i) for i in corrupt_ids[0].tolist()]
+    lines += [
+        f"Patching: corrupted input = {how}: {corrupted_tokens}; the metric is "
+        f"{clean_value:.4f} on the clean input and {corrupted_value:.4f} on the corrupted one.",
+        "",
+    ]
+    normalize = clean_value != corrupted_value
+    if not normalize:
+        lines += ["The two runs give the same metric: the patching maps show raw values.", ""]
+    scale = "1 = the clean run, 0 = the corrupted run" if normalize else "raw metric"
+    grid = patch_residual(model, kwargs, corrupted, pred.metric, stack=stack, normalize=normalize)
+    plots.plot_patching(
+        grid, out / "patching_residual.png", x_labels=labels, title=f"patched stream ({scale})"
+    )
+    files = {
+        "patching_residual.png": f"the metric with one layer's stream (resid_pre) at one "
+        f"{stack or pred.stack} position restored from the clean run ({scale})"
+    }
+    kind = "cross" if isinstance(model, EncoderDecoder) else "self"
+    heads = patch_heads(model, kwargs, corrupted, pred.metric, kind=kind, normalize=normalize)
+    plots.plot_patching(
+        heads, out / "patching_heads.png", over="head", title=f"patched heads ({scale})"
+    )
+    files["patching_heads.png"] = (
+        f"the metric with one {pred.stack} {kind}-attention head's output (z, every position) "
+        f"restored from the clean run ({scale})"
+    )
+    return files
+
+
+def _shuffled(ids: Tensor, mask: Tensor | None, keep: set[int]) -> Tensor:
+    """``ids`` (1, T) with its ordinary tokens (real, and not in ``keep``: the special
+    tokens) in a fixed random order: the default corrupted input."""
+    row = ids[0].tolist()
+    real = len(row) if mask is None else int(mask[0].sum())
+    movable = [t for t in range(real) if row[t] not in keep]
+    generator = torch.Generator().manual_seed(SHUFFLE_SEED)
+    order = [movable[i] for i in torch.randperm(len(movable), generator=generator).tolist()]
+    new = list(row)
+    for target, source in zip(movable, order, strict=True):
+        new[target] = row[source]
+    return torch.tensor([new], device=ids.device)
