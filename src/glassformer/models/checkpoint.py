@@ -77,7 +77,7 @@ def load_pretrained(directory: str | Path, *, device=None) -> GlassformerModel:
     if not directory.is_dir():
         raise ValueError(f"{directory}: not a checkpoint directory (no such directory)")
     if not (directory / CONFIG_FILE).exists() and (directory / "checkpoints").is_dir():
-        from ..training.state import best_or_latest
+        from ..run_folder import best_or_latest
 
         found = best_or_latest(directory)
         if found is None:

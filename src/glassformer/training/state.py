@@ -24,9 +24,11 @@ from safetensors.torch import load_file, save_file
 
 from ..files import replace_dir, replace_file
 from ..models import GlassformerModel
+from ..run_folder import PREFIX, best_or_latest, checkpoints, latest_checkpoint
 from .state_check import check_training_state
 
 __all__ = [
+    "best_or_latest",
     "checkpoints",
     "latest_checkpoint",
     "load_checkpoint",
@@ -34,8 +36,6 @@ __all__ = [
     "remove_partial_checkpoints",
     "save_checkpoint",
 ]
-
-PREFIX = "step-"
 
 
 def _state_dicts():
@@ -81,35 +81,6 @@ def save_checkpoint(
 
     replace_dir(final, fill)  # a folder already there is replaced (final == periodic)
     return final
-
-
-def checkpoints(run_dir: Path) -> list[Path]:
-    """Complete checkpoints of a run, oldest first."""
-    root = Path(run_dir) / "checkpoints"
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(PREFIX))
-
-
-def latest_checkpoint(run_dir: Path) -> Path | None:
-    found = checkpoints(run_dir)
-    return found[-1] if found else None
-
-
-def best_or_latest(run_dir: Path) -> Path | None:
-    """The best checkpoint of a run (trainer.json's record), else its newest one."""
-    found = checkpoints(run_dir)
-    if not found:
-        return None
-    try:
-        best = json.loads((found[-1] / "trainer.json").read_text(encoding="utf-8")).get("best")
-    except (OSError, ValueError):
-        best = None
-    if isinstance(best, dict) and isinstance(best.get("step"), int):
-        candidate = run_dir / "checkpoints" / f"step-{best['step']:06d}"
-        if candidate.is_dir():
-            return candidate
-    return found[-1]
 
 
 def load_checkpoint(

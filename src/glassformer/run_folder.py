@@ -1,0 +1,43 @@
+"""The layout of a run folder written by ``glassformer train``, and which checkpoint to load.
+
+    <run>/checkpoints/step-000500/   one complete checkpoint per saved step (training/state.py)
+
+Nothing here imports torch or the models, so both the model loader (``load_pretrained``
+accepts a run folder) and the trainer can use it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+PREFIX = "step-"
+
+
+def checkpoints(run_dir: Path) -> list[Path]:
+    """Complete checkpoints of a run, oldest first."""
+    root = Path(run_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(PREFIX))
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    found = checkpoints(run_dir)
+    return found[-1] if found else None
+
+
+def best_or_latest(run_dir: Path) -> Path | None:
+    """The best checkpoint of a run (trainer.json's record), else its newest one."""
+    found = checkpoints(run_dir)
+    if not found:
+        return None
+    try:
+        best = json.loads((found[-1] / "trainer.json").read_text(encoding="utf-8")).get("best")
+    except (OSError, ValueError):
+        best = None
+    if isinstance(best, dict) and isinstance(best.get("step"), int):
+        candidate = Path(run_dir) / "checkpoints" / f"{PREFIX}{best['step']:06d}"
+        if candidate.is_dir():
+            return candidate
+    return found[-1]
