@@ -75,3 +75,46 @@ def test_the_induction_config_grows_an_induction_head(cli, tmp_path):
     assert scores["first"] > 3.5 and scores["repeats"] < 0.5, scores
     assert max(scores["induction"]) > 0.7, scores  # an induction head in layer 1
     assert max(scores["previous"]) > 0.5, scores  # a previous-token head in layer 0
+    _circuits_find_the_induction_head(cli, out, model, scores, tmp_path / "circuits")
+
+
+def _circuits_find_the_induction_head(cli, run, model, scores, pictures):
+    """The README's worked example: direct logit attribution of the predicted symbol picks a
+    layer-1 head, one of those the attention pattern calls induction heads; ablating the
+    layer-1 heads destroys the repeats (the loss rises to at least the first copy's), and the
+    head's full OV circuit copies (positive copying score on the alphabet)."""
+    from glassformer.circuits import (
+        ablate,
+        circuit_cache,
+        copying_score,
+        full_ov_circuit,
+        logit_attribution,
+    )
+
+    text = "QUICKbrownQUICKbrownQUI"
+    result = cli.run(
+        "inspect", "--checkpoint", run, "--text", text, "--out", pictures, "--circuits"
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    index = (pictures / "index.md").read_text()
+    assert "Analysed: the logit of 'C'" in index  # the model predicts the repeat
+
+    tok = model.tokenizer
+    ids = torch.tensor([tok.encode(text, add_bos=True)])
+    out, cache = circuit_cache(model, ids)
+    answer = int(out.logits[0, -1].argmax())
+    assert tok.id_to_token(answer) == "C"
+    heads = logit_attribution(cache, answer).heads()[:, :, 0]  # (layers, heads)
+    layer, head = divmod(int(heads.argmax()), heads.shape[1])
+    assert layer == 1 and scores["induction"][head] > 0.5, (heads, scores)
+    assert heads[1].sum() > 2 * heads[0].abs().sum()  # layer 1 writes the answer
+
+    def repeat_loss(logits):  # the symbols after "QUICKbrown", each read from its earlier copy
+        return torch.nn.functional.cross_entropy(logits[0, 10:-1], ids[0, 11:]).item()
+
+    clean = repeat_loss(out.logits)
+    one = repeat_loss(ablate(model, ids, heads=[(layer, head)]).logits)
+    every = repeat_loss(ablate(model, ids, heads=[(1, h) for h in range(4)]).logits)
+    assert clean < one < every and every > 3.5, (clean, one, every)
+    symbols = torch.tensor(tok.encode("QUICKbrownXYZ0123456789"))
+    assert copying_score(full_ov_circuit(model, layer, head, symbols)) > 0.5

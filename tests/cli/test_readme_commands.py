@@ -20,6 +20,7 @@ RUNS = {
     "reverse-seq2seq-char": ["--data", "reverse", "--set", "data.num_examples=64"],
     "is_sorted-classify-char": ["--data", "is_sorted", "--set", "data.num_examples=64"],
     "shakespeare-mlm-char": ["--task", "mlm", "--data", "shakespeare"],
+    "induction": ["--data", "induction", "--set", "data.num_examples=64"],
 }
 SMALL = [
     "--steps", "1", "--set", "model.d_model=32", "--set", "model.n_layer=2",
