@@ -26,15 +26,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from ..circuits import (
-    circuit_cache,
-    logit_attribution,
-    logit_lens,
-    ov_matrix,
-    patch_heads,
-    patch_residual,
-    qk_matrix,
-)
+from .. import circuits
 from ..inspect import circuit_plots as plots
 from ..models import EncoderClassifier, EncoderDecoder, EncoderMLM
 
@@ -122,12 +114,14 @@ def draw_circuits(
     files: dict[str, str] = {}
     seq2seq = isinstance(model, EncoderDecoder)
     stack = "encoder" if isinstance(model, (EncoderMLM, EncoderClassifier)) else "decoder"
-    output, cache = circuit_cache(model, **kwargs)
+    output, cache = circuits.circuit_cache(model, **kwargs)
     pred = _prediction(model, output, stack, position, *chosen)
     lines = [f"Analysed: {pred.describe()}, value {float(pred.metric(output)):.4f}.", ""]
 
     try:
-        dla = logit_attribution(cache, _pair(pred), position=pred.position or 0, **_pool(kwargs))
+        dla = circuits.logit_attribution(
+            cache, _pair(pred), position=pred.position or 0, **_pool(kwargs)
+        )
     except ValueError as err:  # a readout that is not linear (BERT's MLM transform, a pooler)
         lines += [f"No direct attribution: {err}", ""]
     else:
@@ -143,7 +137,7 @@ def draw_circuits(
         lines += _top_terms(dla)
 
     if not isinstance(model, EncoderClassifier):
-        lens = logit_lens(cache, k=5, position=pred.position)
+        lens = circuits.logit_lens(cache, k=5, position=pred.position)
         rows = [
             [(model.tokenizer.id_to_token(i), p) for i, p in zip(ids, probs, strict=True)]
             for ids, probs in zip(lens.ids[:, 0].tolist(), lens.probs[:, 0].tolist(), strict=True)
@@ -229,8 +223,8 @@ def _spectra(model, out: Path) -> dict[str, str]:
         where = stack or ("encoder" if hasattr(model, "encoder") else "decoder")
         suffix = where if kind == "self" else "cross"
         for name, matrix, formula in (
-            ("ov", ov_matrix, "S = W_V W_O"),
-            ("qk", qk_matrix, "Y = W_Q W_Kᵀ / √d_k"),
+            ("ov", circuits.ov_matrix, "S = W_V W_O"),
+            ("qk", circuits.qk_matrix, "Y = W_Q W_Kᵀ / √d_k"),
         ):
             with torch.no_grad():
                 sigma = matrix(model, None, kind=kind, stack=stack).singular_values  # (L, H, D)
@@ -253,8 +247,8 @@ def _patching(model, kwargs, tokens, pred: Prediction, corrupt_ids, out: Path, l
         how = "--corrupt"
     corrupted = {**kwargs, "input_ids": corrupt_ids}
     with torch.no_grad():
-        clean_value = float(pred.metric(circuit_cache(model, **kwargs)[0]))
-        corrupted_value = float(pred.metric(circuit_cache(model, **corrupted)[0]))
+        clean_value = float(pred.metric(circuits.circuit_cache(model, **kwargs)[0]))
+        corrupted_value = float(pred.metric(circuits.circuit_cache(model, **corrupted)[0]))
     stack = "encoder" if isinstance(model, EncoderDecoder) else None  # where the input differs
     labels = tokens["encoder" if isinstance(model, EncoderDecoder) else pred.stack]
     corrupted_tokens = [model.tokenizer.id_to_token(i) for i in corrupt_ids[0].tolist()]
@@ -267,7 +261,9 @@ def _patching(model, kwargs, tokens, pred: Prediction, corrupt_ids, out: Path, l
     if not normalize:
         lines += ["The two runs give the same metric: the patching maps show raw values.", ""]
     scale = "1 = the clean run, 0 = the corrupted run" if normalize else "raw metric"
-    grid = patch_residual(model, kwargs, corrupted, pred.metric, stack=stack, normalize=normalize)
+    grid = circuits.patch_residual(
+        model, kwargs, corrupted, pred.metric, stack=stack, normalize=normalize
+    )
     plots.plot_patching(
         grid, out / "patching_residual.png", x_labels=labels, title=f"patched stream ({scale})"
     )
@@ -276,7 +272,9 @@ def _patching(model, kwargs, tokens, pred: Prediction, corrupt_ids, out: Path, l
         f"{stack or pred.stack} position restored from the clean run ({scale})"
     }
     kind = "cross" if isinstance(model, EncoderDecoder) else "self"
-    heads = patch_heads(model, kwargs, corrupted, pred.metric, kind=kind, normalize=normalize)
+    heads = circuits.patch_heads(
+        model, kwargs, corrupted, pred.metric, kind=kind, normalize=normalize
+    )
     plots.plot_patching(
         heads, out / "patching_heads.png", over="head", title=f"patched heads ({scale})"
     )
