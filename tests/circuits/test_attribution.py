@@ -10,7 +10,6 @@ import torch
 from torch.testing import assert_close
 
 from glassformer.circuits import circuit_cache, freeze_norm, logit_attribution, logit_lens
-from glassformer.config import ModelConfig
 from glassformer.models import (
     DecoderLM,
     EncoderClassifier,
@@ -19,6 +18,8 @@ from glassformer.models import (
     EncoderModel,
 )
 from glassformer.tokenizers import CharTokenizer
+
+from .conftest import huggingface, perturbed
 
 V, L, H = 29, 2, 4
 TOL = dict(atol=1e-4, rtol=0.0)
@@ -63,15 +64,7 @@ LINEAR = {  # readouts linear after the final stream: name -> (class, config opt
 
 
 def build(cls, **options):
-    torch.manual_seed(0)
-    model = cls(ModelConfig(vocab_size=V, d_model=16, n_head=H, n_layer=L, max_len=16, **options))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.2 * torch.randn_like(p))
-        for name, b in model.named_buffers():
-            if name.endswith(("running_mean", "running_var")):
-                b.add_(0.5 * torch.rand_like(b))
-    return model.eval()
+    return perturbed(cls, V, n_head=H, n_layer=L, **options).eval()
 
 
 def run(model, ids=None):
@@ -265,58 +258,13 @@ def test_the_lens_refuses_what_it_cannot_read():
 # ---- converted Hugging Face models (random weights from small configs, offline) ----
 
 
-def _hf(name):
-    transformers = pytest.importorskip("transformers")
-    transformers.logging.set_verbosity_error()
-    torch.manual_seed(0)
-    if name == "gpt2":
-        cfg = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=V, n_positions=16)
-        hf = transformers.GPT2LMHeadModel(cfg)
-    elif name == "llama":
-        cfg = transformers.LlamaConfig(
-            num_hidden_layers=2,
-            hidden_size=32,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            intermediate_size=48,
-            vocab_size=V,
-            max_position_embeddings=16,
-        )
-        hf = transformers.LlamaForCausalLM(cfg)
-    elif name == "bart":
-        cfg = transformers.BartConfig(
-            encoder_layers=2,
-            decoder_layers=2,
-            d_model=32,
-            vocab_size=V,
-            encoder_attention_heads=4,
-            decoder_attention_heads=4,
-            max_position_embeddings=16,
-            encoder_ffn_dim=48,
-            decoder_ffn_dim=48,
-        )
-        hf = transformers.BartForConditionalGeneration(cfg)
-    else:
-        cfg = transformers.BertConfig(
-            num_hidden_layers=2,
-            hidden_size=32,
-            num_attention_heads=4,
-            intermediate_size=48,
-            vocab_size=V,
-            max_position_embeddings=16,
-        )
-        hf = getattr(transformers, name)(cfg)
-    with torch.no_grad():
-        for p in hf.parameters():
-            p.add_(0.1 * torch.randn_like(p))
-    return hf.eval()
-
-
-@pytest.mark.parametrize("name", ["gpt2", "llama", "bart"])
+@pytest.mark.parametrize(
+    "name", ["GPT2LMHeadModel", "LlamaForCausalLM", "BartForConditionalGeneration"]
+)
 def test_converted_huggingface_models_attribute(name):
     from glassformer.interop.huggingface import from_huggingface
 
-    model = from_huggingface(_hf(name))
+    model = from_huggingface(huggingface(name, V))
     out, cache = run(model)
     a = logit_attribution(cache, (7, 8), position=LAST)
     at = out.logits[torch.arange(3), LAST]
@@ -331,6 +279,6 @@ def test_converted_huggingface_models_attribute(name):
 def test_converted_bert_heads_are_refused(name, why):
     from glassformer.interop.huggingface import from_huggingface
 
-    _, cache = run(from_huggingface(_hf(name)))
+    _, cache = run(from_huggingface(huggingface(name, V)))
     with pytest.raises(ValueError, match=why):
         logit_attribution(cache, 1)

@@ -17,10 +17,11 @@ from glassformer.circuits import (
     freeze_norm,
     stack_head_results,
 )
-from glassformer.config import ModelConfig
 from glassformer.models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
 from glassformer.models.hooked import ActivationCache
 from glassformer.nn.norms import BatchNorm, LayerNorm, RMSNorm
+
+from .conftest import huggingface, perturbed
 
 V, L, H = 29, 2, 4
 TOL = dict(atol=1e-5, rtol=0.0)
@@ -67,17 +68,8 @@ CASES = {  # name: (class, config options)
 
 
 def build(cls, **options):
-    """A tiny model with every weight perturbed (no norm gain 1, no bias 0, BatchNorm's running
-    statistics moved), in training mode as built: circuit_cache must switch to eval."""
-    torch.manual_seed(0)
-    model = cls(ModelConfig(vocab_size=V, d_model=16, n_head=H, n_layer=L, max_len=16, **options))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.2 * torch.randn_like(p))
-        for name, b in model.named_buffers():
-            if name.endswith(("running_mean", "running_var")):
-                b.add_(0.5 * torch.rand_like(b))
-    return model
+    """A tiny perturbed model, in training mode as built: circuit_cache must switch to eval."""
+    return perturbed(cls, V, n_head=H, n_layer=L, **options)
 
 
 def run(model):
@@ -303,62 +295,14 @@ def test_bad_arguments_are_refused():
 # ---- converted Hugging Face models (random weights from small configs, offline) ----
 
 
-def _jitter(hf):
-    torch.manual_seed(1)
-    with torch.no_grad():
-        for p in hf.parameters():
-            p.add_(0.1 * torch.randn_like(p))
-    return hf.eval()
-
-
-def _hf(name):
-    transformers = pytest.importorskip("transformers")
-    transformers.logging.set_verbosity_error()
-    torch.manual_seed(0)
-    if name == "gpt2":
-        cfg = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=V, n_positions=16)
-        return transformers.GPT2LMHeadModel(cfg)
-    if name == "llama":
-        cfg = transformers.LlamaConfig(
-            num_hidden_layers=2,
-            hidden_size=32,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            intermediate_size=48,
-            vocab_size=V,
-            max_position_embeddings=16,
-        )
-        return transformers.LlamaForCausalLM(cfg)
-    if name == "bert":
-        cfg = transformers.BertConfig(
-            num_hidden_layers=2,
-            hidden_size=32,
-            num_attention_heads=4,
-            intermediate_size=48,
-            vocab_size=V,
-            max_position_embeddings=16,
-            type_vocab_size=2,
-        )
-        return transformers.BertForMaskedLM(cfg)
-    cfg = transformers.BartConfig(
-        encoder_layers=2,
-        decoder_layers=2,
-        d_model=32,
-        vocab_size=V,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        max_position_embeddings=16,
-        encoder_ffn_dim=48,
-        decoder_ffn_dim=48,
-    )
-    return transformers.BartForConditionalGeneration(cfg)
-
-
-@pytest.mark.parametrize("name", ["gpt2", "llama", "bert", "bart"])
+@pytest.mark.parametrize(
+    "name",
+    ["GPT2LMHeadModel", "LlamaForCausalLM", "BertForMaskedLM", "BartForConditionalGeneration"],
+)
 def test_converted_huggingface_models_decompose(name):
     from glassformer.interop.huggingface import from_huggingface
 
-    model = from_huggingface(_jitter(_hf(name)))
+    model = from_huggingface(huggingface(name, V))
     _, cache = run(model)
     for stack in stacks(model):
         terms = decompose_resid(cache, stack=stack)
