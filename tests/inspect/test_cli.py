@@ -236,7 +236,7 @@ def test_trace_of_a_seq2seq_model_decodes_its_greedy_output(checkpoints):
 
     model = load_model(checkpoints["seq2seq"])
     src = model.tokenizer.encode("a cat", add_eos=True)
-    from glassformer.cli.inspect_inputs import MAX_TARGET
+    from glassformer.inspect.inputs import MAX_TARGET
 
     n = min(MAX_TARGET, model.config.max_len - 1)
     new = generate(model, [src], max_new_tokens=n, temperature=0).tokens[0]

@@ -19,12 +19,12 @@ from pathlib import Path
 import torch
 
 from ..inspect import capture, plots
+from ..inspect.inputs import analysed_position, corrupt_ids, encode_inputs
 from ..inspect.readout import format_prediction
 from ..inspect.trace import format_trace, trace
 from ..models import DecoderLM, EncoderDecoder, EncoderModel
 from . import inspect_circuits
 from .inspect_graphs import draw_graphs, receptive_positions
-from .inspect_inputs import analysed_position, corrupt_ids, encode_inputs
 from .options import add_checkpoint, add_device, non_negative, output_dir, positive
 from .runs import load_checkpoint
 

@@ -16,7 +16,8 @@ Modules: records (what is recorded), capture (the context manager and the Record
 positional-encoding matrix), graph_view and graph_plots (the GNN view: attention graphs, learned
 attention as a weighted graph, receptive fields), circuit_plots (per-head attribution, logit
 lens, singular values and patching, drawn from plain tensors), trace and steps (the traced
-forward pass), readout (its numbers), selection and _draw (helpers of the pictures).
+forward pass), readout (its numbers), inputs (a text encoded as the model was trained on it),
+selection and _draw (helpers of the pictures).
 """
 
 from .capture import Recording, capture

@@ -1,4 +1,4 @@
-"""The inputs of ``glassformer inspect`` and ``glassformer trace``: --text (and --target) encoded
+"""The inputs of ``glassformer inspect``, ``trace`` and ``explore``: --text (and --target) encoded
 as the model was trained on them, --pad-to, the corrupted input and the position that
 --circuits analyses."""
 
@@ -23,34 +23,39 @@ class Inputs:
 
 
 def encode_inputs(
-    model, text: str, target: str | None, pad_to: int | None, target_ids: bool = True
+    model,
+    text: str,
+    target: str | None,
+    pad_to: int | None,
+    target_ids: bool = True,
+    what: tuple[str, str] = ("--text", "--target"),
 ) -> Inputs:
     """Encode the text as in training: <BOS> ids for a DecoderLM, <BOS> ids <EOS> for an
     encoder, ids <EOS> for an encoder-decoder's source (+ decoder_start and the target, unless
-    ``target_ids`` is False)."""
+    ``target_ids`` is False). ``what`` names the text and the target in error messages."""
     tok, cfg = model.tokenizer, model.config
     device = next(model.parameters()).device
     if target is not None and not isinstance(model, EncoderDecoder):
-        raise ValueError("--target is for encoder-decoder checkpoints only")
+        raise ValueError(f"{what[1]} is for encoder-decoder checkpoints only")
     if isinstance(model, DecoderLM):
         ids = tok.encode(text, add_bos=True)
     elif isinstance(model, EncoderModel):
         ids = tok.encode(text, add_bos=True, add_eos=True, allowed_special=True)
     else:
         ids = tok.encode(text, add_eos=True)
-    ids, mask = _padded("--text", ids, pad_to, cfg.max_len, cfg.pad_id)
+    ids, mask = _padded(what[0], ids, pad_to, cfg.max_len, cfg.pad_id)
     kwargs = {"input_ids": torch.tensor([ids], device=device)}
     if mask is not None:
         kwargs["attention_mask"] = torch.tensor([mask], device=device)
     names = [tok.id_to_token(i) for i in ids]
     if not isinstance(model, EncoderDecoder) or not target_ids:
         return Inputs(kwargs, {"decoder" if isinstance(model, DecoderLM) else "encoder": names})
-    tgt = _target(model, kwargs, target)
+    tgt = _target(model, kwargs, target, what[1])
     kwargs["decoder_input_ids"] = torch.tensor([tgt], device=device)
     return Inputs(kwargs, {"encoder": names, "decoder": [tok.id_to_token(i) for i in tgt]})
 
 
-def _target(model: EncoderDecoder, kwargs: dict[str, Tensor], target: str | None) -> list[int]:
+def _target(model: EncoderDecoder, kwargs: dict[str, Tensor], target: str | None, name: str):
     """decoder_start_id + the target's ids (teacher forcing), or + the greedy output."""
     cfg, tok = model.config, model.tokenizer
     if target is not None:
@@ -67,7 +72,7 @@ def _target(model: EncoderDecoder, kwargs: dict[str, Tensor], target: str | None
         ids = [cfg.decoder_start_id, *(new[:-1] if new and new[-1] == tok.eos_id else new)]
     if len(ids) > cfg.max_len:
         raise ValueError(
-            f"--target has {len(ids)} tokens with the start token; the model's max_len is "
+            f"{name} has {len(ids)} tokens with the start token; the model's max_len is "
             f"{cfg.max_len}: allowed at most {cfg.max_len - 1}"
         )
     return ids
