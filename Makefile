@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint bench demo clean
+.PHONY: install test lint bench demo clean chromium
 
 # A fresh virtual environment with the CPU build of PyTorch (pinned by constraints.txt)
 # and the package in editable mode with its test and dev extras.
@@ -17,9 +17,18 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(PY) -m ruff check .
 	$(PY) -m pytest
+
+# The explorer's browser test drives the system's Chromium (Playwright downloads no browser):
+# installed from the distribution's packages when it is missing and make runs as root.
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || \
+	{ echo "make test needs Chromium for the explorer's browser test:" \
+	  "install it with your package manager (apt-get install chromium)" >&2; exit 1; }
 
 # The built-in demo: a character-level GPT on Shakespeare, a few minutes on a CPU; prints the
 # validation loss and a sample, and writes runs/shakespeare-char/ (loss.png, checkpoints).

@@ -1,5 +1,5 @@
 """The ``glassformer`` command: ``train``, ``eval``, ``generate``, ``predict``, ``inspect``,
-``trace``.
+``trace``, ``explore``, ``config``.
 
     glassformer train                     the built-in demo: a character-level Shakespeare GPT
     glassformer train --data reverse      any task on built-in data or your files
@@ -8,6 +8,7 @@
     glassformer predict --checkpoint DIR --text TEXT
     glassformer inspect --checkpoint DIR --text TEXT --out DIR     attention maps and more, as PNG
     glassformer trace --checkpoint DIR --text TEXT                 the forward pass, step by step
+    glassformer explore --checkpoint DIR   a local web page to look inside the model
     glassformer config                    every setting of train: type, default, allowed values
 
 Each subcommand lives in its own module (train, evaluate, generate, predict, inspect_cmd);
@@ -20,7 +21,7 @@ import argparse
 from collections.abc import Sequence
 
 from .. import __version__
-from . import config_cmd, evaluate, generate, inspect_cmd, predict, train
+from . import config_cmd, evaluate, explore_cmd, generate, inspect_cmd, predict, train
 from .errors import ArgumentParser, UsageError, guarded
 
 __all__ = ["build_parser", "main"]
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"glassformer {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
-    for module in (train, evaluate, generate, predict, inspect_cmd, config_cmd):
+    for module in (train, evaluate, generate, predict, inspect_cmd, explore_cmd, config_cmd):
         module.add_parser(commands)
     return parser
 
@@ -47,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.command is None:
             raise UsageError(
-                "choose a command: train, eval, generate, predict, inspect, trace, config "
+                "choose a command: train, eval, generate, predict, inspect, trace, explore, config "
                 "(see --help)"
             )
         return args.handler(args)

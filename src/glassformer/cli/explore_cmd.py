@@ -1,0 +1,145 @@
+"""``glassformer explore``: the explorer page for a checkpoint (glassformer.explore).
+
+    glassformer explore --checkpoint DIR [--port P] [--host H] [--text T] [--target T]
+    glassformer explore --checkpoint DIR --text T [--target T] --export page.html
+
+DIR is a glassformer checkpoint or run folder, or a Hugging Face model directory (GPT-2, BERT,
+BART, Llama, converted on loading; its tokenizer from vocab.json + merges.txt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+from pathlib import Path
+
+from ..files import replace_file
+from .errors import UsageError
+from .options import add_checkpoint, add_device, positive_up_to
+from .runs import load_checkpoint
+
+__all__ = ["add_parser", "run_explore"]
+
+
+def add_parser(commands) -> None:
+    p = commands.add_parser(
+        "explore",
+        help="a local web page to look inside a checkpoint: attention, masks, graphs, the "
+        "residual stream, the logit lens, attribution and predictions",
+        description="Serve the explorer for a checkpoint on http://HOST:PORT/ (a page: type a "
+        "text and walk through every layer and head), or with --export write the page for "
+        "--text as one self-contained HTML file (no server, no network).",
+    )
+    add_checkpoint(p)
+    p.add_argument("--port", type=_port, default=8000, help="(default 8000; 0: any free port)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default 127.0.0.1: this machine only); the page answers "
+        "requests addressed to it by this name or localhost, so give the address that others "
+        "will type (this machine's IP or name) rather than 0.0.0.0",
+    )
+    p.add_argument("--text", help="the input to show first (required with --export)")
+    p.add_argument("--target", help="encoder-decoder: the decoder's text (default: greedy)")
+    p.add_argument("--export", type=Path, metavar="FILE", help="write the page to FILE and exit")
+    p.add_argument(
+        "--top-k", type=positive_up_to(50), default=5, help="tokens listed per position (5)"
+    )
+    add_device(p)
+    p.set_defaults(handler=run_explore)
+
+
+def run_explore(args: argparse.Namespace) -> int:
+    if args.export is not None and args.text is None:
+        raise UsageError("--export writes the page for one input: give it with --text")
+    if args.export is not None and args.export.is_dir():
+        raise UsageError(f"--export {args.export} is a directory: give a file name (page.html)")
+    model, folder = _load(args.checkpoint, args.device)
+    from ..explore import explore_data, model_info, page_html
+
+    if args.export is not None:
+        data = explore_data(model, args.text, args.target, top_k=args.top_k)
+        info = {
+            **model_info(model),
+            "name": args.checkpoint.name,
+            "text": args.text,
+            "target": args.target,
+        }
+        html = page_html(info, data)
+        replace_file(args.export, lambda p: Path(p).write_text(html, encoding="utf-8"))
+        print(f"wrote {args.export} ({len(html.encode()) // 1024} KiB, self-contained)")
+        return 0
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as err:
+        raise UsageError(
+            f"glassformer explore needs starlette and uvicorn ({err}): "
+            "pip install 'glassformer[explore]'"
+        ) from None
+    from ..explore.server import LOOPBACK, LocalServer, create_app
+
+    if args.text is not None:  # fail now, not in the page, on an input the model cannot take
+        explore_data(model, args.text, args.target, top_k=args.top_k)
+    hosts = tuple(dict.fromkeys((*LOOPBACK, args.host)))
+    app = create_app(
+        model,
+        name=args.checkpoint.name,
+        text=args.text,
+        target=args.target,
+        top_k=args.top_k,
+        hosts=hosts,
+    )
+    server = LocalServer(app, args.host, args.port)
+    print(f"glassformer explore: {folder} on {server.url} (Ctrl+C stops it)", flush=True)
+    server.run()
+    return 0
+
+
+def _load(path: Path, device: str):
+    """A glassformer checkpoint or run folder, or a Hugging Face model directory."""
+    from ..models import DecoderLM, EncoderDecoder, EncoderModel
+
+    config = path / "config.json"
+    if config.is_file() and not _is_glassformer(config):
+        return _load_huggingface(path, device), path
+    return load_checkpoint(path, (DecoderLM, EncoderModel, EncoderDecoder), "explore", device)
+
+
+def _is_glassformer(config: Path) -> bool:
+    try:
+        meta = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return True  # let the checkpoint loader say what is wrong with it
+    return not isinstance(meta, dict) or ("architectures" not in meta and "model_type" not in meta)
+
+
+def _load_huggingface(path: Path, device: str):
+    from ..interop.huggingface import from_huggingface_dir
+    from ..tokenizers import BPETokenizer
+    from ..training import resolve_device
+
+    vocab, merges = path / "vocab.json", path / "merges.txt"
+    if not (vocab.is_file() and merges.is_file()):
+        raise UsageError(
+            f"--checkpoint {path}: a Hugging Face model without vocab.json and merges.txt; "
+            "the explorer reads byte-level BPE (GPT-2 style) tokenizers from those two files"
+        )
+    with contextlib.suppress(ImportError):  # without transformers the loader says what to do
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # one line for the address, no loading bars
+    model = from_huggingface_dir(path)
+    model.tokenizer = BPETokenizer.from_gpt2_files(vocab, merges)
+    return model.to(resolve_device(device))
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed: a port in 0..65535")
+    return value

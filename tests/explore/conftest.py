@@ -1,0 +1,61 @@
+"""Tiny checkpoints of each family for the explorer's tests, trained once per session by the
+command line, and helpers to run the explorer's server in a thread."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+from glassformer.cli import main
+from glassformer.models import load_model
+
+TINY = [
+    "--steps", "1", "--set", "model.d_model=32", "--set", "model.n_layer=2",
+    "--set", "model.n_head=4", "--set", "model.max_len=32", "--set", "train.batch_size=4",
+    "--set", "train.warmup=1", "--set", "train.eval_batches=1", "--set", "sample.max_new_tokens=0",
+]  # fmt: skip
+FAMILIES = {  # name: the train arguments
+    "lm": ["--data", "shakespeare"],
+    "seq2seq": ["--data", "reverse", "--set", "data.num_examples=64"],
+    "classify": ["--data", "is_sorted", "--set", "data.num_examples=64"],
+    "mlm": ["--task", "mlm", "--data", "shakespeare"],
+}
+PROMPTS = {  # name: (text, target)
+    "lm": ("ROMEO: and", None),
+    "seq2seq": ("hello", "olleh"),
+    "classify": ("abcd", None),
+    "mlm": ("To be <MASK> not", None),
+}
+
+
+@pytest.fixture(scope="session")
+def checkpoints(tmp_path_factory) -> dict[str, Path]:
+    """{family: run folder} of tiny models trained for one step."""
+    root = tmp_path_factory.mktemp("explore")
+    found = {}
+    for name, argv in FAMILIES.items():
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = main(["train", *argv, *TINY, "--out", str(root / name)])
+        assert code == 0, name
+        found[name] = root / name
+    return found
+
+
+@pytest.fixture(scope="session")
+def models(checkpoints) -> dict:
+    return {name: load_model(path).eval() for name, path in checkpoints.items()}
+
+
+@contextlib.contextmanager
+def serving(model, **options):
+    """The explorer for ``model`` served on a free port of 127.0.0.1; yields its URL."""
+    from glassformer.explore.server import LocalServer, create_app
+
+    server = LocalServer(create_app(model, **options), "127.0.0.1", 0).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
