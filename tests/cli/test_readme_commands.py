@@ -1,5 +1,7 @@
-"""Every ``glassformer eval/generate/predict/inspect/trace`` command in README.md runs as
-written (exit 0, no error), against tiny runs trained under the README's run names."""
+"""Every ``glassformer eval/generate/predict/inspect/trace`` command in README.md and every
+``glassformer explore ... --export`` runs as written (exit 0, no error), against tiny runs
+trained under the README's run names. (``explore`` without ``--export`` serves until stopped:
+tests/explore/test_server.py starts it and reads its page.)"""
 
 from __future__ import annotations
 
@@ -12,9 +14,11 @@ import pytest
 from .conftest import one_thread, run_cli
 
 README = Path(__file__).parents[2] / "README.md"
-COMMAND = re.compile(r"glassformer (?:eval|generate|predict|inspect|trace) [^`\n]*")
+COMMAND = re.compile(r"glassformer (?:eval|generate|predict|inspect|trace|explore) [^`\n]*")
 FOUND = (c.split(" #")[0].strip() for c in COMMAND.findall(README.read_text(encoding="utf-8")))
-COMMANDS = sorted({c for c in FOUND if "..." not in c})  # "generate ... | head": a placeholder
+SERVES = re.compile(r"glassformer explore (?!.*--export)")
+# "generate ... | head": a placeholder
+COMMANDS = sorted({c for c in FOUND if "..." not in c and not SERVES.match(c)})
 RUNS = {
     "shakespeare-char": ["--data", "shakespeare"],
     "reverse-seq2seq-char": ["--data", "reverse", "--set", "data.num_examples=64"],
