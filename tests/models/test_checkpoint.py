@@ -79,7 +79,7 @@ def test_tokenizer_is_saved_and_loaded_with_the_model(tmp_path):
 
 def test_loading_as_the_wrong_class_is_refused(tmp_path):
     DecoderLM(preset("tiny", **SMALL)).save_pretrained(tmp_path)
-    with pytest.raises(ValueError, match="holds a DecoderLM, not a EncoderMLM"):
+    with pytest.raises(ValueError, match="holds a model of class DecoderLM, not EncoderMLM"):
         EncoderMLM.from_pretrained(tmp_path)
     assert isinstance(GlassformerModel.from_pretrained(tmp_path), DecoderLM)
 

@@ -140,7 +140,8 @@ def load_checkpoint(
     if not isinstance(model, kinds):
         names = " or ".join(k.__name__ for k in kinds)
         raise UsageError(
-            f"{folder} holds a {type(model).__name__}; glassformer {command} needs a {names}"
+            f"{folder} holds a model of class {type(model).__name__}; glassformer {command} "
+            f"takes {names}"
         )
     if model.tokenizer is None:
         raise UsageError(f"{folder} has no tokenizer.json; glassformer {command} needs one")

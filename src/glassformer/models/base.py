@@ -147,7 +147,8 @@ class GlassformerModel(HookedModel, nn.Module):
         model = checkpoint.load_pretrained(directory, device=device)
         if cls is not GlassformerModel and not isinstance(model, cls):
             raise ValueError(
-                f"{directory}: holds a {type(model).__name__}, not a {cls.__name__}; load it "
-                f"with {type(model).__name__}.from_pretrained or glassformer.load_model"
+                f"{directory}: holds a model of class {type(model).__name__}, not "
+                f"{cls.__name__}; load it with {type(model).__name__}.from_pretrained or "
+                "glassformer.load_model"
             )
         return model
