@@ -162,7 +162,9 @@ def shift_matrix(
     all k). For the rows of a table R that is R[n + steps] = R[n] @ M^stepsᵀ.
 
     Each pair (sin nω, cos nω) of frequency ω = L^{-2m/D} is rotated by the angle s·ω:
-    [sin (n+s)ω; cos (n+s)ω] = [[cos sω, sin sω], [−sin sω, cos sω]] [sin nω; cos nω],
+
+        [sin (n+s)ω; cos (n+s)ω] = [[cos sω, sin sω], [−sin sω, cos sω]] [sin nω; cos nω]
+
     so M is orthogonal, M^s M^t = M^{s+t}, and ``steps`` < 0 shifts back (M^{-1} = Mᵀ).
     An odd d_model is refused: its last sine has no cosine, and sin (n+1)ω is not a linear
     function of sin nω alone."""
