@@ -79,10 +79,11 @@ def test_the_induction_config_grows_an_induction_head(cli, tmp_path):
 
 
 def _circuits_find_the_induction_head(cli, run, model, scores, pictures):
-    """The README's worked example: direct logit attribution of the predicted symbol picks a
-    layer-1 head, one of those the attention pattern calls induction heads; ablating the
-    layer-1 heads destroys the repeats (the loss rises to at least the first copy's), and the
-    head's full OV circuit copies (positive copying score on the alphabet)."""
+    """The worked example of docs/guide/circuits.md: direct logit attribution of the
+    predicted symbol picks a layer-1 head, one of those the attention pattern calls
+    induction heads; ablating the layer-1 heads destroys the repeats (the loss rises to at
+    least the first copy's), and the head's full OV circuit copies (positive copying score on
+    the alphabet)."""
     from glassformer.circuits import (
         ablate,
         circuit_cache,

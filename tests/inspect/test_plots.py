@@ -164,7 +164,8 @@ def _saved_figures(monkeypatch) -> list:
 
 def test_titles_lie_inside_the_figure(kit, padded_run, encoder, tmp_path, monkeypatch):
     """The narrowest default figures: one layer and two heads of cross-attention (the grid
-    of README's `inspect --cross --layers 1 --heads 0 2`), one head, one mask panel."""
+    of the look-inside tutorial's `inspect --cross --layers 1 --heads 0 2`), one head, one
+    mask panel."""
     figures = _saved_figures(monkeypatch)
     seq2seq = kit.build(EncoderDecoder, "tiny-seq2seq", double=False)
     with capture(seq2seq) as rec:

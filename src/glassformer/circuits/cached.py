@@ -4,7 +4,7 @@ stack of blocks (encoder or decoder) whose residual stream they take apart.
     out, cache = circuit_cache(model, input_ids)      # eval mode, the points the analyses read
     out, cache = model.run_with_cache(input_ids)      # every point: the same, and more
 
-The residual stream's terms are read from the hook points (README, "Hook points"): the
+The residual stream's terms are read from the hook points (docs/guide/hooks.md): the
 embeddings, each head's term ``hook_result`` (computed only when cached), what each sub-layer
 writes, and the stream between sub-layers (for the norms of a post-norm block).
 """

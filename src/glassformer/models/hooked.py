@@ -13,7 +13,7 @@
 A hook is ``(name_or_filter, fn)``: a hook point's name, or a function of the name that says
 True for the points to hook. ``fn(tensor, hook=point)`` may return a replacement tensor.
 ``model.hook_points()`` lists the names (see glassformer.nn.hooks for how they are made, and
-the README's table for what each holds).
+the table of the hook-points guide, docs/guide/hooks.md, for what each holds).
 """
 
 from __future__ import annotations
