@@ -46,6 +46,7 @@ from typing import Any
 
 import torch
 
+from benchmarks.common import when_and_where
 from glassformer.generation import DecoderSession, generate
 
 PROMPT = 16
@@ -233,6 +234,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "threads": torch.get_num_threads(),
         "cpus": os.cpu_count(),
         "load_average_before": os.getloadavg(),
+        **when_and_where(),
     }
     print(
         f"torch {env['torch']}, transformers {env['transformers']}, {env['threads']} threads, "

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import when_and_where
 from glassformer.tokenizers import BPETokenizer
 
 
@@ -202,6 +203,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "tokenizers": tokenizers.__version__,
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
+            "load_average": list(os.getloadavg()),
+            **when_and_where(),
         },
         "repeat": repeat,
         "train": {

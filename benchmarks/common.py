@@ -23,6 +23,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -223,7 +224,13 @@ def environment(threads: int) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "threads": threads,
         "load_average": list(os.getloadavg()),
+        **when_and_where(),
     }
+
+
+def when_and_where() -> dict[str, Any]:
+    """The date (UTC) and the CPU model of a run, for its JSON: figures are read with both."""
+    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "cpu": _cpu_model()}
 
 
 def _cpu_model() -> str:
