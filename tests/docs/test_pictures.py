@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("matplotlib")
-
 ROOT = Path(__file__).resolve().parents[2]
 CONCEPTS = ROOT / "docs" / "concepts"
 IMAGES = ROOT / "docs" / "images" / "concepts"
@@ -33,6 +31,7 @@ def shown(page: str) -> list[str]:
 
 
 def test_script_draws_every_picture(tmp_path):
+    pytest.importorskip("matplotlib")  # an optional dependency (the plot, docs and dev extras)
     pictures = load_script()
     assert list(pictures.PICTURES) == PAGES
     written = pictures.main(["--out", str(tmp_path), "--steps", "3"])
