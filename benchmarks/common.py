@@ -220,7 +220,6 @@ def environment(threads: int) -> dict[str, Any]:
         "transformers": pkg("transformers"),
         "glassformer": pkg("glassformer"),
         "platform": platform.platform(),
-        "cpu": _cpu_model(),
         "cpus": os.cpu_count(),
         "threads": threads,
         "load_average": list(os.getloadavg()),
