@@ -1,21 +1,29 @@
 """The banded attention kernel behind ``local_attention``: Eq. (1) block by block.
 
-Queries are cut into blocks of ``bs`` rows; a block sees one window of W = bs + before + after
-keys (its band), plus a few extra keys per query (global columns, random keys). Inside a window
-the scores, the masked softmax (Eq. 3) and the weighted sum are those of Eq. (1)-(3) of the
-notes restricted to the allowed keys; nothing of size T×S is formed.
+Queries are cut into blocks of ``bs`` rows; a block sees one window of ``wm`` keys (its band,
+rounded up to whole blocks), plus a few keys every query may see (global columns, "shared") and
+a few keys of each query's own (random keys). Inside a window the scores, the masked softmax
+(Eq. 3) and the weighted sum are those of Eq. (1)-(3) of the notes restricted to the allowed
+keys; nothing of size T×S is formed.
+
+A loop step takes n consecutive blocks of one (batch, key/value head, dilation class): it copies
+their query rows and the (n + m − 1)·bs key rows their windows reach into small buffers, and the
+n windows are overlapping views of the key buffer (``Tensor.unfold``), so that the scores of a
+step are one batched matrix product and no key is copied once per block. What a step allocates
+is bounded (SCORE_BUDGET); beside q, k, v, the output and the gradients, nothing of size T is
+kept.
 
 The forward pass keeps only the output and each row's log-sum-exp; the backward pass recomputes
 each block's scores from q, k and the log-sum-exp, as flash attention does, and uses
-dS = P ⊙ (dP − rowsum(dO ⊙ O)). Time and memory are O(T·W), forward and backward: the blocks
-are gathered from q, k, v by index, a few blocks at a time, and nothing else is copied.
+dS = P ⊙ (dP − rowsum(dO ⊙ O)); the windows' key gradients overlap and are added block by block.
+Time and memory are O(T·W), forward and backward.
 
-Rows: with dilation d, relative position x = position − k0 is row x // d of class x % d, so
+Rows: with dilation C, relative position x = position − k0 is row x // C of class x % C, so
 that a dilated band is a contiguous band of rows within each class. Per step, shapes are
 
-    q block   (B, H_kv, C, n, G, bs, D)   C = d classes, n blocks, G = H / H_kv, bs rows
-    window    (B, H_kv, C, n, W, D)       the keys the block's band can reach
-    scores    (B, H_kv, C, n, G, bs, W) and, with e extra keys per query, (…, bs, e)
+    q blocks  (n, G·bs, D)     G = H / H_kv query heads share a key/value head
+    windows   (n, wm, D)       views into the step's key rows
+    scores    (n, G, bs, wm), shared keys' (n, G, bs, g), own keys' (n, G, bs, e)
 """
 
 from __future__ import annotations
@@ -29,22 +37,22 @@ from torch import Tensor
 
 # Scores computed per loop step (elements); bounds the working memory of one step.
 SCORE_BUDGET = 1 << 20
+NEG_INF = float("-inf")
 
 
 @dataclass(frozen=True)
 class Band:
     """Which keys each block of queries can see: row coordinates and the edge predicate.
 
-    Block b holds query rows qoff + b·bs + i (i < bs) of each class c, i.e. queries at
-    relative position x = row·C + c, query index x − off; its window holds key rows
-    qoff − before + b·bs + j (j < W), key index row·C + c. Query n may attend key m of its
-    window when their rows differ by −after .. before, both exist, and ``allows`` holds.
+    Query block b of class c holds rows qoff + b·bs + i (i < bs), queries at relative position
+    x = row·C + c; its window holds key rows qoff − before + b·bs + j (j < wm). Query row r may
+    attend key row r' when r − r' is in −after .. before (that is 0 <= j − i <= before + after),
+    the key exists, and ``allows`` holds.
     """
 
     before: int  # rows
     after: int  # rows
     bs: int  # queries per block
-    nb: int  # blocks
     classes: int  # C = dilation
     off: int  # q0 - k0: relative position of query 0
     k0: int  # position of key 0
@@ -54,159 +62,353 @@ class Band:
     scale: float
 
     @property
-    def width(self) -> int:
-        return self.bs + max(self.before + self.after, 0)
+    def span(self) -> int:
+        return max(self.before + self.after, 0)
 
-    def step(self, b: int, h: int, extras: Tensor | None) -> int:
+    @property
+    def m(self) -> int:
+        """The window in blocks."""
+        return -(-(self.bs + self.span) // self.bs)
+
+    @property
+    def wm(self) -> int:
+        return self.m * self.bs
+
+    @property
+    def qoff(self) -> int:
+        return self.off // self.classes
+
+    @property
+    def nb(self) -> int:
+        """Query blocks per class."""
+        rows = -(-(self.t + self.off % self.classes) // self.classes)
+        return -(-rows // self.bs)
+
+    def step(self, g: int, e: int) -> int:
         """Blocks per loop step, so that a step's scores stay within SCORE_BUDGET."""
-        e = 0 if extras is None else extras.shape[-1]
-        return max(1, SCORE_BUDGET // max(1, b * h * self.classes * self.bs * (self.width + e)))
+        return max(1, SCORE_BUDGET // (g * self.bs * (self.wm + e)))
 
-    def blocks(self, i0: int, i1: int, key_mask: Tensor | None, device):
-        """Blocks i0..i1: query indices (C, n, bs) and key indices (C, n, W), clamped into
-        range, which queries are real (C, n, bs), and the mask (B|1, C, n, bs, W)."""
-        c, bs, w = self.classes, self.bs, self.width
-        qoff = self.off // c
-        cls = torch.arange(c, device=device)[:, None, None]  # (C, 1, 1)
-        rows = torch.arange(i0, i1, device=device)[:, None] * bs  # (n, 1)
-        qrow = qoff + rows + torch.arange(bs, device=device)  # (n, bs)
-        krow = qoff - self.before + rows + torch.arange(w, device=device)  # (n, W)
-        qi = qrow * c + cls - self.off  # (C, n, bs) query index
-        ki = krow * c + cls  # (C, n, W) key index
-        delta = qrow[:, :, None] - krow[:, None, :]  # (n, bs, W)
-        ok = (delta >= -self.after) & (delta <= self.before)
-        real = (qi >= 0) & (qi < self.t)  # (C, n, bs): not a padding row of the last block
-        ok = ok & real[..., None] & ((ki >= 0) & (ki < self.s))[:, :, None]
-        if self.allows is not None:
-            ok = ok & self.allows(self.k0 + self.off + qi[..., None], self.k0 + ki[:, :, None])
-        qi, ki = qi.clamp(0, self.t - 1), ki.clamp(0, self.s - 1)
-        ok = ok[None] if key_mask is None else ok & key_mask[:, ki][:, :, :, None, :]
-        return qi, ki, real, ok
+    def steps(self, g: int, e: int):
+        """(class, first block, end block) of every loop step."""
+        n = self.step(g, e)
+        for c in range(self.classes):
+            for b0 in range(0, self.nb, n):
+                yield c, b0, min(self.nb, b0 + n)
+
+    def query_rows(self, c: int, b0: int, b1: int) -> Rows:
+        """The queries of blocks b0..b1 of class c."""
+        return Rows.of(self.qoff + b0 * self.bs, (b1 - b0) * self.bs, c, self, self.off, self.t)
+
+    def key_rows(self, c: int, b0: int, b1: int) -> Rows:
+        """The keys the windows of blocks b0..b1 of class c reach."""
+        lo = self.qoff - self.before + b0 * self.bs
+        return Rows.of(lo, (b1 - b0 + self.m - 1) * self.bs, c, self, 0, self.s)
+
+    def mask(self, c: int, b0: int, b1: int, device) -> Tensor:
+        """(n|1, bs, wm) bool: window slot j is in query i's band (0 <= j - i <= before +
+        after) and, when given, ``allows`` holds."""
+        bs, wm = self.bs, self.wm
+        gap = torch.arange(wm, device=device) - torch.arange(bs, device=device)[:, None]
+        ok = ((gap >= 0) & (gap <= self.span))[None]  # (1, bs, wm)
+        if self.allows is None:
+            return ok
+        blocks = torch.arange(b0, b1, device=device)[:, None] * bs  # (n, 1)
+        qrow = self.qoff + blocks + torch.arange(bs, device=device)  # (n, bs)
+        krow = self.qoff - self.before + blocks + torch.arange(wm, device=device)  # (n, wm)
+        qpos, kpos = self.k0 + qrow * self.classes + c, self.k0 + krow * self.classes + c
+        return ok & self.allows(qpos[:, :, None], kpos[:, None, :])
+
+
+@dataclass(frozen=True)
+class Rows:
+    """``length`` rows lo.. of class c, of which rows ``at``..``at + count`` exist: they are the
+    entries first, first + C, ... of the (…, N, ·) tensor they come from."""
+
+    length: int
+    at: int
+    count: int
+    first: int
+    classes: int
+
+    @classmethod
+    def of(cls, lo: int, length: int, c: int, band: Band, shift: int, limit: int) -> Rows:
+        """Rows lo..lo+length of class c; row r is entry r·C + c − shift, kept in 0..limit."""
+        C = band.classes
+        r0 = max(lo, -((shift - c) // -C))  # ceil((shift - c) / C)
+        r1 = min(lo + length, (limit - 1 + shift - c) // C + 1)
+        return cls(length, r0 - lo, max(0, r1 - r0), r0 * C + c - shift, C)
+
+    def take(self, x: Tensor) -> Tensor:
+        """(…, N, F) -> (…, length, F): the rows, zeros where there is none."""
+        buf = x.new_zeros(*x.shape[:-2], self.length, x.shape[-1])
+        if self.count:
+            buf[..., self.at : self.at + self.count, :] = self._of(x)
+        return buf
+
+    def put(self, dst: Tensor, rows: Tensor, add: bool = False) -> None:
+        """Write (or add) rows (…, length, F) into dst (…, N, F) where they exist."""
+        if not self.count:
+            return
+        src = rows[..., self.at : self.at + self.count, :]
+        if add:
+            self._of(dst).add_(src)
+        else:
+            self._of(dst).copy_(src)
+
+    def _of(self, x: Tensor) -> Tensor:
+        end = self.first + (self.count - 1) * self.classes + 1
+        return x[..., self.first : end : self.classes, :]
+
+
+@dataclass
+class Extras:
+    """Keys beyond the band: each query's own (T, e) with which count (B, T, e), and keys
+    every query may see, ``shared`` (g,), with which count (B, T, g)."""
+
+    own: Tensor | None
+    own_ok: Tensor | None
+    shared: Tensor | None
+    shared_ok: Tensor | None
+
+    @property
+    def width(self) -> int:
+        return sum(0 if x is None else x.shape[-1] for x in (self.own, self.shared))
 
 
 def _dtype(x: Tensor) -> torch.dtype:
     return torch.promote_types(x.dtype, torch.float32)
 
 
-def _rows(x: Tensor, qi: Tensor, g: int) -> Tensor:
-    """(B, H, T, ·) -> (B, H_kv, C, n, G, bs, ·): the block rows at query indices qi."""
-    x = x.unflatten(1, (-1, g))[:, :, :, qi]  # (B, H_kv, G, C, n, bs, ·)
-    return x.permute(0, 1, 3, 4, 2, 5, 6)
+def _windows(keys: Tensor, band: Band) -> Tensor:
+    """(L, F) step key rows -> (n, wm, F): block i's window, a view of rows i·bs.."""
+    return keys.unfold(0, band.wm, band.bs).transpose(1, 2)
 
 
-def _put_rows(dst: Tensor, qi: Tensor, rows: Tensor) -> None:
-    """Add block rows (B, H_kv, C, n, G, bs, ·) into dst (B, H, T, ·) at query indices qi."""
-    g = rows.shape[4]
-    flat = rows.permute(0, 1, 4, 2, 3, 5, 6).flatten(3, 5)  # (B, H_kv, G, C·n·bs, ·)
-    dst.unflatten(1, (-1, g)).index_add_(3, qi.flatten(), flat.to(dst.dtype))
+def _blocks(x: Tensor, n: int) -> Tensor:
+    """(G, n·bs, F) -> (n, G·bs, F): each block's rows, a group's heads stacked."""
+    if x.shape[0] == 1:
+        return x.view(n, -1, x.shape[-1])
+    return x.unflatten(1, (n, -1)).transpose(0, 1).reshape(n, -1, x.shape[-1])
 
 
-def _scores(qb, k, kidx, ok, ex, ex_ok, scale):
-    """Masked scores of a step: the window's (B, H_kv, C, n, G, bs, W) and the extras'
-    (B, H_kv, C, n, G, bs, e) or None, with the keys they used (window, extras)."""
-    ct, (g, bs) = _dtype(qb), qb.shape[4:6]
-    kw = k[:, :, kidx].to(ct)  # (B, H_kv, C, n, W, D)
-    s = (qb.flatten(4, 5) @ kw.transpose(-1, -2)).unflatten(4, (g, bs)).mul_(scale)  # Eq. (2)
-    s = s.masked_fill_(~ok[:, None, :, :, None], float("-inf"))  # (B, H_kv, C, n, G, bs, W)
-    if ex is None:
-        return s, None, kw, None
-    kx = k[:, :, ex].to(ct)  # (B, H_kv, C, n, bs, e, D)
-    sx = torch.einsum("...gtd,...ted->...gte", qb, kx).mul_(scale)  # (B, H_kv, C, n, G, bs, e)
-    sx = sx.masked_fill_(~ex_ok[:, None, :, :, None], float("-inf"))
-    return s, sx, kw, kx
+def _unblocks(x: Tensor, g: int) -> Tensor:
+    """(n, G·bs, F) -> (G, n·bs, F)."""
+    return x.unflatten(1, (g, -1)).transpose(0, 1).reshape(g, -1, x.shape[-1])
 
 
-def _extras(ex, ex_ok, qi, real):
-    """A step's extras: (C, n, bs, e) key indices and (B, C, n, bs, e) which count."""
-    if ex is None:
-        return None, None
-    return ex[qi], ex_ok[:, qi] & real[..., None]
+class Step:
+    """One loop step for one (batch, key/value head): the query and key rows of n blocks of a
+    class, and the masked scores of its window, shared and own keys."""
+
+    def __init__(self, q, k, band: Band, ex: Extras, where, mask, kvalid):
+        c, b0, b1, bi, hk = where
+        g, n, ct = q.shape[1] // k.shape[1], b1 - b0, _dtype(q)
+        self.n, self.g, self.bi, self.hk = n, g, bi, hk
+        self.qr, self.kr = band.query_rows(c, b0, b1), band.key_rows(c, b0, b1)
+        self.qb = _blocks(self.qr.take(q[bi, hk * g : (hk + 1) * g]).to(ct), n)  # (n, G·bs, D)
+        self.kw = _windows(self.kr.take(k[bi, hk]).to(ct), band)  # (n, wm, D)
+        s = torch.bmm(self.qb, self.kw.transpose(1, 2)).mul_(band.scale)  # Eq. (2)
+        self.s = s.view(n, g, band.bs, -1).masked_fill_(~(mask & kvalid)[:, None], NEG_INF)
+        self.sg = self.sx = None
+        if ex.shared is not None:
+            self.kg = k[bi, hk, ex.shared].to(ct)  # (g', D)
+            sg = (self.qb @ self.kg.T).mul_(band.scale).view(n, g, band.bs, -1)
+            ok = self.qr.take(ex.shared_ok[bi]).view(n, 1, band.bs, -1)
+            self.sg = sg.masked_fill_(~ok, NEG_INF)
+        if ex.own is not None:
+            self.idx = self.qr.take(ex.own).view(n, band.bs, -1)  # (n, bs, e)
+            self.kx = _gather(k[bi, hk], self.idx).to(ct)  # (n, bs, e, D)
+            sx = torch.einsum("ngtd,nted->ngte", self.qb.view(n, g, band.bs, -1), self.kx)
+            ok = self.qr.take(ex.own_ok[bi]).view(n, 1, band.bs, -1)
+            self.sx = sx.mul_(band.scale).masked_fill_(~ok, NEG_INF)
+
+    def parts(self) -> list[Tensor]:
+        return [x for x in (self.s, self.sg, self.sx) if x is not None]
 
 
-def forward_blocks(q, k, v, key_mask, ex, ex_ok, band: Band, dropout_p: float = 0.0):
-    """Eq. (1)-(3) block by block: out (B, H, T, D_v) and lse (B, H_kv, C, nb, G, bs).
+def _gather(rows: Tensor, idx: Tensor) -> Tensor:
+    """rows[idx]: (N, F) at (…) long indices -> (…, F)."""
+    return rows.index_select(0, idx.flatten()).view(*idx.shape, rows.shape[-1])
+
+
+def _loop(q, k, key_mask, ex: Extras, band: Band):
+    """Every step's (class, blocks, batch, head) with its band mask and its keys' validity."""
+    b, h_kv = k.shape[:2]
+    g = q.shape[1] // h_kv
+    real = None if key_mask is None else key_mask[..., None]  # (B, S, 1)
+    for c, b0, b1 in band.steps(g, ex.width):
+        mask = band.mask(c, b0, b1, q.device)  # (n|1, bs, wm)
+        kr = band.key_rows(c, b0, b1)
+        inside = kr.take(torch.ones(band.s, 1, dtype=torch.bool, device=q.device))
+        for bi in range(b):
+            ok = inside if real is None else kr.take(real[bi])  # (L, 1)
+            kvalid = _windows(ok, band).squeeze(-1)[:, None, :]  # (n, 1, wm)
+            for hk in range(h_kv):
+                yield (c, b0, b1, bi, hk), mask, kvalid
+
+
+def forward_blocks(q, k, v, key_mask, ex: Extras, band: Band, dropout_p: float = 0.0):
+    """Eq. (1)-(3) block by block: out (B, H, T, D_v) and lse (B, H, T).
 
     Plain torch operations: under autograd this is the reference path (it keeps each step's
     weights for backward, O(T·W) memory), used when dropout is on; ``BandAttention`` runs it
-    without recording and recomputes in backward. ``ex`` (T, e) are extra key indices and
-    ``ex_ok`` (B, T, e) says which count (padding queries have none).
-    """
-    g, ct = q.shape[1] // k.shape[1], _dtype(q)
-    out = torch.zeros(*q.shape[:3], v.shape[-1], dtype=ct, device=q.device)  # (B, H, T, D_v)
-    lses, step = [], band.step(q.shape[0], q.shape[1], ex)
-    for i0 in range(0, band.nb, step):
-        i1 = min(band.nb, i0 + step)
-        qi, ki, real, ok = band.blocks(i0, i1, key_mask, q.device)
-        exi, exo = _extras(ex, ex_ok, qi, real)
-        qb = _rows(q, qi, g).to(ct)  # (B, H_kv, C, n, G, bs, D)
-        s, sx, _, _ = _scores(qb, k, ki, ok, exi, exo, band.scale)
-        m = s.detach().amax(dim=-1, keepdim=True)  # shift for stability (no gradient needed)
-        if sx is not None:
-            m = torch.maximum(m, sx.detach().amax(dim=-1, keepdim=True))
-        m = m.masked_fill(m == float("-inf"), 0.0)  # a row with nothing to see: keep 0
-        p = (s - m).exp()  # the window's and the extras' weights, normalised together
-        px = None if sx is None else (sx - m).exp()
-        z = p.sum(dim=-1, keepdim=True) + (0.0 if px is None else px.sum(dim=-1, keepdim=True))
+    without recording and recomputes in backward."""
+    ct = _dtype(q)
+    out = q.new_zeros(*q.shape[:3], v.shape[-1], dtype=ct)  # (B, H, T, D_v)
+    lse = q.new_zeros(*q.shape[:3], 1, dtype=ct)
+    for where, mask, kvalid in _loop(q, k, key_mask, ex, band):
+        st = Step(q, k, band, ex, where, mask, kvalid)
+        n, g, bi, hk = st.n, st.g, st.bi, st.hk
+        parts = st.parts()
+        mx = torch.stack([x.detach().amax(-1) for x in parts]).amax(0)[..., None]
+        mx = mx.masked_fill(mx == NEG_INF, 0.0)  # a row with nothing to see: keep 0
+        ps = [x.sub_(mx).exp_() for x in parts]  # every part's weights, normalised together
+        z = sum(p.sum(-1, keepdim=True) for p in ps)
         z = z.masked_fill(z == 0, 1.0)  # empty row: weights 0, output 0
-        p = p / z  # A_nm (Eq. 3)
-        lses.append((m + z.log()).squeeze(-1))
-        if dropout_p > 0.0:
-            p = F.dropout(p, dropout_p)
-        o = p.flatten(4, 5) @ v[:, :, ki].to(ct)  # (B, H_kv, C, n, G·bs, D_v)
-        o = o.unflatten(4, (g, band.bs))  # (B, H_kv, C, n, G, bs, D_v)
-        if px is not None:
-            px = px / z
-            if dropout_p > 0.0:
-                px = F.dropout(px, dropout_p)
-            o = o + torch.einsum("...gte,...tev->...gtv", px, v[:, :, exi].to(ct))
-        _put_rows(out, qi, o)  # z_n = Σ_m A_nm v_m
-    return out.to(v.dtype), torch.cat(lses, dim=3)
+        if dropout_p > 0.0:  # on A_nm = p / z (Eq. 3): the same as on p, then / z
+            ps = [F.dropout(p, dropout_p) for p in ps]
+        vw = _windows(st.kr.take(v[bi, hk]).to(ct), band)  # (n, wm, D_v)
+        o = torch.bmm(ps[0].view(n, -1, band.wm), vw)  # (n, G·bs, D_v)
+        i = 1
+        if st.sg is not None:
+            o = o + ps[i].view(n, g * band.bs, -1) @ v[bi, hk, ex.shared].to(ct)
+            i += 1
+        if st.sx is not None:
+            vx = _gather(v[bi, hk], st.idx).to(ct)  # (n, bs, e, D_v)
+            o = o + torch.einsum("ngte,ntev->ngtv", ps[i], vx).reshape(n, g * band.bs, -1)
+        o = o.view(n, g, band.bs, -1) / z  # z_n = Σ_m A_nm v_m
+        heads = slice(hk * g, (hk + 1) * g)
+        st.qr.put(out[bi, heads], _unblocks(o.flatten(1, 2), g))
+        st.qr.put(lse[bi, heads], _unblocks((mx + z.log()).flatten(1, 2), g))
+    return out.to(v.dtype), lse[..., 0]
 
 
 class BandAttention(torch.autograd.Function):
-    """Eq. (1) over a band, saving only q, k, v, the output and the row log-sum-exp."""
+    """Eq. (1) over a band (and the dense rows), saving only q, k, v, the output and the row
+    log-sum-exp."""
 
     @staticmethod
-    def forward(ctx, q, k, v, key_mask, ex, ex_ok, band):
-        out, lse = forward_blocks(q, k, v, key_mask, ex, ex_ok, band)
-        ctx.save_for_backward(q, k, v, out, lse, key_mask, ex, ex_ok)
+    def forward(ctx, q, k, v, key_mask, ex, ex_ok, shared, shared_ok, rows, rows_ok, band):
+        extras = Extras(ex, ex_ok, shared, shared_ok)
+        out, lse = forward_blocks(q, k, v, key_mask, extras, band)
+        if rows is not None:  # the dense rows replace what the band gave them
+            z, lse_rows = _rows_forward(q, k, v, rows, rows_ok, band.scale)
+            out.index_copy_(2, rows, z.to(out.dtype))
+            lse.index_copy_(2, rows, lse_rows[..., 0])
+        ctx.save_for_backward(q, k, v, out, lse, key_mask, ex, ex_ok, shared, shared_ok, rows,
+                              rows_ok)  # fmt: skip
         ctx.band = band
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        q, k, v, out, lse, key_mask, ex, ex_ok = ctx.saved_tensors
-        band = ctx.band
-        g, ct = q.shape[1] // k.shape[1], _dtype(q)
-        dq, dk, dv = (torch.zeros(x.shape, dtype=ct, device=x.device) for x in (q, k, v))
-        step = band.step(q.shape[0], q.shape[1], ex)
-        for i0 in range(0, band.nb, step):
-            i1 = min(band.nb, i0 + step)
-            qi, ki, real, ok = band.blocks(i0, i1, key_mask, q.device)
-            exi, exo = _extras(ex, ex_ok, qi, real)
-            qb = _rows(q, qi, g).to(ct)  # (B, H_kv, C, n, G, bs, D)
-            s, sx, kw, kx = _scores(qb, k, ki, ok, exi, exo, band.scale)
-            lse_i = lse[:, :, :, i0:i1, ..., None]
-            p = s.sub_(lse_i).exp_()  # A, recomputed: (…, G, bs, W)
-            do = _rows(dout, qi, g).to(ct)  # (B, H_kv, C, n, G, bs, D_v)
-            delta = (do * _rows(out, qi, g).to(ct)).sum(-1, keepdim=True)  # rowsum(dO ⊙ O)
-            vw = v[:, :, ki].to(ct)  # (B, H_kv, C, n, W, D_v)
-            dp = (do.flatten(4, 5) @ vw.transpose(-1, -2)).unflatten(4, (g, band.bs))
-            ds = dp.sub_(delta).mul_(p).mul_(band.scale)  # dL/d(q·k), the scale folded in
-            dsb, pb = ds.flatten(4, 5), p.flatten(4, 5)  # (…, G·bs, W)
-            dqb = (dsb @ kw).unflatten(4, (g, band.bs))  # (B, H_kv, C, n, G, bs, D)
-            flat = ki.flatten()  # (C·n·W,) key index of every window slot
-            dk.index_add_(2, flat, (dsb.transpose(-1, -2) @ qb.flatten(4, 5)).flatten(2, 4))
-            dv.index_add_(2, flat, (pb.transpose(-1, -2) @ do.flatten(4, 5)).flatten(2, 4))
-            if sx is not None:
-                px = sx.sub_(lse_i).exp_()  # (…, G, bs, e)
-                vx = v[:, :, exi].to(ct)  # (B, H_kv, C, n, bs, e, D_v)
-                dsx = torch.einsum("...gtv,...tev->...gte", do, vx)
-                dsx = dsx.sub_(delta).mul_(px).mul_(band.scale)
-                flat = exi.flatten()
-                dqb = dqb + torch.einsum("...gte,...ted->...gtd", dsx, kx)
-                dkx = torch.einsum("...gte,...gtd->...ted", dsx, qb)  # (…, bs, e, D)
-                dk.index_add_(2, flat, dkx.flatten(2, 5))
-                dv.index_add_(2, flat, torch.einsum("...gte,...gtv->...tev", px, do).flatten(2, 5))
-            _put_rows(dq, qi, dqb)
-        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None, None
+        q, k, v, out, lse, key_mask, ex, ex_ok, shared, shared_ok, rows, rows_ok = ctx.saved_tensors
+        extras = Extras(ex, ex_ok, shared, shared_ok)
+        dq, dk, dv = _backward(q, k, v, out, lse, dout, key_mask, extras, ctx.band, rows)
+        if rows is not None:
+            _rows_backward(q, k, v, out, lse, dout, rows, rows_ok, ctx.band.scale, dq, dk, dv)
+        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), *(None,) * 8
+
+
+def _expand_kv(x: Tensor, h: int) -> Tensor:
+    """(B, H_kv, S, F) -> (B, H, S, F): each key/value head for its group of query heads."""
+    return x if x.shape[1] == h else x.repeat_interleave(h // x.shape[1], 1)
+
+
+def _rows_forward(q, k, v, rows, rows_ok, scale):
+    """The dense rows (global queries): z (B, H, g, D_v) and lse (B, H, g) over all S keys."""
+    ct = _dtype(q)
+    kk, vv = (_expand_kv(x, q.shape[1]).to(ct) for x in (k, v))
+    a = (q[:, :, rows].to(ct) @ kk.transpose(-1, -2)) * scale  # (B, H, g, S): Eq. (2)
+    a = a.masked_fill_(~rows_ok[:, None], NEG_INF)
+    mx = a.amax(-1, keepdim=True)
+    mx = mx.masked_fill(mx == NEG_INF, 0.0)
+    p = a.sub_(mx).exp_()
+    z = p.sum(-1, keepdim=True)
+    z = z.masked_fill(z == 0, 1.0)  # a row with no key: zeros, not 0/0
+    return (p @ vv) / z, mx + z.log()
+
+
+def _rows_backward(q, k, v, out, lse, dout, rows, rows_ok, scale, dq, dk, dv):
+    """Add the dense rows' gradients into dq, dk, dv (the band gave these rows nothing)."""
+    ct, h, h_kv = _dtype(q), q.shape[1], k.shape[1]
+    kk, vv = (_expand_kv(x, h).to(ct) for x in (k, v))
+    qr, do = q[:, :, rows].to(ct), dout[:, :, rows].to(ct)  # (B, H, g, ·)
+    a = (qr @ kk.transpose(-1, -2)) * scale
+    p = a.masked_fill_(~rows_ok[:, None], NEG_INF).sub_(lse[:, :, rows, None]).exp_()
+    delta = (do * out[:, :, rows].to(ct)).sum(-1, keepdim=True)
+    ds = (do @ vv.transpose(-1, -2)).sub_(delta).mul_(p).mul_(scale)
+    dq.index_copy_(2, rows, ds @ kk)
+    dk += (ds.transpose(-1, -2) @ qr).unflatten(1, (h_kv, -1)).sum(2)
+    dv += (p.transpose(-1, -2) @ do).unflatten(1, (h_kv, -1)).sum(2)
+
+
+def _outer(a: Tensor, x: Tensor) -> Tensor:
+    """Σ_g a[n, g, t, e] x[n, g, t, :] -> (n, bs, e, F): each own key's share of the rows."""
+    if a.shape[1] == 1:  # one query head per key head: a plain outer product
+        return a[:, 0, :, :, None] * x[:, 0, :, None, :]
+    return torch.einsum("ngte,ngtf->ntef", a, x)
+
+
+def _grad_scores(s, vals, do, lse, delta, scale):
+    """P (recomputed, in place of the scores s) and dS = P ⊙ (dP − delta) · scale, where
+    dP = dO · valsᵀ."""
+    p = s.sub_(lse).exp_()
+    dp = (do @ vals.transpose(-1, -2)).view_as(p)
+    return p, dp.sub_(delta).mul_(p).mul_(scale)
+
+
+def _backward(q, k, v, out, lse, dout, key_mask, ex: Extras, band: Band, rows=None):
+    """dq, dk, dv of the band by recomputing each step's weights from the log-sum-exp; the
+    dense ``rows`` get nothing (their output is not the band's)."""
+    ct, bs = _dtype(q), band.bs
+    dq = torch.empty(q.shape, dtype=ct, device=q.device)  # every query row is in one step
+    dk = torch.zeros(k.shape, dtype=ct, device=k.device)
+    dv = torch.zeros(v.shape, dtype=ct, device=v.device)
+    delta = (dout.to(ct) * out.to(ct)).sum(-1, keepdim=True)  # (B, H, T, 1): rowsum(dO ⊙ O)
+    lse = lse[..., None]
+    keep = None
+    if rows is not None:  # no gradient into the band from the dense rows: dO and delta 0
+        keep = torch.ones(1, q.shape[2], 1, dtype=ct, device=q.device).index_fill_(1, rows, 0)
+        delta.index_fill_(2, rows, 0.0)
+    for where, mask, kvalid in _loop(q, k, key_mask, ex, band):
+        st = Step(q, k, band, ex, where, mask, kvalid)
+        n, g, bi, hk = st.n, st.g, st.bi, st.hk
+        heads = slice(hk * g, (hk + 1) * g)
+        do = _blocks(st.qr.take(dout[bi, heads]).to(ct), n)  # (n, G·bs, D_v)
+        if keep is not None:
+            do *= _blocks(st.qr.take(keep.expand(g, -1, -1)), n)
+        lse_i = _blocks(st.qr.take(lse[bi, heads]), n).view(n, g, bs, 1)
+        d_i = _blocks(st.qr.take(delta[bi, heads]), n).view(n, g, bs, 1)
+        grads = (do, lse_i, d_i, band.scale)
+        vw = _windows(st.kr.take(v[bi, hk]).to(ct), band)  # (n, wm, D_v)
+        p, ds = _grad_scores(st.s, vw, *grads)  # (n, G, bs, wm)
+        dsb, pb = ds.view(n, g * bs, -1), p.view(n, g * bs, -1)
+        dqb = torch.bmm(dsb, st.kw)  # (n, G·bs, D)
+        dkw = torch.bmm(dsb.transpose(1, 2), st.qb)  # (n, wm, D): every window slot's dk
+        dvw = torch.bmm(pb.transpose(1, 2), do)
+        dks = dkw.new_zeros(st.kr.length, dkw.shape[-1])
+        dvs = dvw.new_zeros(st.kr.length, dvw.shape[-1])
+        for c in range(band.m):  # overlapping windows: slot block c of block i is key block i + c
+            dks[c * bs : (c + n) * bs].view(n, bs, -1).add_(dkw[:, c * bs : (c + 1) * bs])
+            dvs[c * bs : (c + n) * bs].view(n, bs, -1).add_(dvw[:, c * bs : (c + 1) * bs])
+        st.kr.put(dk[bi, hk], dks, add=True)
+        st.kr.put(dv[bi, hk], dvs, add=True)
+        if st.sg is not None:
+            vg = v[bi, hk, ex.shared].to(ct)  # (g', D_v)
+            pg, dsg = _grad_scores(st.sg, vg, *grads)  # (n, G, bs, g')
+            dsg, pg = dsg.reshape(-1, dsg.shape[-1]), pg.reshape(-1, pg.shape[-1])
+            dqb += (dsg @ st.kg).view_as(dqb)
+            dk[bi, hk].index_add_(0, ex.shared, dsg.T @ st.qb.reshape(-1, st.qb.shape[-1]))
+            dv[bi, hk].index_add_(0, ex.shared, pg.T @ do.reshape(-1, do.shape[-1]))
+        if st.sx is not None:
+            vx = _gather(v[bi, hk], st.idx).to(ct)  # (n, bs, e, D_v)
+            px = st.sx.sub_(lse_i).exp_()  # (n, G, bs, e)
+            do4, qb4 = do.view(n, g, bs, -1), st.qb.view(n, g, bs, -1)
+            dsx = torch.einsum("ngtv,ntev->ngte", do4, vx).sub_(d_i).mul_(px).mul_(band.scale)
+            dqb += torch.einsum("ngte,nted->ngtd", dsx, st.kx).reshape(n, g * bs, -1)
+            flat = st.idx.flatten()
+            dk[bi, hk].index_add_(0, flat, _outer(dsx, qb4).flatten(0, 2))
+            dv[bi, hk].index_add_(0, flat, _outer(px, do4).flatten(0, 2))
+        st.qr.put(dq[bi, heads], _unblocks(dqb, g))
+    return dq, dk, dv

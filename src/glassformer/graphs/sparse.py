@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .band import Band, BandAttention, forward_blocks
+from .band import Band, BandAttention, Extras, forward_blocks
 from .messages import edge_attention
 
 __all__ = ["edge_attention", "local_attention"]
@@ -85,24 +85,26 @@ def local_attention(
         return q.new_zeros(b, h, 0, v.shape[-1])
     d = dilation
     scale = q.shape[-1] ** -0.5 if scale is None else scale
-    # Rows: relative position x = j - k0 is row x // d of class x % d, so that a dilated band
-    # is a contiguous band of rows; query n sits at x = (q0 - k0) + n.
-    n_rows = -(-(t + (q0 - k0) % d) // d)  # query rows per class
-    bf, af = before // d, after // d
+    bf, af = before // d, after // d  # the band in rows of each dilation class
     bs = block if block is not None else _default_block(bf + af)
     in_band = None if band_full else allows  # the predicate tested on each band candidate
-    band = Band(bf, af, bs, -(-n_rows // bs), d, q0 - k0, k0, t, s, in_band, scale)
-    ex = ex_ok = None
+    band = Band(bf, af, bs, d, q0 - k0, k0, t, s, in_band, scale)
+    ex = ex_ok = shared = shared_ok = None
     if extras is not None:
         real = torch.ones(b, s, dtype=torch.bool, device=q.device) if key_mask is None else key_mask
         ex, ex_ok = _extras(extras, q0, k0, before, after, d, allows, real)  # (T, e), (B, T, e)
-    if dropout_p > 0.0:
-        out, _ = forward_blocks(q, k, v, key_mask, ex, ex_ok, band, dropout_p)
-    else:
-        out = BandAttention.apply(q, k, v, key_mask, ex, ex_ok, band)  # (B, H, T, D_v)
-    if rows is None or rows.numel() == 0:
+        ex, ex_ok, shared, shared_ok = _split_shared(ex, ex_ok)
+    rows = None if rows is None or rows.numel() == 0 else rows
+    rows_ok = None if rows is None else _rows_mask(rows, q0, k0, s, allows, key_mask)  # (B|1, g, S)
+    if dropout_p == 0.0:
+        return BandAttention.apply(
+            q, k, v, key_mask, ex, ex_ok, shared, shared_ok, rows, rows_ok, band
+        )  # (B, H, T, D_v)
+    extra = Extras(ex, ex_ok, shared, shared_ok)
+    out, _ = forward_blocks(q, k, v, key_mask, extra, band, dropout_p)
+    if rows is None:
         return out
-    z = _dense_rows(q, k, v, rows, q0, k0, allows, key_mask, dropout_p, scale)
+    z = _dense_rows(q, k, v, rows, rows_ok, dropout_p, scale)
     return out.index_copy(2, rows, z)
 
 
@@ -122,24 +124,46 @@ def _extras(extras, q0, k0, before, after, d, allows, real):
     return ex, ok[None] & real[:, ex]
 
 
-def _dense_rows(q, k, v, rows, q0, k0, allows, key_mask, dropout_p, scale):
-    """z (B, H, g, D_v) of the dense rows: masked attention over all S keys."""
+def _split_shared(ex, ok):
+    """Split the extra keys into those every query lists (global columns: (g,) and
+    (B, T, g), run as one block of keys) and each query's own (T, e') and (B, T, e'), the
+    columns that count first and the empty ones dropped."""
+    first = ex[0].unique()  # a key every query lists is in the first query's list
+    hit = ex[:, :, None] == first  # (T, e, g)
+    everywhere = hit.any(1).all(0)  # (g,): listed by every query
+    shared = first[everywhere]
+    hit = hit[:, :, everywhere]
+    shared_ok = (ok[..., None] & hit).any(2)  # (B, T, g)
+    ok = ok & ~hit.any(2)
+    order = (~ok.any(0)).to(torch.uint8).argsort(dim=1, stable=True)  # counting columns first
+    keep = int(ok.any(0).sum(1).max())
+    ex, ok = ex.gather(1, order)[:, :keep], ok.gather(2, order.expand_as(ok))[:, :, :keep]
+    if not keep:
+        ex = ok = None
+    if not shared.numel():
+        shared = shared_ok = None
+    return ex, ok, shared, shared_ok
+
+
+def _rows_mask(rows, q0, k0, s, allows, key_mask):
+    """(B|1, g, S) bool: the keys each dense row (a global token's query) may attend."""
     i = q0 + rows[:, None]  # (g, 1)
-    j = k0 + torch.arange(k.shape[2], device=k.device)  # (S,)
-    mask = None if key_mask is None else key_mask[:, None, None, :]  # (B, 1, 1, S)
+    j = k0 + torch.arange(s, device=rows.device)  # (S,)
+    ok = torch.ones(1, rows.numel(), s, dtype=torch.bool, device=rows.device)
     if allows is not None:
-        allowed = allows(i, j)  # (g, S)
-        mask = allowed if mask is None else mask & allowed
+        ok = ok & allows(i, j)
+    return ok if key_mask is None else ok & key_mask[:, None, :]
+
+
+def _dense_rows(q, k, v, rows, rows_ok, dropout_p, scale):
+    """z (B, H, g, D_v) of the dense rows with dropout: masked attention over all S keys."""
     g = q.shape[1] // k.shape[1]  # query heads per key/value head
     k, v = (k, v) if g == 1 else (k.repeat_interleave(g, 1), v.repeat_interleave(g, 1))
     a = (q[:, :, rows] @ k.transpose(-2, -1)) * scale  # (B, H, g, S): Eq. (2)
-    if mask is not None:
-        a = a.masked_fill(~mask, float("-inf"))
+    a = a.masked_fill(~rows_ok[:, None], float("-inf"))
     dead = a.isneginf().all(-1, keepdim=True)  # a row with no key: zeros, not 0/0
     w = a.masked_fill(dead, 0.0).softmax(-1).masked_fill(dead, 0.0)  # (B, H, g, S): Eq. (3)
-    if dropout_p > 0.0:
-        w = F.dropout(w, dropout_p)
-    return w @ v  # (B, H, g, D_v)
+    return F.dropout(w, dropout_p) @ v  # (B, H, g, D_v)
 
 
 def _default_block(width: int) -> int:
