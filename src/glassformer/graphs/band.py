@@ -35,6 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .dense_rows import rows_backward, rows_forward
+
 # Scores computed per loop step (elements); bounds the working memory of one step.
 SCORE_BUDGET = 1 << 20
 NEG_INF = float("-inf")
@@ -292,7 +294,7 @@ class BandAttention(torch.autograd.Function):
         extras = Extras(ex, ex_ok, shared, shared_ok)
         out, lse = forward_blocks(q, k, v, key_mask, extras, band)
         if rows is not None:  # the dense rows replace what the band gave them
-            z, lse_rows = _rows_forward(q, k, v, rows, rows_ok, band.scale)
+            z, lse_rows = rows_forward(q, k, v, rows, rows_ok, band.scale)
             out.index_copy_(2, rows, z.to(out.dtype))
             lse.index_copy_(2, rows, lse_rows[..., 0])
         ctx.save_for_backward(q, k, v, out, lse, key_mask, ex, ex_ok, shared, shared_ok, rows,
@@ -306,41 +308,8 @@ class BandAttention(torch.autograd.Function):
         extras = Extras(ex, ex_ok, shared, shared_ok)
         dq, dk, dv = _backward(q, k, v, out, lse, dout, key_mask, extras, ctx.band, rows)
         if rows is not None:
-            _rows_backward(q, k, v, out, lse, dout, rows, rows_ok, ctx.band.scale, dq, dk, dv)
+            rows_backward(q, k, v, out, lse, dout, rows, rows_ok, ctx.band.scale, dq, dk, dv)
         return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), *(None,) * 8
-
-
-def _expand_kv(x: Tensor, h: int) -> Tensor:
-    """(B, H_kv, S, F) -> (B, H, S, F): each key/value head for its group of query heads."""
-    return x if x.shape[1] == h else x.repeat_interleave(h // x.shape[1], 1)
-
-
-def _rows_forward(q, k, v, rows, rows_ok, scale):
-    """The dense rows (global queries): z (B, H, g, D_v) and lse (B, H, g) over all S keys."""
-    ct = _dtype(q)
-    kk, vv = (_expand_kv(x, q.shape[1]).to(ct) for x in (k, v))
-    a = (q[:, :, rows].to(ct) @ kk.transpose(-1, -2)) * scale  # (B, H, g, S): Eq. (2)
-    a = a.masked_fill_(~rows_ok[:, None], NEG_INF)
-    mx = a.amax(-1, keepdim=True)
-    mx = mx.masked_fill(mx == NEG_INF, 0.0)
-    p = a.sub_(mx).exp_()
-    z = p.sum(-1, keepdim=True)
-    z = z.masked_fill(z == 0, 1.0)  # a row with no key: zeros, not 0/0
-    return (p @ vv) / z, mx + z.log()
-
-
-def _rows_backward(q, k, v, out, lse, dout, rows, rows_ok, scale, dq, dk, dv):
-    """Add the dense rows' gradients into dq, dk, dv (the band gave these rows nothing)."""
-    ct, h, h_kv = _dtype(q), q.shape[1], k.shape[1]
-    kk, vv = (_expand_kv(x, h).to(ct) for x in (k, v))
-    qr, do = q[:, :, rows].to(ct), dout[:, :, rows].to(ct)  # (B, H, g, ·)
-    a = (qr @ kk.transpose(-1, -2)) * scale
-    p = a.masked_fill_(~rows_ok[:, None], NEG_INF).sub_(lse[:, :, rows, None]).exp_()
-    delta = (do * out[:, :, rows].to(ct)).sum(-1, keepdim=True)
-    ds = (do @ vv.transpose(-1, -2)).sub_(delta).mul_(p).mul_(scale)
-    dq.index_copy_(2, rows, ds @ kk)
-    dk += (ds.transpose(-1, -2) @ qr).unflatten(1, (h_kv, -1)).sum(2)
-    dv += (p.transpose(-1, -2) @ do).unflatten(1, (h_kv, -1)).sum(2)
 
 
 def _outer(a: Tensor, x: Tensor) -> Tensor:
