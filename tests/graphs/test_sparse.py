@@ -4,7 +4,7 @@ gradients; the band keeps O(T) tensors for backward."""
 import pytest
 import torch
 
-from glassformer.graphs.sparse import edge_attention, local_attention
+from glassformer.graphs.sparse import _split_shared, edge_attention, local_attention
 from glassformer.nn.scaled_dot_product import attention
 
 
@@ -83,6 +83,15 @@ CASES = {
         rows=GLOBAL,
         block=4,
     ),
+    "shared_and_own_extras": dict(
+        before=4,
+        after=4,
+        dilation=2,
+        extras=torch.cat([GLOBAL.expand(19, 2), EXTRAS], dim=1),
+        key_mask=KEY_MASK,
+        rows=GLOBAL,
+        block=3,
+    ),
     "t_below_block": dict(before=2, after=2, block=64),
     "one_block_size_1": dict(before=2, after=1, block=1),
     "empty_rows": dict(before=3, after=3, allows=lambda i, j: (i % 4 != 1) & (j != 6), block=4),
@@ -97,6 +106,26 @@ def test_band_equals_dense_masked_attention(case):
 @pytest.mark.parametrize("h, h_kv", [(4, 4), (4, 2), (4, 1)])
 def test_grouped_query_heads(h, h_kv):
     assert_matches_dense(*qkv(h=h, h_kv=h_kv), before=3, after=2, extras=EXTRAS, block=4)
+
+
+@pytest.mark.parametrize("h, h_kv", [(4, 2), (4, 1)])
+def test_grouped_query_heads_with_shared_and_own_keys(h, h_kv):
+    extras = torch.cat([GLOBAL.expand(19, 2), EXTRAS], dim=1)
+    assert_matches_dense(*qkv(h=h, h_kv=h_kv), before=3, after=0, extras=extras, block=4)
+
+
+def test_keys_every_query_lists_are_split_from_each_query_s_own():
+    """Global columns run as one shared block of keys; the rest stay per query, the columns
+    that count first."""
+    ex = torch.cat([GLOBAL.expand(19, 2), EXTRAS.clamp(min=0)], dim=1)  # (19, 6)
+    ok = torch.ones(2, 19, 6, dtype=torch.bool)
+    ok[:, :, 2:] = EXTRAS >= 0
+    own, own_ok, shared, shared_ok = _split_shared(ex, ok)
+    assert shared.tolist() == [0, 7] and shared_ok.all()
+    assert own.shape == (19, 3) and own_ok.shape == (2, 19, 3)  # rows list at most 3 keys
+    for n in range(19):
+        kept = sorted(own[n][own_ok[0, n]].tolist())
+        assert kept == sorted(m for m in EXTRAS[n].tolist() if m >= 0 and m not in (0, 7))
 
 
 @pytest.mark.parametrize("t", [1, 3])
