@@ -4,14 +4,10 @@ forward and backward, for ``glassformer.graphs.band.BandAttention``."""
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor
 
-NEG_INF = float("-inf")
-
-
-def _dtype(x: Tensor) -> torch.dtype:
-    return torch.promote_types(x.dtype, torch.float32)
+from .band_geometry import NEG_INF
+from .band_geometry import compute_dtype as _dtype
 
 
 def _expand_kv(x: Tensor, h: int) -> Tensor:

@@ -22,7 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .band import Band, BandAttention, Extras, forward_blocks
+from .band import BandAttention, forward_blocks
+from .band_geometry import Band, Extras
 from .messages import edge_attention
 
 __all__ = ["edge_attention", "local_attention"]
