@@ -59,6 +59,8 @@ KEY_MASK = torch.ones(2, 19, dtype=torch.bool)
 KEY_MASK[1, 13:] = False  # the second sequence has 13 real keys
 EXTRAS = torch.tensor([[-1, 3, 17, 3], [0, 1, 2, -1]] * 9 + [[18, 5, -1, -1]])  # (19, 4)
 GLOBAL = torch.tensor([0, 7])
+EARLY_PADDING = torch.ones(2, 19, dtype=torch.bool)
+EARLY_PADDING[0, :10] = False  # sequence 0: queries 0..9 find only padding in their band
 
 CASES = {
     "window": dict(before=3, after=3),
@@ -91,6 +93,9 @@ CASES = {
         key_mask=KEY_MASK,
         rows=GLOBAL,
         block=3,
+    ),
+    "empty_band_with_extras": dict(
+        before=2, after=0, key_mask=EARLY_PADDING, extras=EXTRAS, rows=GLOBAL, block=4
     ),
     "t_below_block": dict(before=2, after=2, block=64),
     "one_block_size_1": dict(before=2, after=1, block=1),
@@ -184,6 +189,19 @@ def test_dropout_drops_weights_and_follows_the_seed():
     torch.testing.assert_close(a, b, atol=0, rtol=0)
     assert not torch.allclose(a, clean)
     assert all(g.isfinite().all() for g in grads(a, (q, k, v)))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_dropout_path_equals_dense_masked_attention(case):
+    """With dropout the blocks, the extra keys and the dense rows run in plain autograd; at
+    p = 1e-12 no weight is dropped (in practice) and the scale 1/(1 − p) is 1 within 1e-12."""
+    q, k, v = qkv()
+    kw = CASES[case]
+    out = local_attention(q, k, v, dropout_p=1e-12, **kw)
+    ref, _ = attention(q, k, v, dense_mask(19, 19, **kw))
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-8)
+    for got, want in zip(grads(out, (q, k, v)), grads(ref, (q, k, v)), strict=True):
+        torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-8)
 
 
 def test_backward_saves_order_t_not_t_times_window():

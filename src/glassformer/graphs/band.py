@@ -1,10 +1,11 @@
 """The banded attention kernel behind ``local_attention``: Eq. (1) block by block.
 
 Queries are cut into blocks of ``bs`` rows; a block sees one window of ``wm`` keys (its band,
-rounded up to whole blocks), plus a few keys every query may see (global columns, "shared") and
-a few keys of each query's own (random keys). Inside a window the scores, the masked softmax
-(Eq. 3) and the weighted sum are those of Eq. (1)-(3) of the notes restricted to the allowed
-keys; nothing of size T×S is formed.
+rounded up to whole blocks). Inside a window the scores, the masked softmax (Eq. 3) and the
+weighted sum are those of Eq. (1)-(3) of the notes restricted to the allowed keys; nothing of
+size T×S is formed. Keys beyond the band (global columns, random keys) join through the
+log-sum-exp (``glassformer.graphs.extra_keys``), and the dense rows (global queries) replace
+their band rows (``glassformer.graphs.dense_rows``), inside the same autograd Function.
 
 A loop step takes n consecutive blocks of one (batch, key/value head, dilation class): it copies
 their query rows and the (n + m − 1)·bs key rows their windows reach into small buffers, and the
@@ -23,7 +24,7 @@ that a dilated band is a contiguous band of rows within each class. Per step, sh
 
     q blocks  (n, G·bs, D)     G = H / H_kv query heads share a key/value head
     windows   (n, wm, D)       views into the step's key rows
-    scores    (n, G, bs, wm), shared keys' (n, G, bs, g), own keys' (n, G, bs, e)
+    scores    (n, G, bs, wm)
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .band_geometry import NEG_INF, Band, Extras
+from .band_geometry import NEG_INF, Band
 from .band_geometry import compute_dtype as _dtype
 from .dense_rows import rows_backward, rows_forward
+from .extra_keys import Extras, merge, merge_backward
 
 
 def _windows(keys: Tensor, band: Band) -> Tensor:
@@ -56,9 +58,9 @@ def _unblocks(x: Tensor, g: int) -> Tensor:
 
 class Step:
     """One loop step for one (batch, key/value head): the query and key rows of n blocks of a
-    class, and the masked scores of its window, shared and own keys."""
+    class, and the masked scores of their windows."""
 
-    def __init__(self, q, k, band: Band, ex: Extras, where, mask, kvalid):
+    def __init__(self, q, k, band: Band, where, mask, kvalid):
         c, b0, b1, bi, hk = where
         g, n, ct = q.shape[1] // k.shape[1], b1 - b0, _dtype(q)
         self.n, self.g, self.bi, self.hk = n, g, bi, hk
@@ -67,34 +69,14 @@ class Step:
         self.kw = _windows(self.kr.take(k[bi, hk]).to(ct), band)  # (n, wm, D)
         s = torch.bmm(self.qb, self.kw.transpose(1, 2)).mul_(band.scale)  # Eq. (2)
         self.s = s.view(n, g, band.bs, -1).masked_fill_(~(mask & kvalid)[:, None], NEG_INF)
-        self.sg = self.sx = None
-        if ex.shared is not None:
-            self.kg = k[bi, hk, ex.shared].to(ct)  # (g', D)
-            sg = (self.qb @ self.kg.T).mul_(band.scale).view(n, g, band.bs, -1)
-            ok = self.qr.take(ex.shared_ok[bi]).view(n, 1, band.bs, -1)
-            self.sg = sg.masked_fill_(~ok, NEG_INF)
-        if ex.own is not None:
-            self.idx = self.qr.take(ex.own).view(n, band.bs, -1)  # (n, bs, e)
-            self.kx = _gather(k[bi, hk], self.idx).to(ct)  # (n, bs, e, D)
-            sx = torch.einsum("ngtd,nted->ngte", self.qb.view(n, g, band.bs, -1), self.kx)
-            ok = self.qr.take(ex.own_ok[bi]).view(n, 1, band.bs, -1)
-            self.sx = sx.mul_(band.scale).masked_fill_(~ok, NEG_INF)
-
-    def parts(self) -> list[Tensor]:
-        return [x for x in (self.s, self.sg, self.sx) if x is not None]
 
 
-def _gather(rows: Tensor, idx: Tensor) -> Tensor:
-    """rows[idx]: (N, F) at (…) long indices -> (…, F)."""
-    return rows.index_select(0, idx.flatten()).view(*idx.shape, rows.shape[-1])
-
-
-def _loop(q, k, key_mask, ex: Extras, band: Band):
+def _loop(q, k, key_mask, band: Band):
     """Every step's (class, blocks, batch, head) with its band mask and its keys' validity."""
     b, h_kv = k.shape[:2]
     g = q.shape[1] // h_kv
     real = None if key_mask is None else key_mask[..., None]  # (B, S, 1)
-    for c, b0, b1 in band.steps(g, ex.width):
+    for c, b0, b1 in band.steps(g):
         mask = band.mask(c, b0, b1, q.device)  # (n|1, bs, wm)
         kr = band.key_rows(c, b0, b1)
         inside = kr.take(torch.ones(band.s, 1, dtype=torch.bool, device=q.device))
@@ -105,8 +87,9 @@ def _loop(q, k, key_mask, ex: Extras, band: Band):
                 yield (c, b0, b1, bi, hk), mask, kvalid
 
 
-def forward_blocks(q, k, v, key_mask, ex: Extras, band: Band, dropout_p: float = 0.0):
-    """Eq. (1)-(3) block by block: out (B, H, T, D_v) and lse (B, H, T).
+def forward_blocks(q, k, v, key_mask, band: Band, dropout_p: float = 0.0):
+    """Eq. (1)-(3) over the band, block by block: out (B, H, T, D_v) and lse (B, H, T), in the
+    computing dtype; a row with no key gets zeros and lse −inf.
 
     Plain torch operations: under autograd this is the reference path (it keeps each step's
     weights for backward, O(T·W) memory), used when dropout is on; ``BandAttention`` runs it
@@ -114,45 +97,41 @@ def forward_blocks(q, k, v, key_mask, ex: Extras, band: Band, dropout_p: float =
     ct = _dtype(q)
     out = q.new_zeros(*q.shape[:3], v.shape[-1], dtype=ct)  # (B, H, T, D_v)
     lse = q.new_zeros(*q.shape[:3], 1, dtype=ct)
-    for where, mask, kvalid in _loop(q, k, key_mask, ex, band):
-        st = Step(q, k, band, ex, where, mask, kvalid)
+    for where, mask, kvalid in _loop(q, k, key_mask, band):
+        st = Step(q, k, band, where, mask, kvalid)
         n, g, bi, hk = st.n, st.g, st.bi, st.hk
-        parts = st.parts()
-        mx = torch.stack([x.detach().amax(-1) for x in parts]).amax(0)[..., None]
+        mx = st.s.detach().amax(-1, keepdim=True)
         mx = mx.masked_fill(mx == NEG_INF, 0.0)  # a row with nothing to see: keep 0
-        ps = [x.sub_(mx).exp_() for x in parts]  # every part's weights, normalised together
-        z = sum(p.sum(-1, keepdim=True) for p in ps)
+        p = st.s.sub_(mx).exp_()  # (n, G, bs, wm)
+        z = p.sum(-1, keepdim=True)
+        ell = mx + z.log()  # −inf for an empty row
         z = z.masked_fill(z == 0, 1.0)  # empty row: weights 0, output 0
         if dropout_p > 0.0:  # on A_nm = p / z (Eq. 3): the same as on p, then / z
-            ps = [F.dropout(p, dropout_p) for p in ps]
+            p = F.dropout(p, dropout_p)
         vw = _windows(st.kr.take(v[bi, hk]).to(ct), band)  # (n, wm, D_v)
-        o = torch.bmm(ps[0].view(n, -1, band.wm), vw)  # (n, G·bs, D_v)
-        i = 1
-        if st.sg is not None:
-            o = o + ps[i].view(n, g * band.bs, -1) @ v[bi, hk, ex.shared].to(ct)
-            i += 1
-        if st.sx is not None:
-            vx = _gather(v[bi, hk], st.idx).to(ct)  # (n, bs, e, D_v)
-            o = o + torch.einsum("ngte,ntev->ngtv", ps[i], vx).reshape(n, g * band.bs, -1)
-        o = o.view(n, g, band.bs, -1) / z  # z_n = Σ_m A_nm v_m
+        o = torch.bmm(p.view(n, -1, band.wm), vw).view(n, g, band.bs, -1) / z  # z_n = Σ A v
         heads = slice(hk * g, (hk + 1) * g)
         st.qr.put(out[bi, heads], _unblocks(o.flatten(1, 2), g))
-        st.qr.put(lse[bi, heads], _unblocks((mx + z.log()).flatten(1, 2), g))
-    return out.to(v.dtype), lse[..., 0]
+        st.qr.put(lse[bi, heads], _unblocks(ell.flatten(1, 2), g))
+    return out, lse[..., 0]
 
 
 class BandAttention(torch.autograd.Function):
-    """Eq. (1) over a band (and the dense rows), saving only q, k, v, the output and the row
-    log-sum-exp."""
+    """Eq. (1) over a band, the extra keys and the dense rows, saving only q, k, v, the output
+    and the row log-sum-exp."""
 
     @staticmethod
     def forward(ctx, q, k, v, key_mask, ex, ex_ok, shared, shared_ok, rows, rows_ok, band):
         extras = Extras(ex, ex_ok, shared, shared_ok)
-        out, lse = forward_blocks(q, k, v, key_mask, extras, band)
+        out, lse = forward_blocks(q, k, v, key_mask, band)
+        if ex is not None or shared is not None:
+            merge(q, k, v, out, lse, extras, band.scale)
+        lse.masked_fill_(lse == NEG_INF, 0.0)  # empty rows: backward's P = e^{−inf − 0} = 0
         if rows is not None:  # the dense rows replace what the band gave them
             z, lse_rows = rows_forward(q, k, v, rows, rows_ok, band.scale)
-            out.index_copy_(2, rows, z.to(out.dtype))
-            lse.index_copy_(2, rows, lse_rows[..., 0])
+            out.index_copy_(2, rows, z)
+            lse.index_copy_(2, rows, lse_rows)
+        out = out.to(v.dtype)
         ctx.save_for_backward(q, k, v, out, lse, key_mask, ex, ex_ok, shared, shared_ok, rows,
                               rows_ok)  # fmt: skip
         ctx.band = band
@@ -161,18 +140,14 @@ class BandAttention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout):
         q, k, v, out, lse, key_mask, ex, ex_ok, shared, shared_ok, rows, rows_ok = ctx.saved_tensors
-        extras = Extras(ex, ex_ok, shared, shared_ok)
-        dq, dk, dv = _backward(q, k, v, out, lse, dout, key_mask, extras, ctx.band, rows)
+        band = ctx.band
+        dq, dk, dv, delta = _backward(q, k, v, out, lse, dout, key_mask, band, rows)
+        if ex is not None or shared is not None:
+            extras = Extras(ex, ex_ok, shared, shared_ok)
+            merge_backward(q, k, v, dout, lse, delta, extras, band.scale, rows, dq, dk, dv)
         if rows is not None:
-            rows_backward(q, k, v, out, lse, dout, rows, rows_ok, ctx.band.scale, dq, dk, dv)
+            rows_backward(q, k, v, out, lse, dout, rows, rows_ok, band.scale, dq, dk, dv)
         return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), *(None,) * 8
-
-
-def _outer(a: Tensor, x: Tensor) -> Tensor:
-    """Σ_g a[n, g, t, e] x[n, g, t, :] -> (n, bs, e, F): each own key's share of the rows."""
-    if a.shape[1] == 1:  # one query head per key head: a plain outer product
-        return a[:, 0, :, :, None] * x[:, 0, :, None, :]
-    return torch.einsum("ngte,ngtf->ntef", a, x)
 
 
 def _grad_scores(s, vals, do, lse, delta, scale):
@@ -183,9 +158,10 @@ def _grad_scores(s, vals, do, lse, delta, scale):
     return p, dp.sub_(delta).mul_(p).mul_(scale)
 
 
-def _backward(q, k, v, out, lse, dout, key_mask, ex: Extras, band: Band, rows=None):
-    """dq, dk, dv of the band by recomputing each step's weights from the log-sum-exp; the
-    dense ``rows`` get nothing (their output is not the band's)."""
+def _backward(q, k, v, out, lse, dout, key_mask, band: Band, rows=None):
+    """dq, dk, dv of the band by recomputing each step's weights from the log-sum-exp, and
+    delta = rowsum(dO ⊙ O) (B, H, T, 1); the dense ``rows`` get nothing (their output is not
+    the band's)."""
     ct, bs = _dtype(q), band.bs
     dq = torch.empty(q.shape, dtype=ct, device=q.device)  # every query row is in one step
     dk = torch.zeros(k.shape, dtype=ct, device=k.device)
@@ -196,8 +172,8 @@ def _backward(q, k, v, out, lse, dout, key_mask, ex: Extras, band: Band, rows=No
     if rows is not None:  # no gradient into the band from the dense rows: dO and delta 0
         keep = torch.ones(1, q.shape[2], 1, dtype=ct, device=q.device).index_fill_(1, rows, 0)
         delta.index_fill_(2, rows, 0.0)
-    for where, mask, kvalid in _loop(q, k, key_mask, ex, band):
-        st = Step(q, k, band, ex, where, mask, kvalid)
+    for where, mask, kvalid in _loop(q, k, key_mask, band):
+        st = Step(q, k, band, where, mask, kvalid)
         n, g, bi, hk = st.n, st.g, st.bi, st.hk
         heads = slice(hk * g, (hk + 1) * g)
         do = _blocks(st.qr.take(dout[bi, heads]).to(ct), n)  # (n, G·bs, D_v)
@@ -205,9 +181,8 @@ def _backward(q, k, v, out, lse, dout, key_mask, ex: Extras, band: Band, rows=No
             do *= _blocks(st.qr.take(keep.expand(g, -1, -1)), n)
         lse_i = _blocks(st.qr.take(lse[bi, heads]), n).view(n, g, bs, 1)
         d_i = _blocks(st.qr.take(delta[bi, heads]), n).view(n, g, bs, 1)
-        grads = (do, lse_i, d_i, band.scale)
         vw = _windows(st.kr.take(v[bi, hk]).to(ct), band)  # (n, wm, D_v)
-        p, ds = _grad_scores(st.s, vw, *grads)  # (n, G, bs, wm)
+        p, ds = _grad_scores(st.s, vw, do, lse_i, d_i, band.scale)  # (n, G, bs, wm)
         dsb, pb = ds.view(n, g * bs, -1), p.view(n, g * bs, -1)
         dqb = torch.bmm(dsb, st.kw)  # (n, G·bs, D)
         dkw = torch.bmm(dsb.transpose(1, 2), st.qb)  # (n, wm, D): every window slot's dk
@@ -219,21 +194,5 @@ def _backward(q, k, v, out, lse, dout, key_mask, ex: Extras, band: Band, rows=No
             dvs[c * bs : (c + n) * bs].view(n, bs, -1).add_(dvw[:, c * bs : (c + 1) * bs])
         st.kr.put(dk[bi, hk], dks, add=True)
         st.kr.put(dv[bi, hk], dvs, add=True)
-        if st.sg is not None:
-            vg = v[bi, hk, ex.shared].to(ct)  # (g', D_v)
-            pg, dsg = _grad_scores(st.sg, vg, *grads)  # (n, G, bs, g')
-            dsg, pg = dsg.reshape(-1, dsg.shape[-1]), pg.reshape(-1, pg.shape[-1])
-            dqb += (dsg @ st.kg).view_as(dqb)
-            dk[bi, hk].index_add_(0, ex.shared, dsg.T @ st.qb.reshape(-1, st.qb.shape[-1]))
-            dv[bi, hk].index_add_(0, ex.shared, pg.T @ do.reshape(-1, do.shape[-1]))
-        if st.sx is not None:
-            vx = _gather(v[bi, hk], st.idx).to(ct)  # (n, bs, e, D_v)
-            px = st.sx.sub_(lse_i).exp_()  # (n, G, bs, e)
-            do4, qb4 = do.view(n, g, bs, -1), st.qb.view(n, g, bs, -1)
-            dsx = torch.einsum("ngtv,ntev->ngte", do4, vx).sub_(d_i).mul_(px).mul_(band.scale)
-            dqb += torch.einsum("ngte,nted->ngtd", dsx, st.kx).reshape(n, g * bs, -1)
-            flat = st.idx.flatten()
-            dk[bi, hk].index_add_(0, flat, _outer(dsx, qb4).flatten(0, 2))
-            dv[bi, hk].index_add_(0, flat, _outer(px, do4).flatten(0, 2))
         st.qr.put(dq[bi, heads], _unblocks(dqb, g))
-    return dq, dk, dv
+    return dq, dk, dv, delta

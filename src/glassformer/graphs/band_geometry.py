@@ -1,5 +1,5 @@
 """Where each block of queries of the local-attention kernel looks (``Band``), which rows of
-q, k, v a loop step takes (``Rows``), and the keys beyond the band (``Extras``).
+q, k, v a loop step takes (``Rows``).
 
 Rows: with dilation C, relative position x = position − k0 is row x // C of class x % C, so
 that a dilated band is a contiguous band of rows within each class.
@@ -62,13 +62,13 @@ class Band:
         rows = -(-(self.t + self.off % self.classes) // self.classes)
         return -(-rows // self.bs)
 
-    def step(self, g: int, e: int) -> int:
+    def step(self, g: int) -> int:
         """Blocks per loop step, so that a step's scores stay within SCORE_BUDGET."""
-        return max(1, SCORE_BUDGET // (g * self.bs * (self.wm + e)))
+        return max(1, SCORE_BUDGET // (g * self.bs * self.wm))
 
-    def steps(self, g: int, e: int):
+    def steps(self, g: int):
         """(class, first block, end block) of every loop step."""
-        n = self.step(g, e)
+        n = self.step(g)
         for c in range(self.classes):
             for b0 in range(0, self.nb, n):
                 yield c, b0, min(self.nb, b0 + n)
@@ -136,21 +136,6 @@ class Rows:
     def _of(self, x: Tensor) -> Tensor:
         end = self.first + (self.count - 1) * self.classes + 1
         return x[..., self.first : end : self.classes, :]
-
-
-@dataclass
-class Extras:
-    """Keys beyond the band: each query's own (T, e) with which count (B, T, e), and keys
-    every query may see, ``shared`` (g,), with which count (B, T, g)."""
-
-    own: Tensor | None
-    own_ok: Tensor | None
-    shared: Tensor | None
-    shared_ok: Tensor | None
-
-    @property
-    def width(self) -> int:
-        return sum(0 if x is None else x.shape[-1] for x in (self.own, self.shared))
 
 
 def compute_dtype(x: Tensor) -> torch.dtype:

@@ -23,7 +23,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .band import BandAttention, forward_blocks
-from .band_geometry import Band, Extras
+from .band_geometry import Band
+from .extra_keys import Extras, merge_reference
 from .messages import edge_attention
 
 __all__ = ["edge_attention", "local_attention"]
@@ -101,12 +102,14 @@ def local_attention(
         return BandAttention.apply(
             q, k, v, key_mask, ex, ex_ok, shared, shared_ok, rows, rows_ok, band
         )  # (B, H, T, D_v)
-    extra = Extras(ex, ex_ok, shared, shared_ok)
-    out, _ = forward_blocks(q, k, v, key_mask, extra, band, dropout_p)
-    if rows is None:
-        return out
-    z = _dense_rows(q, k, v, rows, rows_ok, dropout_p, scale)
-    return out.index_copy(2, rows, z)
+    out, lse = forward_blocks(q, k, v, key_mask, band, dropout_p)
+    if ex is not None or shared is not None:
+        extra = Extras(ex, ex_ok, shared, shared_ok)
+        out = merge_reference(q, k, v, out, lse, extra, scale, dropout_p)
+    if rows is not None:
+        z = _dense_rows(q, k, v, rows, rows_ok, dropout_p, scale)
+        out = out.index_copy(2, rows, z.to(out.dtype))
+    return out.to(v.dtype)
 
 
 def _extras(extras, q0, k0, before, after, d, allows, real):
@@ -127,7 +130,7 @@ def _extras(extras, q0, k0, before, after, d, allows, real):
 
 def _split_shared(ex, ok):
     """Split the extra keys into those every query lists (global columns: (g,) and
-    (B, T, g), run as one block of keys) and each query's own (T, e') and (B, T, e'), the
+    (B, T, g), one matrix product for all queries) and each query's own (T, e') and (B, T, e'), the
     columns that count first and the empty ones dropped."""
     first = ex[0].unique()  # a key every query lists is in the first query's list
     hit = ex[:, :, None] == first  # (T, e, g)
