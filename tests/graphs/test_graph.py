@@ -157,3 +157,16 @@ def test_receptive_field_of_causal_windows(n_layer, w):
     field = G.receptive_field([G.sliding_window(w, causal=True)] * n_layer, t)
     want = brute(lambda i, j: max(0, i - n_layer * (w - 1)) <= j <= i, t)
     assert torch.equal(field, want)
+
+
+def test_the_edge_count_is_remembered_per_size(monkeypatch):
+    """The auto path asks for the count at every step; it is counted once per (T, S)."""
+    g = G.bigbird(4, n_global=1, n_random=2)
+    counted = []
+    count = type(g)._count_edges
+    monkeypatch.setattr(
+        type(g), "_count_edges", lambda self, t, s: counted.append(t) or count(self, t, s)
+    )
+    assert g.num_edges(40) == g.num_edges(40) == int(g.mask(40).sum())
+    assert g.num_edges(41) == int(g.mask(41).sum())
+    assert counted == [40, 41]

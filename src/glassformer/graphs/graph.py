@@ -34,6 +34,7 @@ from .cover import CHUNK, Cover, candidate_width, enumerate_edges, unique_edges
 __all__ = ["INF", "AttentionGraph", "Band", "Intersection", "Union"]
 
 INF = math.inf
+EDGE_COUNTS_KEPT = 64  # (T, S) sizes whose edge count a graph remembers
 
 
 class AttentionGraph:
@@ -80,8 +81,18 @@ class AttentionGraph:
         return self.edges_at(q_pos, k_pos)
 
     def num_edges(self, t: int, s: int | None = None) -> int:
-        """How many (query, key) pairs attend: the messages one layer passes on T positions."""
+        """How many (query, key) pairs attend: the messages one layer passes on T positions.
+        Counted once per (T, S) and remembered (the last few sizes): a training loop asks at
+        every step which path is cheapest."""
         s = t if s is None else s
+        memo = self.__dict__.setdefault("_edge_counts", {})
+        if (t, s) not in memo:
+            if len(memo) >= EDGE_COUNTS_KEPT:
+                memo.clear()
+            memo[t, s] = self._count_edges(t, s)
+        return memo[t, s]
+
+    def _count_edges(self, t: int, s: int) -> int:
         q_pos, k_pos = _positions(t, s, None)
         rows = max(1, CHUNK // max(1, s))
         return sum(
