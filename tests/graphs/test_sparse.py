@@ -269,3 +269,56 @@ def test_edges_dropout_follows_the_seed():
     b = edge_attention(q, k, v, edges, dropout_p=0.5)
     torch.testing.assert_close(a, b, atol=0, rtol=0)
     assert not torch.allclose(a, edge_attention(q, k, v, edges))
+
+
+def test_an_edge_listed_twice_counts_twice():
+    """As in PyTorch Geometric: two copies of j -> i give key j twice the weight e^{a} in
+    query i's softmax, that is an additive log 2 on its score."""
+    q, k, v = qkv(t=9, s=9)
+    edges = random_edges(9, 9, e=30)
+    twice = torch.cat([edges, edges[:, :5]], dim=1)
+    out = edge_attention(q, k, v, twice)
+    bias = torch.full((9, 9), float("-inf"), dtype=q.dtype)
+    bias[edges[1], edges[0]] = 0.0
+    bias[edges[1, :5], edges[0, :5]] = torch.log(torch.tensor(2.0, dtype=q.dtype))
+    ref, _ = attention(q, k, v, bias.nan_to_num(neginf=-1e30))  # no row is empty but row 0
+    keep = torch.arange(9) != 0  # target 0 receives no edge: glassformer gives zeros
+    torch.testing.assert_close(out[:, :, keep], ref[:, :, keep], atol=1e-10, rtol=1e-8)
+    assert torch.all(out[:, :, 0] == 0)
+    g_out = grads(out[:, :, keep], (q, k, v))
+    for got, want in zip(g_out, grads(ref[:, :, keep], (q, k, v)), strict=True):
+        torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-8)
+
+
+def test_the_edges_dropout_path_equals_dense_masked_attention():
+    """With dropout the edges run in plain autograd; at p = 1e-12 nothing is dropped."""
+    q, k, v = qkv(t=9, s=11)
+    edges = random_edges(9, 11, e=40)
+    km = torch.ones(2, 11, dtype=torch.bool)
+    km[1, -3:] = False
+    out = edge_attention(q, k, v, edges, key_mask=km, dropout_p=1e-12)
+    ref = edge_attention(q, k, v, edges, key_mask=km)
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-8)
+    for got, want in zip(grads(out, (q, k, v)), grads(ref, (q, k, v)), strict=True):
+        torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-8)
+
+
+def test_edges_backward_saves_order_t_not_edges_times_d():
+    """At T = 512 and 64 edges into each node, what backward keeps is q, k, v, the output,
+    a log-sum-exp per target and the edges, not (E, D) messages."""
+    t, h, d = 512, 2, 8
+    q, k, v = qkv(b=1, h=h, h_kv=h, t=t, s=t, d=d, d_v=d, dtype=torch.float32)
+    g = torch.Generator().manual_seed(0)
+    edges = torch.stack([torch.randint(0, t, (64 * t,), generator=g), torch.arange(t).repeat(64)])
+    saved = []
+
+    def pack(x):
+        saved.append(x.numel())
+        return x
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
+        out = edge_attention(q, k, v, edges)
+    e = edges.shape[1]
+    assert 0 < sum(saved) < 2 * e + 6 * t * h * d  # (E, D) messages alone would be E·H·D
+    out.sum().backward()
+    assert q.grad.isfinite().all()

@@ -2,10 +2,9 @@
 
 Two kinds: keys that every query lists ("shared": Longformer's and BigBird's global columns),
 whose scores for all queries and heads are one matrix product, and a few keys of each query's
-own (BigBird's random keys), held as a sparse T×S matrix with e entries per row (CSR), so that
-the scores a_nm = q_n · k_m / √D at those entries are one sampled matrix product (SDDMM) per head
-and the messages Σ_m A_nm v_m one sparse-dense product; no (T, e, D) gather of keys or values
-is formed.
+own (BigBird's random keys), a sparse T×S pattern with e entries per row (``csr.Pattern``):
+their scores a_nm = q_n · k_m / √D are one sampled matrix product (SDDMM) per head and their
+messages Σ_m A_nm v_m one sparse-dense product, with no (T, e, D) gather of keys or values.
 
 Their part of Eq. (1)-(3) of "Formal Algorithms for Transformers" joins the band's through the
 log-sum-exp. With ℓ the band's log-sum-exp and z_band its output, M the row's largest score and
@@ -20,8 +19,6 @@ are computed apart and added.
 
 from __future__ import annotations
 
-import contextlib
-import warnings
 from dataclasses import dataclass
 
 import torch
@@ -29,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .band_geometry import NEG_INF
+from .csr import Pattern, heads
 
 
 @dataclass
@@ -40,55 +38,6 @@ class Extras:
     own_ok: Tensor | None
     shared: Tensor | None
     shared_ok: Tensor | None
-
-
-class OwnKeys:
-    """Each query's own keys (T, e) as the pattern of a sparse (T, S) matrix, and of its
-    transpose (S, T) for the keys' gradients."""
-
-    def __init__(self, own: Tensor, s: int):
-        t, e = own.shape
-        self.shape, self.e = (t, s), e
-        self.col = own.flatten()  # (T·e,): entry n·e + i is key own[n, i]
-        self.crow = torch.arange(0, t * e + 1, e, device=own.device)
-        self.order = self.col.argsort(stable=True)  # the entries by key
-        self.crow_t = F.pad(torch.bincount(self.col, minlength=s).cumsum(0), (1, 0))
-        self.col_t = self.order.div(e, rounding_mode="floor")  # each entry's query
-
-    def rows(self, values: Tensor) -> Tensor:
-        """The (T, S) sparse matrix with these (T, e) entries."""
-        with _quiet():
-            return torch.sparse_csr_tensor(self.crow, self.col, values.reshape(-1), self.shape)
-
-    def cols(self, values: Tensor) -> Tensor:
-        """Its transpose, (S, T)."""
-        vals = values.reshape(-1)[self.order]
-        with _quiet():
-            return torch.sparse_csr_tensor(self.crow_t, self.col_t, vals, self.shape[::-1])
-
-    def sample(self, a: Tensor, b: Tensor) -> Tensor:
-        """(a @ bᵀ) at the entries: a (T, F), b (S, F) -> (T, e)."""
-        ones = torch.ones(self.col.shape, dtype=a.dtype, device=a.device)
-        m = torch.sparse.sampled_addmm(self.rows(ones), a, b.T, beta=0.0)
-        return m.values().view(-1, self.e)
-
-
-@contextlib.contextmanager
-def _quiet():
-    """Torch warns that CSR tensors are a beta feature; the kernel uses only the stable part
-    (construction, sampled_addmm, addmm)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        warnings.filterwarnings("ignore", message="Sparse invariant checks")
-        yield
-
-
-def _heads(q: Tensor, k: Tensor):
-    """(batch, query head, its key/value head) for every head."""
-    g = q.shape[1] // k.shape[1]
-    for b in range(q.shape[0]):
-        for h in range(q.shape[1]):
-            yield b, h, h // g
 
 
 def _per_head(x: Tensor, h: int) -> Tensor:
@@ -107,11 +56,11 @@ def _shared_scores(q, k, ex: Extras, scale) -> Tensor:
     return (q @ kg.transpose(-1, -2)).mul_(scale).masked_fill_(~ex.shared_ok[:, None], NEG_INF)
 
 
-def _own_scores(q, k, ex: Extras, keys: OwnKeys, scale) -> Tensor:
+def _own_scores(q, k, ex: Extras, keys: Pattern, scale) -> Tensor:
     """(B, H, T, e) scores on each query's own keys, masked (Eq. 2)."""
-    s = q.new_empty(*q.shape[:3], keys.e)
-    for b, h, hk in _heads(q, k):
-        s[b, h] = keys.sample(q[b, h], k[b, hk].to(q.dtype))
+    s = q.new_empty(*q.shape[:3], ex.own.shape[1])
+    for b, h, hk in heads(q, k):
+        s[b, h] = keys.sample(q[b, h], k[b, hk].to(q.dtype)).view_as(s[b, h])
     return s.mul_(scale).masked_fill_(~ex.own_ok[:, None], NEG_INF)
 
 
@@ -133,7 +82,7 @@ def merge(q, k, v, out, lse, ex: Extras, scale):
     joined: in place, no autograd."""
     ct = out.dtype
     q = q.to(ct)
-    keys = None if ex.own is None else OwnKeys(ex.own, k.shape[2])
+    keys = None if ex.own is None else Pattern.per_row(ex.own, k.shape[2])
     parts = [] if ex.shared is None else [_shared_scores(q, k, ex, scale)]
     if keys is not None:
         parts.append(_own_scores(q, k, ex, keys, scale))
@@ -143,7 +92,7 @@ def merge(q, k, v, out, lse, ex: Extras, scale):
         vg = _per_head(v[:, :, ex.shared], q.shape[1]).to(ct)  # (B, H, g, D_v)
         out.flatten(0, 1).baddbmm_(ps[0].flatten(0, 1), vg.flatten(0, 1))
     if keys is not None:
-        for b, h, hk in _heads(q, k):  # Σ_m e^{a_nm − M} v_m over the own keys
+        for b, h, hk in heads(q, k):  # Σ_m e^{a_nm − M} v_m over the own keys
             out[b, h].addmm_(keys.rows(ps[-1][b, h]), v[b, hk].to(ct))
     lse.copy_((mx + z.log())[..., 0])
     out.div_(z.masked_fill_(z == 0, 1.0))
@@ -188,13 +137,14 @@ def merge_backward(q, k, v, dout, lse, delta, ex: Extras, scale, rows, dq, dk, d
         dv.index_add_(2, ex.shared, _group_sum(p.transpose(-1, -2) @ dout, h_kv))
     if ex.own is None:
         return
-    keys = OwnKeys(ex.own, k.shape[2])
+    keys = Pattern.per_row(ex.own, k.shape[2])
     p = _own_scores(q, k, ex, keys, scale).sub_(lse).exp_()  # (B, H, T, e)
     if rows is not None:
         p.index_fill_(2, rows, 0.0)
-    for b, hq, hk in _heads(q, k):
+    for b, hq, hk in heads(q, k):
         kb, vb = k[b, hk].to(ct), v[b, hk].to(ct)
-        ds = keys.sample(dout[b, hq], vb).sub_(delta[b, hq]).mul_(p[b, hq]).mul_(scale)
+        ds = keys.sample(dout[b, hq], vb).view_as(p[b, hq])
+        ds = ds.sub_(delta[b, hq]).mul_(p[b, hq]).mul_(scale)
         dq[b, hq].addmm_(keys.rows(ds), kb)
         dk[b, hk].addmm_(keys.cols(ds), q[b, hq])
         dv[b, hk].addmm_(keys.cols(p[b, hq]), dout[b, hq])

@@ -1,4 +1,4 @@
-"""Attention as message passing over a graph's edges: O(E·D) time and memory.
+"""Attention as message passing over a graph's edges: O(E·D) time, O(T·D + E) memory.
 
 "Formal Algorithms for Transformers", Transformers as GNNs: each edge j -> i carries a message
 v_j weighted by the attention of query i on key j, so Eq. (1)-(3) of the notes become
@@ -15,6 +15,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+
+from .band_geometry import NEG_INF
+from .band_geometry import compute_dtype as _dtype
+from .csr import Pattern, heads
 
 __all__ = ["edge_attention"]
 
@@ -41,29 +45,92 @@ def edge_attention(
         dropout_p: dropout on the weights α (pass 0 in eval mode).
         scale: score scale, default 1/√D.
 
-    A target with no (unmasked) incoming edge gets zeros. Plain autograd: the backward pass
-    keeps per-edge tensors, O(E·H·D).
+    A target with no (unmasked) incoming edge gets zeros. The scores and messages are
+    sparse products on the edges (``glassformer.graphs.csr``): time O(E·D), and the backward
+    pass keeps q, k, v, the output and a log-sum-exp per target, recomputing the (B, H, E)
+    scores. With dropout the edges run in plain autograd, which keeps O(E·H·D).
     """
     _check(q, k, v, edge_index, key_mask)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    if dropout_p > 0.0:
+        return _reference(q, k, v, edge_index, key_mask, dropout_p, scale)
+    return EdgeAttention.apply(q, k, v, edge_index, key_mask, scale)
+
+
+def _scores(q, k, pat: Pattern, key_mask, scale) -> Tensor:
+    """(B, H, E) scores a_e = q_i · k_j / √D on the pattern's edges, masked (Eq. 2)."""
+    a = q.new_empty(*q.shape[:2], pat.col.numel())
+    for b, h, hk in heads(q, k):
+        a[b, h] = pat.sample(q[b, h], k[b, hk].to(q.dtype))
+    a.mul_(scale)
+    return a if key_mask is None else a.masked_fill_(~key_mask[:, None, pat.col], NEG_INF)
+
+
+class EdgeAttention(torch.autograd.Function):
+    """Eq. (1)-(3) over the edges with CSR products, saving q, k, v, the output and each
+    target's log-sum-exp; backward recomputes the scores (dS = P ⊙ (dP − rowsum(dO ⊙ O)))."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, edge_index, key_mask, scale):
+        b, h, t, _ = q.shape
+        ct = _dtype(q)
+        pat, _ = Pattern.of_edges(edge_index, t, k.shape[2])
+        a = _scores(q.to(ct), k, pat, key_mask, scale)  # (B, H, E)
+        row = pat.row.expand(b, h, -1)
+        m = a.new_full((b, h, t), NEG_INF).scatter_reduce_(2, row, a, "amax")  # (B, H, T)
+        m = m.masked_fill_(m == NEG_INF, 0.0)
+        w = a.sub_(m.gather(2, row)).exp_()  # (B, H, E): e^{a_e − max}, 0 on masked edges
+        z = torch.zeros_like(m).scatter_add_(2, row, w)  # Σ per target
+        out = q.new_zeros(b, h, t, v.shape[-1], dtype=ct)
+        for bi, hq, hk in heads(q, k):
+            out[bi, hq].addmm_(pat.rows(w[bi, hq]), v[bi, hk].to(ct))  # Σ_e e^{a_e} v_j
+        lse = (m + z.log()).masked_fill_(z == 0, 0.0)  # no edge in: lse 0, P = e^{−inf} = 0
+        out = out.div_(z.masked_fill_(z == 0, 1.0)[..., None]).to(v.dtype)  # z_i (Eq. 1)
+        ctx.save_for_backward(q, k, v, out, lse, edge_index, key_mask)
+        ctx.scale = scale
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse, edge_index, key_mask = ctx.saved_tensors
+        ct, scale = _dtype(q), ctx.scale
+        pat, _ = Pattern.of_edges(edge_index, q.shape[2], k.shape[2])
+        qc, do = q.to(ct), dout.to(ct)
+        row = pat.row.expand(*q.shape[:2], -1)
+        delta = (do * out.to(ct)).sum(-1)  # (B, H, T): rowsum(dO ⊙ O)
+        p = _scores(qc, k, pat, key_mask, scale).sub_(lse.gather(2, row)).exp_()  # α_e
+        d_e = delta.gather(2, row)
+        dq = torch.zeros(q.shape, dtype=ct, device=q.device)
+        dk = torch.zeros(k.shape, dtype=ct, device=k.device)
+        dv = torch.zeros(v.shape, dtype=ct, device=v.device)
+        for b, h, hk in heads(q, k):
+            kb, vb = k[b, hk].to(ct), v[b, hk].to(ct)
+            ds = pat.sample(do[b, h], vb).sub_(d_e[b, h]).mul_(p[b, h]).mul_(scale)
+            dq[b, h].addmm_(pat.rows(ds), kb)
+            dk[b, hk].addmm_(pat.cols(ds), qc[b, h])
+            dv[b, hk].addmm_(pat.cols(p[b, h]), do[b, h])
+        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None
+
+
+def _reference(q, k, v, edge_index, key_mask, dropout_p, scale):
+    """Eq. (1)-(3) per edge in plain torch operations (gathers), with dropout on α: the
+    backward pass keeps per-edge tensors, O(E·H·D)."""
     b, h, t, _ = q.shape
     h_kv = k.shape[1]
-    scale = q.shape[-1] ** -0.5 if scale is None else scale
     src, dst = edge_index[0], edge_index[1]
-    ct = torch.promote_types(q.dtype, torch.float32)
+    ct = _dtype(q)
     qe = q[:, :, dst].unflatten(1, (h_kv, h // h_kv)).to(ct)  # (B, H_kv, G, E, D)
     ke = k[:, :, src].unsqueeze(2).to(ct)  # (B, H_kv, 1, E, D)
     a = ((qe * ke).sum(-1) * scale).flatten(1, 2)  # (B, H, E): Eq. (2) per edge
     if key_mask is not None:
-        a = a.masked_fill(~key_mask[:, None, src], float("-inf"))
+        a = a.masked_fill(~key_mask[:, None, src], NEG_INF)
     # Eq. (3): softmax over the edges into each target, shifted by the target's max score.
-    m = torch.full((b, h, t), float("-inf"), dtype=ct, device=q.device)
+    m = torch.full((b, h, t), NEG_INF, dtype=ct, device=q.device)
     m = m.scatter_reduce(2, dst.expand(b, h, -1), a.detach(), "amax")  # (B, H, T)
-    m = m.masked_fill(m == float("-inf"), 0.0)
+    m = m.masked_fill(m == NEG_INF, 0.0)
     w = (a - m[:, :, dst]).exp()  # (B, H, E), 0 on masked edges
     z = torch.zeros(b, h, t, dtype=ct, device=q.device).index_add(2, dst, w)  # Σ per target
-    alpha = w / z.masked_fill(z == 0, 1.0)[:, :, dst]  # α_e
-    if dropout_p > 0.0:
-        alpha = F.dropout(alpha, dropout_p)
+    alpha = F.dropout(w / z.masked_fill(z == 0, 1.0)[:, :, dst], dropout_p)  # α_e
     ve = v[:, :, src].unsqueeze(2).to(ct)  # (B, H_kv, 1, E, D_v)
     msg = (alpha.unflatten(1, (h_kv, h // h_kv))[..., None] * ve).flatten(1, 2)  # (B, H, E, D_v)
     out = torch.zeros(b, h, t, v.shape[-1], dtype=ct, device=q.device).index_add(2, dst, msg)

@@ -151,7 +151,7 @@ def _choose(g: AttentionGraph, q_pos: Tensor, k_pos: Tensor, sparse_ok: bool) ->
         dense_rows = int(c.rows.sum())
         if 4 * (width * t + dense_rows * s) <= t * s:
             return "local"
-    if 16 * g.num_edges(t, s) <= t * s:  # a gather per edge costs several dense entries
+    if 16 * g.num_edges(t, s) <= t * s:  # an edge costs about 12 dense entries (T 1k-4k)
         return "edges"
     return "dense"
 
