@@ -43,12 +43,11 @@ class Pattern:
         return cls(row, cols.flatten(), (t, s))
 
     @classmethod
-    def of_edges(cls, edge_index: Tensor, t: int, s: int) -> tuple[Pattern, Tensor]:
-        """PyTorch Geometric's (2, E) edges j -> i as entries (i, j), and the order that sorts
-        the edges into the pattern's."""
+    def of_edges(cls, edge_index: Tensor, t: int, s: int) -> Pattern:
+        """PyTorch Geometric's (2, E) edges j -> i as entries (i, j), sorted by (i, j)."""
         src, dst = edge_index
         order = (dst * s + src).argsort(stable=True)
-        return cls(dst[order], src[order], (t, s)), order
+        return cls(dst[order], src[order], (t, s))
 
     def rows(self, values: Tensor) -> Tensor:
         """The sparse (T, S) matrix with these N entry values."""

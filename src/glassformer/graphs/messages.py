@@ -74,7 +74,7 @@ class EdgeAttention(torch.autograd.Function):
     def forward(ctx, q, k, v, edge_index, key_mask, scale):
         b, h, t, _ = q.shape
         ct = _dtype(q)
-        pat, _ = Pattern.of_edges(edge_index, t, k.shape[2])
+        pat = Pattern.of_edges(edge_index, t, k.shape[2])
         a = _scores(q.to(ct), k, pat, key_mask, scale)  # (B, H, E)
         row = pat.row.expand(b, h, -1)
         m = a.new_full((b, h, t), NEG_INF).scatter_reduce_(2, row, a, "amax")  # (B, H, T)
@@ -94,7 +94,7 @@ class EdgeAttention(torch.autograd.Function):
     def backward(ctx, dout):
         q, k, v, out, lse, edge_index, key_mask = ctx.saved_tensors
         ct, scale = _dtype(q), ctx.scale
-        pat, _ = Pattern.of_edges(edge_index, q.shape[2], k.shape[2])
+        pat = Pattern.of_edges(edge_index, q.shape[2], k.shape[2])
         qc, do = q.to(ct), dout.to(ct)
         row = pat.row.expand(*q.shape[:2], -1)
         delta = (do * out.to(ct)).sum(-1)  # (B, H, T): rowsum(dO ⊙ O)
