@@ -86,15 +86,14 @@ class EdgeAttention(torch.autograd.Function):
             out[bi, hq].addmm_(pat.rows(w[bi, hq]), v[bi, hk].to(ct))  # Σ_e e^{a_e} v_j
         lse = (m + z.log()).masked_fill_(z == 0, 0.0)  # no edge in: lse 0, P = e^{−inf} = 0
         out = out.div_(z.masked_fill_(z == 0, 1.0)[..., None]).to(v.dtype)  # z_i (Eq. 1)
-        ctx.save_for_backward(q, k, v, out, lse, edge_index, key_mask)
-        ctx.scale = scale
+        ctx.save_for_backward(q, k, v, out, lse, key_mask)
+        ctx.scale, ctx.pat = scale, pat
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        q, k, v, out, lse, edge_index, key_mask = ctx.saved_tensors
-        ct, scale = _dtype(q), ctx.scale
-        pat = Pattern.of_edges(edge_index, q.shape[2], k.shape[2])
+        q, k, v, out, lse, key_mask = ctx.saved_tensors
+        ct, scale, pat = _dtype(q), ctx.scale, ctx.pat
         qc, do = q.to(ct), dout.to(ct)
         row = pat.row.expand(*q.shape[:2], -1)
         delta = (do * out.to(ct)).sum(-1)  # (B, H, T): rowsum(dO ⊙ O)
