@@ -25,7 +25,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..nn.scaled_dot_product import per_query_head
 from .band_geometry import NEG_INF
 from .csr import Pattern, heads
 
@@ -41,6 +40,11 @@ class Extras:
     shared_ok: Tensor | None
 
 
+def _per_head(x: Tensor, h: int) -> Tensor:
+    """(B, H_kv, n, F) -> (B, H, n, F): each key/value head for its group of query heads."""
+    return x if x.shape[1] == h else x.repeat_interleave(h // x.shape[1], 1)
+
+
 def _group_sum(x: Tensor, h_kv: int) -> Tensor:
     """(B, H, n, F) -> (B, H_kv, n, F): the sum over each group of query heads."""
     return x.unflatten(1, (h_kv, -1)).sum(2)
@@ -48,7 +52,7 @@ def _group_sum(x: Tensor, h_kv: int) -> Tensor:
 
 def _shared_scores(q, k, ex: Extras, scale) -> Tensor:
     """(B, H, T, g) scores on the shared keys, masked (Eq. 2)."""
-    kg = per_query_head(k[:, :, ex.shared], q).to(q.dtype)  # (B, H, g, D)
+    kg = _per_head(k[:, :, ex.shared], q.shape[1]).to(q.dtype)  # (B, H, g, D)
     return (q @ kg.transpose(-1, -2)).mul_(scale).masked_fill_(~ex.shared_ok[:, None], NEG_INF)
 
 
@@ -85,7 +89,7 @@ def merge(q, k, v, out, lse, ex: Extras, scale):
     mx, w, ps, z = _normalise(lse, parts)
     out.mul_(w)
     if ex.shared is not None:
-        vg = per_query_head(v[:, :, ex.shared], q).to(ct)  # (B, H, g, D_v)
+        vg = _per_head(v[:, :, ex.shared], q.shape[1]).to(ct)  # (B, H, g, D_v)
         out.flatten(0, 1).baddbmm_(ps[0].flatten(0, 1), vg.flatten(0, 1))
     if keys is not None:
         for b, h, hk in heads(q, k):  # Σ_m e^{a_nm − M} v_m over the own keys
@@ -97,14 +101,14 @@ def merge(q, k, v, out, lse, ex: Extras, scale):
 def merge_reference(q, k, v, out, lse, ex: Extras, scale, dropout_p: float):
     """``merge`` in plain differentiable torch operations (gathers), with dropout on the
     extra keys' weights: out (B, H, T, D_v)."""
-    ct = out.dtype
+    ct, h = out.dtype, q.shape[1]
     q = q.to(ct)
     parts, vals = [], []
     if ex.shared is not None:
         parts.append(_shared_scores(q, k, ex, scale))
-        vals.append(per_query_head(v[:, :, ex.shared], q).to(ct))  # (B, H, g, D_v)
+        vals.append(_per_head(v[:, :, ex.shared], h).to(ct))  # (B, H, g, D_v)
     if ex.own is not None:
-        kx, vx = (per_query_head(x[:, :, ex.own], q).to(ct) for x in (k, v))  # (B, H, T, e, F)
+        kx, vx = (_per_head(x[:, :, ex.own], h).to(ct) for x in (k, v))  # (B, H, T, e, F)
         s = torch.einsum("bhtd,bhted->bhte", q, kx) * scale
         parts.append(s.masked_fill(~ex.own_ok[:, None], NEG_INF))
     _, w, ps, z = _normalise(lse, parts)
@@ -120,10 +124,10 @@ def merge_reference(q, k, v, out, lse, ex: Extras, scale, dropout_p: float):
 def merge_backward(q, k, v, dout, lse, delta, ex: Extras, scale, rows, dq, dk, dv):
     """Add the extra keys' gradients into dq, dk, dv (computing dtype): dS = P ⊙ (dP − delta)
     · scale with P = e^{a − lse}; the dense ``rows`` get nothing (their output is not this)."""
-    ct, h_kv = dq.dtype, k.shape[1]
+    ct, h, h_kv = dq.dtype, q.shape[1], k.shape[1]
     q, dout, lse = q.to(ct), dout.to(ct), lse[..., None]
     if ex.shared is not None:
-        kg, vg = (per_query_head(x[:, :, ex.shared], q).to(ct) for x in (k, v))  # (B, H, g, F)
+        kg, vg = (_per_head(x[:, :, ex.shared], h).to(ct) for x in (k, v))  # (B, H, g, F)
         p = _shared_scores(q, k, ex, scale).sub_(lse).exp_()  # (B, H, T, g)
         if rows is not None:
             p.index_fill_(2, rows, 0.0)

@@ -22,7 +22,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..nn.scaled_dot_product import per_query_head
 from .band import BandAttention, forward_blocks
 from .band_geometry import Band
 from .extra_keys import Extras, merge_reference
@@ -162,7 +161,8 @@ def _rows_mask(rows, q0, k0, s, allows, key_mask):
 
 def _dense_rows(q, k, v, rows, rows_ok, dropout_p, scale):
     """z (B, H, g, D_v) of the dense rows with dropout: masked attention over all S keys."""
-    k, v = per_query_head(k, q), per_query_head(v, q)  # (B, H, S, ·)
+    g = q.shape[1] // k.shape[1]  # query heads per key/value head
+    k, v = (k, v) if g == 1 else (k.repeat_interleave(g, 1), v.repeat_interleave(g, 1))
     a = (q[:, :, rows] @ k.transpose(-2, -1)) * scale  # (B, H, g, S): Eq. (2)
     a = a.masked_fill(~rows_ok[:, None], float("-inf"))
     dead = a.isneginf().all(-1, keepdim=True)  # a row with no key: zeros, not 0/0

@@ -74,7 +74,7 @@ def scores(q: Tensor, k: Tensor, mask: Tensor | None = None, scale: float | None
     """â (B, H, T, S): a_nm = q_nᵀ k_m / √d_k (Eq. 2), plus the mask b_nm (0, or -inf where
     ``mask`` is False; a float mask is added as it is)."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    a = (q @ per_query_head(k, q).transpose(-2, -1)) * scale  # (B, H, T, S): Eq. (2)
+    a = (q @ _per_query_head(k, q).transpose(-2, -1)) * scale  # (B, H, T, S): Eq. (2)
     if mask is None:
         return a
     if mask.dtype == torch.bool:
@@ -94,10 +94,10 @@ def weighted_sum(weights: Tensor, v: Tensor, dropout_p: float = 0.0) -> Tensor:
     """z (B, H, T, D_v): z_n = Σ_m A_nm v_m (Eq. 1), with dropout on A in training."""
     if dropout_p > 0.0:
         weights = F.dropout(weights, dropout_p)
-    return weights @ per_query_head(v, weights)
+    return weights @ _per_query_head(v, weights)
 
 
-def per_query_head(u: Tensor, q: Tensor) -> Tensor:
+def _per_query_head(u: Tensor, q: Tensor) -> Tensor:
     """Grouped-query attention: each of the H_kv key/value heads of u (B, H_kv, S, ·) serves
     G = H / H_kv consecutive query heads -> (B, H, S, ·)."""
     g = q.shape[1] // u.shape[1]
