@@ -50,14 +50,21 @@ def _umask() -> int:
     return mask
 
 
-def temp_file(directory: str | os.PathLike[str], prefix: str) -> Path:
-    """A new empty file ``<directory>/<prefix><random>.tmp`` (mode 0o666 less the umask)."""
+def temp_file(directory: str | os.PathLike[str], prefix: str, text: str = "") -> Path:
+    """A new file ``<directory>/<prefix><random>.tmp`` (mode 0o666 less the umask) holding
+    ``text`` (UTF-8), written through the descriptor that created it."""
     for _ in range(TRIES):
         path = Path(directory) / f"{prefix}{secrets.token_hex(4)}.tmp"
         try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o666))
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o666)
         except FileExistsError:
             continue
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
         return path
     raise FileExistsError(f"no free temporary name {prefix}*.tmp in {directory}")
 

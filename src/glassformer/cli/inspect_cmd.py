@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from ..files import write_text
 from ..inspect import capture, plots
 from ..inspect.inputs import analysed_position, corrupt_ids, encode_inputs
 from ..inspect.readout import format_prediction
@@ -213,7 +214,7 @@ def _write_index(out: Path, files: dict[str, str], model: str, tokens, notes: li
     lines += [f"| [{name}]({name}) | {what} |" for name, what in files.items()]
     if notes:
         lines += ["", "## Circuits", "", *notes]
-    (out / "index.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(out / "index.md", "\n".join(lines) + "\n")  # replaces a link, never follows it
 
 
 def _weight(text: str) -> float:

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..files import replace_file
+
 __all__ = ["Picture", "fit_width", "label_ticks", "new_figure", "require_matplotlib", "save"]
 __all__ += ["token_label"]
 
@@ -86,13 +88,8 @@ def save(fig: Any, path: str | os.PathLike[str], axes: dict[str, Any]) -> Pictur
     the Picture with the pixel box of each axes in ``axes``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        fig.savefig(tmp, format="png")  # draws, so the layout below is the one saved
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    # draws, so the layout below is the one saved
+    replace_file(path, lambda tmp: fig.savefig(tmp, format="png"))
     width, height = fig.canvas.get_width_height()  # whole pixels, as the PNG: truncated
     panels = {}
     for name, ax in axes.items():

@@ -18,7 +18,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from ..config import ModelConfig
-from ..files import replace_file
+from ..files import replace_file, write_text
 from .budget import check_memory
 from .registry import model_class
 
@@ -62,7 +62,7 @@ def save_pretrained(
         "config": model.config.to_dict(),
     }
     text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
-    replace_file(directory / CONFIG_FILE, lambda p: p.write_text(text, encoding="utf-8"))
+    write_text(directory / CONFIG_FILE, text)
     tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
     if tokenizer is not None:
         tokenizer.save(directory / TOKENIZER_FILE)

@@ -41,8 +41,8 @@ class RunLock:
         if not self.run_dir.is_dir():
             raise ValueError(f"run directory {self.run_dir} does not exist")
         me = {"pid": os.getpid(), "host": socket.gethostname()}
-        tmp = temp_file(self.run_dir, f"{LOCK_FILE}.")  # a new file, never through a link
-        tmp.write_text(json.dumps(me) + "\n", encoding="utf-8")
+        # a new file, never through a link
+        tmp = temp_file(self.run_dir, f"{LOCK_FILE}.", json.dumps(me) + "\n")
         try:
             for _ in range(3):  # a stale lock removed; a racing process may take it first
                 try:

@@ -22,7 +22,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from ..files import replace_dir, replace_file
+from ..files import replace_dir, replace_file, write_text
 from ..models import GlassformerModel
 from ..run_folder import PREFIX, best_or_latest, checkpoints, latest_checkpoint
 from .state_check import check_training_state
@@ -77,7 +77,7 @@ def save_checkpoint(
             tensors["rng.cuda"] = torch.cuda.get_rng_state()
         replace_file(tmp / "trainer.safetensors", lambda p: save_file(tensors, p))
         meta = {"step": step, "optimizer": opt_meta, "scheduler": scheduler.state_dict(), **state}
-        (tmp / "trainer.json").write_text(json.dumps(meta, indent=2, default=_jsonable))
+        write_text(tmp / "trainer.json", json.dumps(meta, indent=2, default=_jsonable))
 
     replace_dir(final, fill)  # a folder already there is replaced (final == periodic)
     return final
