@@ -14,9 +14,9 @@ import contextlib
 import json
 from pathlib import Path
 
-from ..files import replace_file
+from ..files import write_text
 from .errors import UsageError
-from .options import add_checkpoint, add_device, positive_up_to
+from .options import add_checkpoint, add_device, output_file, positive_up_to, utf8_text
 from .runs import load_checkpoint
 
 __all__ = ["add_parser", "run_explore"]
@@ -40,9 +40,18 @@ def add_parser(commands) -> None:
         "requests addressed to it by this name or localhost, so give the address that others "
         "will type (this machine's IP or name) rather than 0.0.0.0",
     )
-    p.add_argument("--text", help="the input to show first (required with --export)")
-    p.add_argument("--target", help="encoder-decoder: the decoder's text (default: greedy)")
-    p.add_argument("--export", type=Path, metavar="FILE", help="write the page to FILE and exit")
+    p.add_argument(
+        "--text", type=utf8_text, help="the input to show first (required with --export)"
+    )
+    p.add_argument(
+        "--target", type=utf8_text, help="encoder-decoder: the decoder's text (default: greedy)"
+    )
+    p.add_argument(
+        "--export",
+        type=Path,
+        metavar="FILE",
+        help="write the page to FILE (its folder is made when missing) and exit",
+    )
     p.add_argument(
         "--top-k", type=positive_up_to(50), default=5, help="tokens listed per position (5)"
     )
@@ -53,8 +62,8 @@ def add_parser(commands) -> None:
 def run_explore(args: argparse.Namespace) -> int:
     if args.export is not None and args.text is None:
         raise UsageError("--export writes the page for one input: give it with --text")
-    if args.export is not None and args.export.is_dir():
-        raise UsageError(f"--export {args.export} is a directory: give a file name (page.html)")
+    if args.export is not None:
+        output_file(args.export, "--export")  # before anything is loaded
     model, folder = _load(args.checkpoint, args.device)
     from ..explore import explore_data, model_info, page_html
 
@@ -67,7 +76,8 @@ def run_explore(args: argparse.Namespace) -> int:
             "target": args.target,
         }
         html = page_html(info, data)
-        replace_file(args.export, lambda p: Path(p).write_text(html, encoding="utf-8"))
+        args.export.parent.mkdir(parents=True, exist_ok=True)
+        write_text(args.export, html)
         print(f"wrote {args.export} ({len(html.encode()) // 1024} KiB, self-contained)")
         return 0
     try:

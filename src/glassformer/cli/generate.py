@@ -12,6 +12,7 @@ is allocated.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from ..generation import GenerationConfig, encode_prompt, generate_text
@@ -19,7 +20,7 @@ from ..generation.config import MAX_BEAMS
 from ..generation.job import max_new_tokens_allowed
 from ..models import DecoderLM, EncoderDecoder
 from .errors import UsageError
-from .options import add_checkpoint, add_device, non_negative, positive_up_to
+from .options import add_checkpoint, add_device, non_negative, positive_up_to, utf8_text
 from .runs import load_checkpoint
 from .textgen import continue_text
 
@@ -39,7 +40,9 @@ def add_parser(commands) -> None:
         "--num-beams > 1 runs beam search (printed when it ends).",
     )
     add_checkpoint(p)
-    p.add_argument("--prompt", default="", help="the text to continue or translate ('')")
+    p.add_argument(
+        "--prompt", type=utf8_text, default="", help="the text to continue or translate ('')"
+    )
     p.add_argument(
         "--max-new-tokens",
         type=positive_up_to(MAX_NEW_TOKENS),
@@ -86,6 +89,7 @@ def add_parser(commands) -> None:
     p.add_argument("--seed", type=non_negative, metavar="N", help="seed of the sampling")
     p.add_argument(
         "--stop",
+        type=utf8_text,
         action="append",
         default=[],
         metavar="TEXT",
@@ -97,6 +101,7 @@ def add_parser(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Stream the continuation (or the encoder-decoder output) to stdout."""
+    _check_beam_options(args)
     model, _ = load_checkpoint(
         args.checkpoint, (DecoderLM, EncoderDecoder), "generate", args.device
     )
@@ -128,6 +133,27 @@ def run(args: argparse.Namespace) -> int:
         raise
     out.write("\n")
     return 0
+
+
+def _check_beam_options(args: argparse.Namespace) -> None:
+    """``UsageError`` naming a sampling option given with --num-beams > 1: beam search does
+    not sample, so those options keep their defaults (--temperature may be 0 or 1)."""
+    if args.num_beams == 1:
+        return
+    given = (
+        ("--top-k", args.top_k, (0,)),
+        ("--top-p", args.top_p, (1,)),
+        ("--temperature", args.temperature, (None, 0, 1)),
+    )
+    for option, value, allowed in given:
+        if value in allowed or not math.isfinite(value):  # NaN: GenerationConfig names it
+            continue
+        beams = " or ".join(f"{option} {a}" for a in allowed if a is not None)
+        raise UsageError(
+            f"{option} {value:g} is not allowed with --num-beams {args.num_beams}, as beam "
+            f"search does not sample: for beam search leave out {option} (or give {beams}); "
+            f"to sample with {option} {value:g}, leave out --num-beams"
+        )
 
 
 def _new_tokens(model, args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ from torch import Tensor
 from .. import circuits
 from ..inspect import circuit_plots as plots
 from ..models import EncoderClassifier, EncoderDecoder, EncoderMLM
+from .options import utf8_text
 
 __all__ = ["add_arguments", "check_arguments", "chosen_tokens", "draw_circuits"]
 
@@ -46,17 +47,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--answer",
+        type=utf8_text,
         metavar="TOKEN",
         help="with --circuits: the token (or class) whose logit is analysed (default: the "
         "model's prediction)",
     )
     p.add_argument(
         "--wrong",
+        type=utf8_text,
         metavar="TOKEN",
         help="with --circuits: analyse the logit difference --answer minus this token's",
     )
     p.add_argument(
         "--corrupt",
+        type=utf8_text,
         metavar="TEXT",
         help="with --circuits: the corrupted input for patching, as many tokens as --text "
         "(default: the input's tokens shuffled, seed 0)",

@@ -26,7 +26,7 @@ from ..inspect.trace import format_trace, trace
 from ..models import DecoderLM, EncoderDecoder, EncoderModel
 from . import inspect_circuits
 from .inspect_graphs import draw_graphs, receptive_positions
-from .options import add_checkpoint, add_device, non_negative, output_dir, positive
+from .options import add_checkpoint, add_device, non_negative, output_dir, positive, utf8_text
 from .runs import load_checkpoint
 
 __all__ = ["add_parser", "run", "run_inspect", "run_trace"]
@@ -102,9 +102,15 @@ def add_parser(commands) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     add_checkpoint(p)
-    p.add_argument("--text", required=True, help="the input text (an encoder-decoder's source)")
+    p.add_argument(
+        "--text",
+        required=True,
+        type=utf8_text,
+        help="the input text (an encoder-decoder's source)",
+    )
     p.add_argument(
         "--target",
+        type=utf8_text,
         help="encoder-decoder: the decoder's text (default: the model's greedy output)",
     )
     add_device(p)

@@ -17,6 +17,7 @@ __all__ = [
     "output_file",
     "positive",
     "positive_up_to",
+    "utf8_text",
 ]
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -51,6 +52,22 @@ def positive_up_to(limit: int):
         return value
 
     return parse
+
+
+def utf8_text(text: str) -> str:
+    """argparse type: text that is UTF-8. The command line hands bytes that are not UTF-8 to
+    Python as lone surrogates (U+DC80..U+DCFF), which no tokenizer or page can take."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        bad = ord(text[err.start])
+        offset = len(text[: err.start].encode("utf-8", "surrogateescape"))
+        if 0xDC80 <= bad <= 0xDCFF:
+            what = f"byte 0x{bad - 0xDC00:02x} at offset {offset} is not UTF-8"
+        else:
+            what = f"a lone surrogate U+{bad:04X} at offset {offset}"
+        raise argparse.ArgumentTypeError(f"not UTF-8 text ({what}); allowed: UTF-8 text") from None
+    return text
 
 
 def add_device(parser: argparse.ArgumentParser, default: str | None = "auto") -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from ..data.files import read_utf8
 from ..generation import classify, fill_mask
 from ..models import EncoderClassifier, EncoderMLM
-from .options import add_checkpoint, add_device, positive
+from .options import add_checkpoint, add_device, positive, utf8_text
 from .runs import load_checkpoint
 
 __all__ = ["add_parser", "run"]
@@ -27,7 +27,9 @@ def add_parser(commands) -> None:
     )
     add_checkpoint(p)
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--text", nargs="+", metavar="TEXT", help="one or more input texts")
+    source.add_argument(
+        "--text", nargs="+", type=utf8_text, metavar="TEXT", help="one or more input texts"
+    )
     source.add_argument(
         "--file", type=Path, metavar="PATH", help="a UTF-8 file, one input per non-blank line"
     )

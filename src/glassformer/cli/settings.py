@@ -160,8 +160,14 @@ def load_config(name_or_path: str) -> Settings:
         source = Path(name_or_path)
         if not source.is_file():
             names = ", ".join(builtin_config_names())
+            what = "no such file"
+            if source.is_dir():
+                what = "is a folder"
+            elif source.exists():
+                what = "is not a regular file"
             raise UsageError(
-                f"--config {name_or_path}: no such file, and not a built-in config ({names})"
+                f"--config {name_or_path}: {what}, and not a built-in config; allowed: a TOML "
+                f"file (e.g. my-run.toml) or a built-in config ({names})"
             )
     where = f"--config {name_or_path}"
     try:

@@ -110,17 +110,28 @@ class GenerationConfig:
             self._check_beam_settings()
 
     def _check_beam_settings(self) -> None:
-        why = f"num_beams={self.num_beams} runs beam search, which does not sample"
+        beams = f"with num_beams={self.num_beams}, as beam search"
+        sample = "does not sample: allowed with num_beams > 1"
         if self.top_k != 0:
-            raise ValueError(f"top_k={self.top_k} is not allowed with {why}: allowed top_k=0")
+            raise ValueError(
+                f"top_k={self.top_k} is not allowed {beams} {sample} is top_k=0 "
+                "(or num_beams=1 to sample)"
+            )
         if self.top_p != 1.0:
-            raise ValueError(f"top_p={self.top_p} is not allowed with {why}: allowed top_p=1.0")
+            raise ValueError(
+                f"top_p={self.top_p} is not allowed {beams} {sample} is top_p=1.0 "
+                "(or num_beams=1 to sample)"
+            )
         if self.temperature not in (0.0, 1.0):
             raise ValueError(
-                f"temperature={self.temperature} is not allowed with {why}: allowed 1.0 or 0"
+                f"temperature={self.temperature} is not allowed {beams} {sample} are "
+                "temperature=1.0 and 0 (or num_beams=1 to sample)"
             )
         if self.return_logits:
-            raise ValueError(f"return_logits=True is not allowed with {why}: allowed False")
+            raise ValueError(
+                f"return_logits=True is not allowed {beams} keeps no logits per step: allowed "
+                "with num_beams > 1 is return_logits=False"
+            )
 
     # Derived -----------------------------------------------------------------------------------
     @property
