@@ -59,6 +59,13 @@ def test_text_that_is_not_utf8_is_refused_at_its_option(cli, tmp_path, argv, opt
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_run_folder_whose_path_is_not_utf8_is_refused_before_training(cli, lm_files, tmp_path):
+    out = tmp_path / "run-\udcff"  # safetensors could write its checkpoints but not read them
+    result = cli.run("train", "--data", lm_files[0], "--out", out, "--steps", "1", *cli.TINY)
+    cli.assert_user_error(result, "--out", "the path is not UTF-8", "safetensors")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_folder_as_config_is_named_a_folder(cli, tmp_path):
     result = cli.run("train", "--config", tmp_path)
     cli.assert_user_error(

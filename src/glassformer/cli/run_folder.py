@@ -2,7 +2,9 @@
 before anything is written into it.
 
     check_out          the folder can be a run folder: a directory (or none yet) this user may
-                       write, with no symbolic link where the run writes (see runs.WRITTEN)
+                       write, with no symbolic link where the run writes (see runs.WRITTEN),
+                       on a UTF-8 path (safetensors opens no other, so its checkpoints could
+                       not be read back)
     refuse_kept_run    a new run does not start over a run that has a checkpoint
     take_lock          the run's lock (training/lock.py), then the check above once more, as
                        another run may have finished into the folder meanwhile
@@ -25,6 +27,13 @@ __all__ = ["check_out", "differences", "refuse_kept_run", "take_lock"]
 def check_out(out: Path) -> None:
     """``UsageError`` unless ``out`` can be a run folder (see the module docstring)."""
     output_dir(out, "--out")
+    try:
+        str(out.absolute()).encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"--out {out}: the path is not UTF-8, and safetensors, which holds the checkpoints, "
+            "opens UTF-8 paths only; allowed: a folder whose path is UTF-8"
+        ) from None
     check_no_links(out)
 
 
