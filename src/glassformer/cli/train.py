@@ -26,6 +26,7 @@ from ..training import Trainer, lr_at
 from ..training.lock import RunLock, StaleLockWarning
 from ..training.runtime import SlowBfloat16Warning
 from ..training.state import latest_checkpoint
+from .data_identity import ACCEPT_FLAG, check_same_data, data_identity
 from .datasets import held_out_line, load_splits, overflow_line, train_tokenizer
 from .errors import Interrupted, UsageError
 from .fits import check_fits, memory_advice
@@ -87,6 +88,8 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
         if ckpt is not None and checkpoint_step(ckpt) >= plan.train.steps:
             return nothing_to_do(plan, checkpoint_step(ckpt))
     else:
+        if args.data_changed_ok:
+            raise UsageError(f"{ACCEPT_FLAG} applies to --resume, which is not given")
         plan = make_plan(settings)
         check_out(plan.out)
         refuse_kept_run(plan)
@@ -97,6 +100,10 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
             "with N >= 1"
         )
     train_data, val_data = load_splits(plan)
+    identity = data_identity(plan, train_data, val_data)
+    if args.resume:
+        check_same_data(plan, identity, accept=args.data_changed_ok)
+    plan.data_identity = identity  # recorded in run.json
     if ckpt is not None:
         tokenizer = load_tokenizer(ckpt / "tokenizer.json")
     else:
