@@ -3,7 +3,11 @@
 2    a user mistake (bad option or value, unknown name, missing or corrupt file, a run
      directory in the wrong state): ``UsageError``, or a ``ValueError`` / missing-file
      error raised by the library, whose messages name the argument and what is allowed
-1    the run itself failed (``TrainingError``: a loss that is not finite)
+1    the run itself failed: ``TrainingError``, a loss that is not finite, or a disk that
+     filled up while a checkpoint was written (``DiskFullError``: the message names the
+     checkpoints folder, the space the checkpoint needs and the space free; the checkpoints
+     before it are intact and ``--resume`` continues from the newest); any other write that
+     finds the disk full (ENOSPC, EDQUOT) is one line too, naming the file
 130  interrupted (Ctrl-C)
 141  the reader of stdout went away (``glassformer generate ... | head -c 20``): the command
      stops quietly, as a Unix tool stopped by SIGPIPE does (a shell reports 128 + 13 for it);
@@ -13,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -40,6 +45,7 @@ USER_ERRORS = (
     IsADirectoryError,
     PermissionError,
 )
+NO_SPACE = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
 
 class UsageError(Exception):
@@ -87,6 +93,11 @@ def guarded(command: Callable[[], int]) -> int:
     except USER_ERRORS as err:
         say_error(_describe(err))
         return EXIT_USAGE
+    except OSError as err:
+        if err.errno not in NO_SPACE:
+            raise
+        say_error(f"{_describe(err)}; free some space and try again")
+        return EXIT_RUN_FAILED
 
 
 def _silence_stdout() -> None:

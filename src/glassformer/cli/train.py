@@ -22,7 +22,7 @@ from ..models.checkpoint import check_vocabulary
 from ..models.registry import model_class
 from ..tasks import TASKS
 from ..tokenizers import load_tokenizer
-from ..training import Trainer, lr_at
+from ..training import DiskFullError, Trainer, TrainingError, lr_at
 from ..training.lock import RunLock, StaleLockWarning
 from ..training.runtime import SlowBfloat16Warning
 from ..training.state import latest_checkpoint
@@ -133,8 +133,14 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
         if main:
             write_run(plan, model_cfg)
             _note_warmup(plan.train)
-        with _notes():
-            last = trainer.fit(resume=ckpt is not None, lock=lock if main else None)
+        try:
+            with _notes():
+                last = trainer.fit(resume=ckpt is not None, lock=lock if main else None)
+        except DiskFullError as err:
+            raise TrainingError(
+                f"{err}; free some space, then continue with: glassformer train --out "
+                f"{plan.out} --resume"
+            ) from None
         if trainer.interrupted:
             raise Interrupted(
                 f"interrupted at step {trainer.step}; saved in {plan.out}; continue with: "

@@ -32,6 +32,7 @@ from ..tasks import get_task
 from .batches import BatchStream
 from .config import TrainConfig
 from .distributed import Cluster, wrap_model
+from .errors import TrainingError
 from .evaluate import evaluate
 from .lock import RunLock
 from .memory import reuse_freed_memory
@@ -47,10 +48,6 @@ from .state import (
 )
 
 __all__ = ["Trainer", "TrainingError"]
-
-
-class TrainingError(RuntimeError):
-    """The run cannot go on (a loss or gradient that is not finite)."""
 
 
 class Trainer:
@@ -160,7 +157,7 @@ class Trainer:
         self._shown = Progress(self.progress, c.steps, self.step)
         last: dict[str, Any] = {}
         seen, since = 0, time.perf_counter()  # tokens and start of the steps since the last log
-        with self._signals():
+        with self._signals(), contextlib.closing(self._shown):
             while self.step < c.steps and not self.interrupted:
                 loss, tokens = self.train_step()
                 self.step += 1
@@ -177,7 +174,6 @@ class Trainer:
                     self.save()
                 if log:  # the next rate counts training steps only, not evaluation or saving
                     seen, since = 0, time.perf_counter()
-        self._shown.close()
         if self.interrupted:
             self._log({"step": self.step, "event": "interrupted"})
         elif self.val_stream is not None and (not c.eval_every or self.step % c.eval_every):
