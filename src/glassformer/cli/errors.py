@@ -8,7 +8,9 @@
      checkpoints folder, the space the checkpoint needs and the space free; the checkpoints
      before it are intact and ``--resume`` continues from the newest); any other write that
      finds the disk full (ENOSPC, EDQUOT) is one line too, naming the file
-130  interrupted (Ctrl-C)
+130  interrupted (Ctrl-C, SIGINT)
+143  terminated (SIGTERM, e.g. ``kill PID`` or a job scheduler stopping the run), which
+     ``train`` handles as Ctrl-C: it finishes its step, saves, and says how to continue
 141  the reader of stdout went away (``glassformer generate ... | head -c 20``): the command
      stops quietly, as a Unix tool stopped by SIGPIPE does (a shell reports 128 + 13 for it);
      stdout is then pointed at /dev/null so that the interpreter's last flush cannot fail
@@ -29,6 +31,7 @@ __all__ = [
     "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
     "EXIT_RUN_FAILED",
+    "EXIT_TERMINATED",
     "EXIT_USAGE",
     "ArgumentParser",
     "Interrupted",
@@ -38,6 +41,7 @@ __all__ = [
 ]
 
 EXIT_RUN_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 1, 2, 130, 141
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process SIGTERM ended
 USER_ERRORS = (
     ValueError,
     FileNotFoundError,
@@ -53,7 +57,12 @@ class UsageError(Exception):
 
 
 class Interrupted(Exception):
-    """Training stopped on Ctrl-C after saving; the message says how to continue."""
+    """Training stopped on Ctrl-C (``status`` 130) or SIGTERM (143) after saving; the message
+    says how to continue."""
+
+    def __init__(self, message: str, status: int = EXIT_INTERRUPTED) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -86,7 +95,7 @@ def guarded(command: Callable[[], int]) -> int:
         return EXIT_RUN_FAILED
     except Interrupted as err:
         print(f"glassformer: {err}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return err.status
     except KeyboardInterrupt:
         print("glassformer: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import io
 import os
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -28,7 +29,7 @@ from ..training.runtime import SlowBfloat16Warning
 from ..training.state import latest_checkpoint
 from .data_identity import ACCEPT_FLAG, check_same_data, data_identity
 from .datasets import held_out_line, load_splits, overflow_line, train_tokenizer
-from .errors import Interrupted, UsageError
+from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Interrupted, UsageError
 from .fits import check_fits, memory_advice
 from .plan import RunPlan, make_plan, model_config
 from .plots import write_loss_plot, write_tensorboard
@@ -142,9 +143,11 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
                 f"{plan.out} --resume"
             ) from None
         if trainer.interrupted:
+            terminated = trainer.stop_signal == signal.SIGTERM
             raise Interrupted(
-                f"interrupted at step {trainer.step}; saved in {plan.out}; continue with: "
-                f"glassformer train --out {plan.out} --resume"
+                f"{'terminated' if terminated else 'interrupted'} at step {trainer.step}; saved "
+                f"in {plan.out}; continue with: glassformer train --out {plan.out} --resume",
+                EXIT_TERMINATED if terminated else EXIT_INTERRUPTED,
             )
         _print_summary(plan, trainer, last, main)
     finally:

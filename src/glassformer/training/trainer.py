@@ -100,6 +100,7 @@ class Trainer:
         self.step = 0
         self.best: dict[str, Any] | None = None  # {"step", "loss"} of the best validation loss
         self.interrupted = False  # set when Ctrl-C / SIGTERM ended the last fit() early
+        self.stop_signal: int | None = None  # which: signal.SIGINT or signal.SIGTERM
         self._shown = Progress("none", config.steps, 0)  # what fit() shows while it runs
 
     def _stream(self, data: TextDataset, shuffle: bool) -> BatchStream:
@@ -153,7 +154,7 @@ class Trainer:
         elif self.run_dir is not None and self.cluster.is_main:
             write_text(self.run_dir / "metrics.jsonl", "")
         c = self.config
-        self.interrupted = False
+        self.interrupted, self.stop_signal = False, None
         self._shown = Progress(self.progress, c.steps, self.step)
         last: dict[str, Any] = {}
         seen, since = 0, time.perf_counter()  # tokens and start of the steps since the last log
@@ -288,13 +289,14 @@ class Trainer:
 
     @contextlib.contextmanager
     def _signals(self):
-        """SIGINT / SIGTERM: finish the current step, then save and return."""
+        """SIGINT / SIGTERM: finish the current step, then save and return (``interrupted``
+        set, ``stop_signal`` the signal)."""
         if threading.current_thread() is not threading.main_thread():
             yield
             return
 
         def stop(signum, frame):
-            self.interrupted = True
+            self.interrupted, self.stop_signal = True, signum
 
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
