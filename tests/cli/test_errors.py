@@ -1,9 +1,11 @@
 """User mistakes: one line on stderr (``glassformer: error: ...``), exit status 2, no
-traceback; a failed run exits 1 and Ctrl-C 130, each with one line. ``--help`` everywhere."""
+traceback; a failed run exits 1, Ctrl-C 130 and SIGTERM 143, each with one line. ``--help``
+everywhere."""
 
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -121,6 +123,27 @@ def test_a_failed_run_exits_1_with_one_line(cli, lm_files, tmp_path, monkeypatch
     assert result.err.splitlines() == [
         "glassformer: error: step 1: the loss (nan) or gradient norm (nan) is not finite"
     ]
+
+
+def test_sigterm_while_training_saves_says_terminated_and_exits_143(
+    cli, lm_files, tmp_path, monkeypatch
+):
+    step = Trainer.train_step
+
+    def terminate_in_step_2(self):
+        if self.step == 1:
+            signal.raise_signal(signal.SIGTERM)  # the trainer finishes step 2, saves, returns
+        return step(self)
+
+    monkeypatch.setattr(Trainer, "train_step", terminate_in_step_2)
+    out = tmp_path / "r"
+    result = cli.run("train", "--data", lm_files[0], "--out", out, *cli.TINY, "--steps", "9")
+    assert result.code == 143
+    assert result.err.splitlines()[-1] == (
+        f"glassformer: terminated at step 2; saved in {out}; continue with: "
+        f"glassformer train --out {out} --resume"
+    )
+    assert (out / "checkpoints" / "step-000002").is_dir()
 
 
 def test_ctrl_c_before_training_exits_130_with_one_line(cli, lm_files, tmp_path, monkeypatch):

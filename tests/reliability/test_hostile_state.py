@@ -57,7 +57,7 @@ def edit_json(**changes) -> Callable[[Path], None]:
             target, *path, last = [meta, *dotted.split("__")]
             for key in path:
                 target = target[int(key)] if isinstance(target, list) else target[key]
-            target[last] = value
+            target[int(last) if isinstance(target, list) else last] = value
         (folder / "trainer.json").write_text(json.dumps(meta))
 
     return edit
@@ -110,7 +110,10 @@ CASES = {
     ),
     "one group too few": (edit_json(optimizer__param_groups=[]), "not a list of 2 groups"),
     "scheduler garbage": (edit_json(scheduler={"base_lrs": "x"}), "scheduler state has keys"),
-    "scheduler value lies": (edit_json(scheduler__last_epoch=[1]), "scheduler last_epoch"),
+    "scheduler value lies": (
+        edit_json(scheduler__last_epoch=[1]),
+        r"scheduler.last_epoch is \[1\]; allowed a number",
+    ),
     "moment of another shape": (
         edit_tensors(lambda t: t.update({MOMENT: torch.zeros(3, 3)})),
         rf"{MOMENT} has shape \(3, 3\)",
@@ -139,6 +142,82 @@ CASES = {
     ),
     "no list of fields": (edit_json(optimizer__fields=None), "optimizer.fields is not a mapping"),
 }
+# numbers that would poison the run: named with their value and what is allowed
+NAN, INF = float("nan"), float("inf")
+GROUP = r"trainer.json: optimizer.param_groups\[{}\]"
+NUMBERS = {
+    "lr NaN": (
+        edit_json(optimizer__param_groups__0__lr=NAN),
+        GROUP.format(0) + r".lr is nan; allowed a finite number >= 0",
+    ),
+    "lr infinite": (edit_json(optimizer__param_groups__1__lr=INF), r"\]\.lr is inf"),
+    "lr negative": (edit_json(optimizer__param_groups__0__lr=-0.1), r"\]\.lr is -0.1"),
+    "lr true": (
+        edit_json(optimizer__param_groups__0__lr=True),
+        GROUP.format(0) + r".lr is True; allowed a number",
+    ),
+    "initial lr NaN": (
+        edit_json(optimizer__param_groups__1__initial_lr=NAN),
+        GROUP.format(1) + r".initial_lr is nan",
+    ),
+    "weight decay negative": (
+        edit_json(optimizer__param_groups__0__weight_decay=-1.0),
+        r"weight_decay is -1.0; allowed a finite number >= 0",
+    ),
+    "eps zero": (
+        edit_json(optimizer__param_groups__0__eps=0.0),
+        r"eps is 0.0; allowed a finite number > 0",
+    ),
+    "beta of 1": (
+        edit_json(optimizer__param_groups__0__betas=[0.9, 1.0]),
+        GROUP.format(0) + r".betas\[1\] is 1.0; allowed a number in \[0, 1\)",
+    ),
+    "beta NaN": (edit_json(optimizer__param_groups__1__betas=[NAN, 0.99]), r"betas\[0\] is nan"),
+    "scalar NaN": (
+        edit_json(optimizer__scalars={"embed.token.weight/step": NAN}),
+        r"optimizer.scalars\['embed.token.weight/step'\] is nan",
+    ),
+    "scheduler base lr NaN": (
+        edit_json(scheduler__base_lrs__0=NAN),
+        r"trainer.json: scheduler.base_lrs\[0\] is nan; allowed a finite number >= 0",
+    ),
+    "scheduler last lr negative": (
+        edit_json(scheduler___last_lr__1=-1e-3),
+        r"scheduler._last_lr\[1\] is -0.001",
+    ),
+    "scheduler at another step": (
+        edit_json(scheduler__last_epoch=7),
+        r"scheduler.last_epoch is 7; allowed the checkpoint's step, 2",
+    ),
+    "scheduler step a fraction": (edit_json(scheduler__last_epoch=2.5), "last_epoch is 2.5"),
+    "scheduler count negative": (
+        edit_json(scheduler___step_count=-1),
+        r"scheduler._step_count is -1; allowed a whole number >= 0",
+    ),
+    "best loss NaN": (
+        edit_json(best={"step": 2, "loss": NAN}),
+        r"trainer.json: best.loss is nan; allowed a finite number",
+    ),
+    "best not an object": (edit_json(best="x"), r"best is 'x'; allowed null or"),
+    "best of a later step": (
+        edit_json(best={"step": 9, "loss": 1.0}),
+        r"best.step is 9; allowed a step from 1 to 2",
+    ),
+    "moment NaN": (
+        edit_tensors(lambda t: t[MOMENT].view(-1)[3:5].fill_(NAN)),
+        rf"trainer.safetensors: {MOMENT} holds 2 values like nan; allowed finite numbers",
+    ),
+    "second moment negative": (
+        edit_tensors(lambda t: t[MOMENT + "_sq"].view(-1)[0].fill_(-1.0)),
+        rf"{MOMENT}_sq holds 1 value like -1.0; allowed finite numbers >= 0",
+    ),
+    "step count beyond the step": (
+        edit_tensors(lambda t: t["opt/embed.token.weight/step"].fill_(99.0)),
+        r"embed.token.weight/step holds 1 value like 99.0; allowed a count from 0 to the "
+        "checkpoint's step, 2",
+    ),
+}
+CASES.update(NUMBERS)
 
 
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))

@@ -92,22 +92,24 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     assert (tmp_path / "checkpoints" / "step-000004" / "model.safetensors").read_bytes() == good
 
 
-def test_ctrl_c_finishes_the_step_saves_and_returns(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_finishes_the_step_saves_and_returns(tmp_path, signum):
     trainer = make("lm", tmp_path, save_every=0)
     step = trainer.train_step
 
     def interrupted_step():
         out = step()
         if trainer.step == 4:  # the 5th step is running
-            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signum)
         return out
 
     trainer.train_step = interrupted_step
-    before = signal.getsignal(signal.SIGINT)  # default, or SIG_IGN in a background job
+    before = signal.getsignal(signum)  # default, or SIG_IGN in a background job
     trainer.fit()
     assert trainer.step == 5
+    assert (trainer.interrupted, trainer.stop_signal) == (True, signum)
     assert [p.name for p in checkpoints(tmp_path)] == ["step-000005"]
-    assert signal.getsignal(signal.SIGINT) is before  # the handler is given back
+    assert signal.getsignal(signum) is before  # the handler is given back
 
 
 def test_tokens_per_second_counts_the_training_steps_since_the_last_line(tmp_path, monkeypatch):

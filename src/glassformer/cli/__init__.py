@@ -13,21 +13,25 @@
 
 Each subcommand lives in its own module (train, evaluate, generate, predict, inspect_cmd);
 errors.py says how the command fails (one line on stderr; exit status 2 for user mistakes).
+The modules are imported when the parser is built: ``glassformer --version`` answers before
+that, without loading PyTorch.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import config_cmd, evaluate, explore_cmd, generate, inspect_cmd, predict, train
-from .errors import ArgumentParser, UsageError, guarded
 
 __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import config_cmd, evaluate, explore_cmd, generate, inspect_cmd, predict, train
+    from .errors import ArgumentParser
+
     parser = ArgumentParser(
         prog="glassformer",
         description="Train, evaluate and run transformers built from their formulas.",
@@ -42,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: sys.argv[1:]); returns the exit status."""
+    if asks_version(sys.argv[1:] if argv is None else argv):
+        print(f"glassformer {__version__}")
+        return 0
+    from .errors import UsageError, guarded
+
     parser = build_parser()
 
     def command() -> int:
@@ -54,3 +63,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.handler(args)
 
     return guarded(command)
+
+
+def asks_version(argv: Sequence[str]) -> bool:
+    """Does the command line start with ``--version`` (or an abbreviation the parser accepts,
+    such as ``--vers``), which the parser answers before anything else? Any other command line
+    is left to the parser, which also answers ``--version`` found later."""
+    first = str(argv[0]) if len(argv) else ""
+    return first.startswith("--v") and "--version".startswith(first)

@@ -3,8 +3,14 @@
 2    a user mistake (bad option or value, unknown name, missing or corrupt file, a run
      directory in the wrong state): ``UsageError``, or a ``ValueError`` / missing-file
      error raised by the library, whose messages name the argument and what is allowed
-1    the run itself failed (``TrainingError``: a loss that is not finite)
-130  interrupted (Ctrl-C)
+1    the run itself failed: ``TrainingError``, a loss that is not finite, or a disk that
+     filled up while a checkpoint was written (``DiskFullError``: the message names the
+     checkpoints folder, the space the checkpoint needs and the space free; the checkpoints
+     before it are intact and ``--resume`` continues from the newest); any other write that
+     finds the disk full (ENOSPC, EDQUOT) is one line too, naming the file
+130  interrupted (Ctrl-C, SIGINT)
+143  terminated (SIGTERM, e.g. ``kill PID`` or a job scheduler stopping the run), which
+     ``train`` handles as Ctrl-C: it finishes its step, saves, and says how to continue
 141  the reader of stdout went away (``glassformer generate ... | head -c 20``): the command
      stops quietly, as a Unix tool stopped by SIGPIPE does (a shell reports 128 + 13 for it);
      stdout is then pointed at /dev/null so that the interpreter's last flush cannot fail
@@ -13,6 +19,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -24,6 +31,7 @@ __all__ = [
     "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
     "EXIT_RUN_FAILED",
+    "EXIT_TERMINATED",
     "EXIT_USAGE",
     "ArgumentParser",
     "Interrupted",
@@ -33,6 +41,7 @@ __all__ = [
 ]
 
 EXIT_RUN_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 1, 2, 130, 141
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process SIGTERM ended
 USER_ERRORS = (
     ValueError,
     FileNotFoundError,
@@ -40,6 +49,7 @@ USER_ERRORS = (
     IsADirectoryError,
     PermissionError,
 )
+NO_SPACE = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
 
 class UsageError(Exception):
@@ -47,7 +57,12 @@ class UsageError(Exception):
 
 
 class Interrupted(Exception):
-    """Training stopped on Ctrl-C after saving; the message says how to continue."""
+    """Training stopped on Ctrl-C (``status`` 130) or SIGTERM (143) after saving; the message
+    says how to continue."""
+
+    def __init__(self, message: str, status: int = EXIT_INTERRUPTED) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -80,13 +95,18 @@ def guarded(command: Callable[[], int]) -> int:
         return EXIT_RUN_FAILED
     except Interrupted as err:
         print(f"glassformer: {err}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return err.status
     except KeyboardInterrupt:
         print("glassformer: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except USER_ERRORS as err:
         say_error(_describe(err))
         return EXIT_USAGE
+    except OSError as err:
+        if err.errno not in NO_SPACE:
+            raise
+        say_error(f"{_describe(err)}; free some space and try again")
+        return EXIT_RUN_FAILED
 
 
 def _silence_stdout() -> None:

@@ -11,6 +11,9 @@ exactly the same run. Defaults fill what the settings leave open:
                 records spread evenly; see data/files.py), recorded in run.json so that
                 --resume and ``glassformer eval`` read the same part
     out         runs/<data>-<tokenizer> (lm) or runs/<data>-<task>-<tokenizer>
+
+``train`` adds the size and hash of the data it loaded (data_identity.py), which ``--resume``
+checks.
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ class RunPlan:
     sample: SampleSettings
     out: Path
     settings: Settings = field(default_factory=dict)
+    # the size and SHA-256 of the training and validation data (data_identity.py); None
+    # until train has loaded them, and in a run.json written before they were recorded
+    data_identity: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -64,6 +70,8 @@ class RunPlan:
         train = d["train"]
         d.update(train=TrainConfig.from_dict(train), sample=SampleSettings(**d["sample"]))
         d["out"] = Path(d["out"])
+        if not isinstance(d.get("data_identity"), dict | None):
+            raise ValueError("data_identity is not a JSON object")
         return cls(**d)
 
 

@@ -39,11 +39,12 @@ def resumed_plan(args: argparse.Namespace, out: Path) -> tuple[RunPlan, Any]:
 
 
 def comparable(plan: RunPlan) -> dict[str, Any]:
-    """The plan flattened to "key" -> value, without what --resume may change."""
+    """The plan flattened to "key" -> value, without what --resume may change and without
+    the data's identity (data_identity.py checks it once the data are loaded)."""
     d = plan.to_dict()
     flat: dict[str, Any] = {}
     for key, value in d.items():
-        if key in ("out", "settings", "sample"):
+        if key in ("out", "settings", "sample", "data_identity"):
             continue
         if key == "train":
             flat.update(

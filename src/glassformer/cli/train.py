@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import io
 import os
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -22,12 +23,13 @@ from ..models.checkpoint import check_vocabulary
 from ..models.registry import model_class
 from ..tasks import TASKS
 from ..tokenizers import load_tokenizer
-from ..training import Trainer, lr_at
+from ..training import DiskFullError, Trainer, TrainingError, lr_at
 from ..training.lock import RunLock, StaleLockWarning
 from ..training.runtime import SlowBfloat16Warning
 from ..training.state import latest_checkpoint
+from .data_identity import ACCEPT_FLAG, check_same_data, data_identity
 from .datasets import held_out_line, load_splits, overflow_line, train_tokenizer
-from .errors import Interrupted, UsageError
+from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Interrupted, UsageError
 from .fits import check_fits, memory_advice
 from .plan import RunPlan, make_plan, model_config
 from .plots import write_loss_plot, write_tensorboard
@@ -87,6 +89,8 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
         if ckpt is not None and checkpoint_step(ckpt) >= plan.train.steps:
             return nothing_to_do(plan, checkpoint_step(ckpt))
     else:
+        if args.data_changed_ok:
+            raise UsageError(f"{ACCEPT_FLAG} applies to --resume, which is not given")
         plan = make_plan(settings)
         check_out(plan.out)
         refuse_kept_run(plan)
@@ -97,6 +101,10 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
             "with N >= 1"
         )
     train_data, val_data = load_splits(plan)
+    identity = data_identity(plan, train_data, val_data)
+    if args.resume:
+        check_same_data(plan, identity, accept=args.data_changed_ok)
+    plan.data_identity = identity  # recorded in run.json
     if ckpt is not None:
         tokenizer = load_tokenizer(ckpt / "tokenizer.json")
     else:
@@ -126,12 +134,20 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
         if main:
             write_run(plan, model_cfg)
             _note_warmup(plan.train)
-        with _notes():
-            last = trainer.fit(resume=ckpt is not None, lock=lock if main else None)
+        try:
+            with _notes():
+                last = trainer.fit(resume=ckpt is not None, lock=lock if main else None)
+        except DiskFullError as err:
+            raise TrainingError(
+                f"{err}; free some space, then continue with: glassformer train --out "
+                f"{plan.out} --resume"
+            ) from None
         if trainer.interrupted:
+            terminated = trainer.stop_signal == signal.SIGTERM
             raise Interrupted(
-                f"interrupted at step {trainer.step}; saved in {plan.out}; continue with: "
-                f"glassformer train --out {plan.out} --resume"
+                f"{'terminated' if terminated else 'interrupted'} at step {trainer.step}; saved "
+                f"in {plan.out}; continue with: glassformer train --out {plan.out} --resume",
+                EXIT_TERMINATED if terminated else EXIT_INTERRUPTED,
             )
         _print_summary(plan, trainer, last, main)
     finally:

@@ -120,6 +120,13 @@ def add_parser(commands, run) -> None:
         help="continue the run in --out from its newest checkpoint with the settings in its "
         "run.json; a larger --steps extends it",
     )
+    p.add_argument(
+        "--data-changed-ok",
+        action="store_true",
+        help="with --resume: continue even though the training or validation data are not "
+        "those the run was trained on (run.json records their size and SHA-256; without this "
+        "option a change is refused)",
+    )
     p.add_argument("--steps", type=non_negative, metavar="N", help="optimizer steps in all")
     add_device(p, default=None)
     p.add_argument(

@@ -3,13 +3,15 @@ checkpoints that resume exactly."""
 
 from .batches import BatchStream
 from .config import TrainConfig
+from .errors import DiskFullError, TrainingError
 from .evaluate import evaluate
 from .optim import build_optimizer, build_scheduler, lr_at
 from .runtime import resolve_device
-from .trainer import Trainer, TrainingError
+from .trainer import Trainer
 
 __all__ = [
     "BatchStream",
+    "DiskFullError",
     "TrainConfig",
     "Trainer",
     "TrainingError",

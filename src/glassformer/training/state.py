@@ -7,12 +7,17 @@
 
 A checkpoint is written into a hidden temporary folder and renamed into place when complete,
 so a crash or a kill at any moment leaves the previous checkpoints intact and never a partial
-one under a ``step-*`` name. Nothing is unpickled when loading.
+one under a ``step-*`` name. A disk that fills up during the write is the same: the temporary
+folder is removed and ``DiskFullError`` says how much room the checkpoint needs and how much
+is free. Nothing is unpickled when loading.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +29,9 @@ from safetensors.torch import load_file, save_file
 
 from ..files import replace_dir, replace_file, write_text
 from ..models import GlassformerModel
+from ..models.budget import format_bytes
 from ..run_folder import PREFIX, best_or_latest, checkpoints, latest_checkpoint
+from .errors import DiskFullError
 from .state_check import check_training_state
 
 __all__ = [
@@ -68,19 +75,56 @@ def save_checkpoint(
     if not write:
         return final
     ckpt_root.mkdir(parents=True, exist_ok=True)
+    tensors, opt_meta = _optimizer_tensors(optim_sd)
+    tensors["rng.cpu"] = torch.get_rng_state()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        tensors["rng.cuda"] = torch.cuda.get_rng_state()
 
     def fill(tmp: Path) -> None:
         model.save_pretrained(tmp, tokenizer, state_dict=model_sd)
-        tensors, opt_meta = _optimizer_tensors(optim_sd)
-        tensors["rng.cpu"] = torch.get_rng_state()
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            tensors["rng.cuda"] = torch.cuda.get_rng_state()
         replace_file(tmp / "trainer.safetensors", lambda p: save_file(tensors, p))
         meta = {"step": step, "optimizer": opt_meta, "scheduler": scheduler.state_dict(), **state}
         write_text(tmp / "trainer.json", json.dumps(meta, indent=2, default=_jsonable))
 
-    replace_dir(final, fill)  # a folder already there is replaced (final == periodic)
+    try:
+        replace_dir(final, fill)  # a folder already there is replaced (final == periodic)
+    except (OSError, SafetensorError) as err:
+        code = _no_space(err)
+        if code is None:
+            raise
+        needed = _nbytes([*model_sd.values(), *tensors.values()])
+        free = shutil.disk_usage(ckpt_root).free
+        kept = latest_checkpoint(run_dir)
+        before = "none was saved before it" if kept is None else f"{kept.name} is intact"
+        raise DiskFullError(
+            f"checkpoint {final.name} could not be saved in {ckpt_root}: "
+            f"{os.strerror(code).lower()} (it needs about {format_bytes(needed)}, "
+            f"{format_bytes(free)} is free); nothing of it was left there, {before}",
+            ckpt_root,
+            needed,
+            free,
+        ) from None
     return final
+
+
+def _no_space(err: BaseException) -> int | None:
+    """ENOSPC or EDQUOT when ``err`` says the disk (or the user's quota) is full, else None.
+    Python's own writes raise an OSError with its errno; safetensors (0.4 to 0.8) raises a
+    ``SafetensorError`` whose message ends in the system's words and number, e.g. ``I/O
+    error: No space left on device (os error 28)``."""
+    full = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+    if isinstance(err, OSError):
+        return err.errno if err.errno in full else None
+    found = re.search(r"\(os error (\d+)\)", str(err))
+    if found and int(found.group(1)) in full:
+        return int(found.group(1))
+    return errno.ENOSPC if os.strerror(errno.ENOSPC) in str(err) else None
+
+
+def _nbytes(tensors: list[torch.Tensor]) -> int:
+    """The bytes of ``tensors``, memory met twice (tied weights) counted once."""
+    seen = {(t.data_ptr(), t.numel(), t.dtype): t for t in tensors}
+    return sum(t.numel() * t.element_size() for t in seen.values())
 
 
 def load_checkpoint(

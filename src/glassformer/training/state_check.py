@@ -4,11 +4,16 @@ model, optimizer and scheduler it is about to be loaded into, before anything is
 A file that is cut short, or that lies (a step that is not its folder's, optimizer moments
 of another shape, parameters the model does not have, a scheduler of another kind, no RNG
 state), is refused with a ``ValueError`` naming the file and what is wrong; nothing in it is
-executed or unpickled.
+executed or unpickled. So is a number that would poison the run (a learning rate, weight decay,
+beta or epsilon that is NaN, infinite, negative or out of its range; a scheduler that is not at
+the checkpoint's step; a best loss that is not finite; optimizer moments that are not finite, a
+second moment below zero): the message names the file, the field and its value, instead of a
+loss gone NaN steps later.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +22,16 @@ import torch
 __all__ = ["check_training_state"]
 
 MOMENTS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+SQUARES = ("exp_avg_sq", "max_exp_avg_sq")  # AdamW's second moments: never below zero
+# the numbers of an AdamW parameter group: (lowest, lowest allowed?, highest, highest allowed?)
+GROUP_RANGES = {
+    "lr": (0.0, True, math.inf, False),
+    "initial_lr": (0.0, True, math.inf, False),
+    "weight_decay": (0.0, True, math.inf, False),
+    "eps": (0.0, False, math.inf, False),
+}
+BETA_RANGE = (0.0, True, 1.0, False)
+RATE_RANGE = (0.0, True, math.inf, False)
 
 
 def check_training_state(
@@ -36,7 +51,7 @@ def check_training_state(
         raise ValueError(f"{json_file}: step is {step!r}, but the folder is {folder.name}")
     shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
     _check_optimizer_meta(json_file, meta.get("optimizer"), optimizer, set(shapes))
-    _check_tensors(tensor_file, tensors, shapes)
+    _check_tensors(tensor_file, tensors, shapes, step)
     _check_complete(tensor_file, meta["optimizer"], tensors)
     live = scheduler.state_dict()
     saved = meta.get("scheduler")
@@ -44,7 +59,11 @@ def check_training_state(
         raise ValueError(f"{json_file}: scheduler state has keys other than {sorted(live)}")
     for key, value in live.items():
         if _kind(saved[key]) != _kind(value):
-            raise ValueError(f"{json_file}: scheduler {key} is {saved[key]!r}")
+            raise ValueError(
+                f"{json_file}: scheduler.{key} is {saved[key]!r}; allowed {_kind_words(value)}"
+            )
+    _check_scheduler_numbers(json_file, saved, step)
+    _check_best(json_file, meta.get("best"), step)
 
 
 def _check_optimizer_meta(
@@ -62,7 +81,16 @@ def _check_optimizer_meta(
             )
         for key, value in group.items():
             if key != "params" and _kind(value) != _kind(ours[key]):
-                raise ValueError(f"{path}: optimizer.param_groups[{i}].{key} is {value!r}")
+                raise ValueError(
+                    f"{path}: optimizer.param_groups[{i}].{key} is {value!r}; allowed "
+                    f"{_kind_words(ours[key])}"
+                )
+            where = f"optimizer.param_groups[{i}].{key}"
+            if key in GROUP_RANGES:
+                _check_number(path, where, value, GROUP_RANGES[key])
+            elif key == "betas":
+                for j, beta in enumerate(value):
+                    _check_number(path, f"{where}[{j}]", beta, BETA_RANGE)
         if not isinstance(group["params"], list):
             raise ValueError(f"{path}: optimizer.param_groups[{i}].params is not a list")
         listed += group["params"]
@@ -73,10 +101,67 @@ def _check_optimizer_meta(
         not isinstance(k, str) or k.rsplit("/", 1)[0] not in names for k in scalars
     ):
         raise ValueError(f"{path}: optimizer.scalars names parameters the model does not have")
+    for key, value in scalars.items():
+        if _kind(value) == "number":
+            _check_number(path, f"optimizer.scalars[{key!r}]", value, RATE_RANGE)
+
+
+def _check_scheduler_numbers(path: Path, saved: dict[str, Any], step: int) -> None:
+    """The learning rates finite and >= 0; the schedule at the checkpoint's step."""
+    for key in ("base_lrs", "_last_lr"):
+        for i, value in enumerate(saved.get(key) or ()):
+            _check_number(path, f"scheduler.{key}[{i}]", value, RATE_RANGE)
+    epoch = saved.get("last_epoch", step)
+    if isinstance(epoch, bool) or epoch != step or not isinstance(epoch, int):
+        raise ValueError(
+            f"{path}: scheduler.last_epoch is {epoch!r}; allowed the checkpoint's step, {step}"
+        )
+    count = saved.get("_step_count", 0)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValueError(
+            f"{path}: scheduler._step_count is {count!r}; allowed a whole number >= 0"
+        )
+
+
+def _check_best(path: Path, best: Any, step: int) -> None:
+    """None, or the step (1 to the checkpoint's) and the finite loss of the best evaluation."""
+    if best is None:
+        return
+    if not isinstance(best, dict) or set(best) != {"step", "loss"}:
+        raise ValueError(f"{path}: best is {best!r}; allowed null or {{\"step\", \"loss\"}}")
+    at = best["step"]
+    if isinstance(at, bool) or not isinstance(at, int) or not 1 <= at <= step:
+        raise ValueError(f"{path}: best.step is {at!r}; allowed a step from 1 to {step}")
+    _check_number(path, "best.loss", best["loss"], (-math.inf, False, math.inf, False))
+
+
+def _check_number(path: Path, where: str, value: Any, allowed: tuple) -> None:
+    """``ValueError`` naming the file, the field and its value unless ``value`` is a finite
+    number within ``allowed`` (lowest, lowest allowed?, highest, highest allowed?)."""
+    low, low_in, high, high_in = allowed
+    number = not isinstance(value, bool) and isinstance(value, int | float)
+    if (
+        number
+        and math.isfinite(value)
+        and (value > low or (low_in and value == low))
+        and (value < high or (high_in and value == high))
+    ):
+        return
+    raise ValueError(f"{path}: {where} is {value!r}; allowed {_range(allowed)}")
+
+
+def _range(allowed: tuple) -> str:
+    """``a finite number >= 0``, ``a number in [0, 1)``."""
+    low, low_in, high, high_in = allowed
+    if math.isinf(high):
+        if math.isinf(low):
+            return "a finite number"
+        return f"a finite number {'>=' if low_in else '>'} {low:g}"
+    return f"a number in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
 
 
 def _check_tensors(
-    path: Path, tensors: dict[str, torch.Tensor], shapes: dict[str, tuple[int, ...]]
+    path: Path, tensors: dict[str, torch.Tensor], shapes: dict[str, tuple[int, ...]], step: int
 ) -> None:
     rng = tensors.get("rng.cpu")
     if rng is None or rng.dtype != torch.uint8 or rng.dim() != 1:
@@ -94,6 +179,30 @@ def _check_tensors(
             )
         if not value.is_floating_point():
             raise ValueError(f"{path}: {key} has dtype {value.dtype}; allowed floating point")
+        _check_values(path, key, field, value, step)
+
+
+def _check_values(path: Path, key: str, field: str, value: torch.Tensor, step: int) -> None:
+    """Moments finite (second moments >= 0); an AdamW step count from 0 to ``step``."""
+    bad = ~torch.isfinite(value)
+    if field in SQUARES or field == "step":
+        bad |= value < 0
+    if field == "step":
+        bad |= value > step
+    if bool(bad.any()):
+        first = value.flatten()[bad.flatten()][0].item()
+        allowed = (
+            f"a count from 0 to the checkpoint's step, {step}"
+            if field == "step"
+            else "finite numbers >= 0"
+            if field in SQUARES
+            else "finite numbers"
+        )
+        n = int(bad.sum())
+        raise ValueError(
+            f"{path}: {key} holds {n} value{'s' if n > 1 else ''} like {first!r}; "
+            f"allowed {allowed}"
+        )
 
 
 def _check_complete(path: Path, saved: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
@@ -136,3 +245,12 @@ def _kind(value: Any) -> str:
     if isinstance(value, list | tuple):
         return f"list[{len(value)}]"
     return type(value).__name__
+
+
+def _kind_words(value: Any) -> str:
+    """The kind of ``value`` as a message says it: ``a number``, ``a list of 2 items``."""
+    kind = _kind(value)
+    if kind.startswith("list["):
+        return f"a list of {kind[5:-1]} items"
+    words = {"number": "a number", "bool": "true or false", "None": "null", "str": "a string"}
+    return words.get(kind, f"a JSON {kind}")

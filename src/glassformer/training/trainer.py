@@ -32,6 +32,7 @@ from ..tasks import get_task
 from .batches import BatchStream
 from .config import TrainConfig
 from .distributed import Cluster, wrap_model
+from .errors import TrainingError
 from .evaluate import evaluate
 from .lock import RunLock
 from .memory import reuse_freed_memory
@@ -47,10 +48,6 @@ from .state import (
 )
 
 __all__ = ["Trainer", "TrainingError"]
-
-
-class TrainingError(RuntimeError):
-    """The run cannot go on (a loss or gradient that is not finite)."""
 
 
 class Trainer:
@@ -103,6 +100,7 @@ class Trainer:
         self.step = 0
         self.best: dict[str, Any] | None = None  # {"step", "loss"} of the best validation loss
         self.interrupted = False  # set when Ctrl-C / SIGTERM ended the last fit() early
+        self.stop_signal: int | None = None  # which: signal.SIGINT or signal.SIGTERM
         self._shown = Progress("none", config.steps, 0)  # what fit() shows while it runs
 
     def _stream(self, data: TextDataset, shuffle: bool) -> BatchStream:
@@ -156,11 +154,11 @@ class Trainer:
         elif self.run_dir is not None and self.cluster.is_main:
             write_text(self.run_dir / "metrics.jsonl", "")
         c = self.config
-        self.interrupted = False
+        self.interrupted, self.stop_signal = False, None
         self._shown = Progress(self.progress, c.steps, self.step)
         last: dict[str, Any] = {}
         seen, since = 0, time.perf_counter()  # tokens and start of the steps since the last log
-        with self._signals():
+        with self._signals(), contextlib.closing(self._shown):
             while self.step < c.steps and not self.interrupted:
                 loss, tokens = self.train_step()
                 self.step += 1
@@ -177,7 +175,6 @@ class Trainer:
                     self.save()
                 if log:  # the next rate counts training steps only, not evaluation or saving
                     seen, since = 0, time.perf_counter()
-        self._shown.close()
         if self.interrupted:
             self._log({"step": self.step, "event": "interrupted"})
         elif self.val_stream is not None and (not c.eval_every or self.step % c.eval_every):
@@ -292,13 +289,14 @@ class Trainer:
 
     @contextlib.contextmanager
     def _signals(self):
-        """SIGINT / SIGTERM: finish the current step, then save and return."""
+        """SIGINT / SIGTERM: finish the current step, then save and return (``interrupted``
+        set, ``stop_signal`` the signal)."""
         if threading.current_thread() is not threading.main_thread():
             yield
             return
 
         def stop(signum, frame):
-            self.interrupted = True
+            self.interrupted, self.stop_signal = True, signum
 
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
