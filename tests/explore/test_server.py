@@ -212,6 +212,33 @@ def test_a_sized_body_over_the_limit_is_refused_before_it_is_sent(models):
     )
 
 
+def test_a_client_gone_before_its_body_ends_is_no_error(models):
+    """The ASGI app on its own: half a body, then the client disconnects. The app returns
+    (there is no one to answer) instead of raising into the server's log."""
+    import asyncio
+
+    messages = [
+        {"type": "http.request", "body": b'{"text": "RO', "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    sent = []
+
+    async def receive():
+        return messages.pop(0)
+
+    async def send(message):
+        sent.append(message)
+
+    headers = [(b"host", b"127.0.0.1:8000"), (HEADER.encode(), b"1"),
+               (b"content-type", b"application/json")]  # fmt: skip
+    scope = {"type": "http", "method": "POST", "path": "/api/run", "raw_path": b"/api/run",
+             "query_string": b"", "headers": headers, "scheme": "http", "root_path": "",
+             "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 5555),
+             "http_version": "1.1", "asgi": {"version": "3.0"}}  # fmt: skip
+    asyncio.run(create_app(models["lm"])(scope, receive, send))
+    assert messages == [] and sent[0]["type"] == "http.response.start"
+
+
 def test_a_chunked_body_within_the_limit_is_read_whole(models):
     body = json.dumps({"text": PROMPTS["lm"][0]}).encode()
     pulled = [0]

@@ -48,7 +48,8 @@ def create_app(
     text box filled with ``text`` (and ``target``); ``hosts``: the host names it answers to."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
-    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.requests import ClientDisconnect
+    from starlette.responses import HTMLResponse, JSONResponse, Response
     from starlette.routing import Route
 
     info = {**model_info(model), "name": name, "text": text, "target": target}
@@ -92,6 +93,8 @@ def create_app(
             body = await read_body(request)
         except TooLarge as err:  # the rest of the body is never read: the connection closes
             return error(413, str(err), connection="close")
+        except ClientDisconnect:  # gone before its body was whole: nobody to answer
+            return Response(status_code=400)
         try:
             text, tgt = request_inputs(body)
         except ValueError as err:
