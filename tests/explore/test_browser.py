@@ -1,7 +1,8 @@
 """The explorer page in a real browser: the system's Chromium (Debian's ``chromium`` package,
 which ``make test`` installs when it is missing), driven by Playwright. For a tiny checkpoint of
 each family the test types the prompt, runs it and reads back what the page drew: the tokens,
-every head's heatmap (its cells' data-value), the highlight on hover, the predictions; a text
+every head's heatmap (its cells' data-value), the highlight on hover, the predictions, the
+colour scale beside each heatmap (its range) and the value a hover on a cell shows; a text
 longer than max_len is refused on the page; an exported page opens from file:// and asks for
 nothing else. Screenshots of each view go to build/test-artifacts/explorer/."""
 
@@ -153,6 +154,99 @@ def test_the_page_shows_what_the_model_computed(page, models, name):
     assert page.errors == [
         "Failed to load resource: the server responded with a status of 400 (Bad Request)"
     ]
+
+
+def shown(token: str) -> str:
+    """A token as the page writes it (draw.js's shown): whitespace made visible."""
+    return token.replace(" ", "\u2423").replace("\n", "\u21b5").replace("\t", "\u21e5")
+
+
+def scale(page, name: str) -> tuple[float, float, list[float]]:
+    """The colour scale beside heatmap ``name``: its (min, max) and the values its ticks read."""
+    legend = page.locator(f'svg.legend[data-for="{name}"]')
+    assert legend.count() == 1, name
+    ticks = legend.locator(".scale-tick").all_text_contents()
+    return float(legend.get_attribute("data-min")), float(legend.get_attribute("data-max")), [
+        float(t) for t in ticks
+    ]
+
+
+def tip(page, selector: str, **position) -> str:
+    """What the tooltip says with the pointer on ``selector`` (at ``position`` inside it)."""
+    page.hover(selector, **position)
+    assert page.locator("#tooltip").is_visible()
+    return page.inner_text("#tooltip")
+
+
+@pytest.mark.parametrize("name", list(PROMPTS))
+def test_each_heatmap_has_its_colour_scale_and_a_value_on_hover(page, models, name):
+    model = models[name]
+    text, target = PROMPTS[name]
+    data = explore_data(model, text, target)
+    a = data["attention"][0]  # the attention the page opens with: layer 0, head 0
+    queries, keys = data["tokens"][a["stack"]]["tokens"], data["tokens"][a["keys"]]["tokens"]
+    weights = torch.tensor(a["weights"], dtype=torch.float64)  # (L, H, T, S)
+    with serving(model, name=f"tiny-{name}") as url:
+        page.goto(url)
+        submit(page, text, target)
+
+        assert scale(page, "attention") == (0.0, 1.0, [0.0, 1.0])  # A is a probability
+        causal = "0" in "".join(a["allowed"][0][0])
+        assert page.locator('svg.legend[data-for="attention"] .scale-masked').count() == causal
+        said = tip(page, 'svg.heatmap rect.cell[data-row="2"][data-col="1"]')
+        prefix = f"query 2 {shown(queries[2])} \u2192 key 1 {shown(keys[1])}: A = "
+        assert said.startswith(prefix), said
+        assert abs(float(said.removeprefix(prefix).split()[0]) - weights[0, 0, 2, 1]) <= 5e-5
+        assert said.endswith("(masked)") == (a["allowed"][0][0][2][1] == "0")
+
+        page.select_option("#view-select", "overview")  # every layer and head, one scale
+        assert scale(page, "attention") == (0.0, 1.0, [0.0, 1.0])
+        thumb = 'canvas.thumb[data-layer="1"][data-head="2"]'
+        px = page.eval_on_selector(thumb, "c => c.clientWidth / c.width")  # pixels per cell
+        said = tip(page, thumb, position={"x": 1.5 * px, "y": 2.5 * px})
+        prefix = f"layer 1, head 2: query 2 {shown(queries[2])} \u2192 key 1 {shown(keys[1])}"
+        assert said.startswith(prefix), said
+        assert abs(float(said.split("A = ")[1].split()[0]) - weights[1, 2, 2, 1]) <= 5e-5
+        page.mouse.move(0, 0)
+        assert page.locator("#tooltip").is_hidden()
+        page.select_option("#view-select", "heatmap")
+        page.select_option("#head-select", "all")  # the heads of a layer share one scale
+        assert scale(page, "attention") == (0.0, 1.0, [0.0, 1.0])
+        said = tip(page, 'svg.heatmap[data-head="3"] rect.cell[data-row="2"][data-col="1"]')
+        assert abs(float(said.split("A = ")[1].split()[0]) - weights[0, 3, 2, 1]) <= 5e-5
+
+        for stack, steps in data["residual"].items():  # 0 to the stack's largest update
+            largest = max(max(s["update_norm"]) for s in steps)
+            low, high, ticks = scale(page, f"residual-{stack}")
+            assert (low, high) == (0.0, largest)
+            assert ticks[0] == 0 and abs(ticks[1] - largest) <= 5e-3 * largest
+            step = steps[-1]
+            said = tip(page, f'svg.residual[data-stack="{stack}"] rect.cell'
+                             f'[data-row="{len(steps) - 1}"][data-col="1"]')  # fmt: skip
+            tokens = data["tokens"][stack]["tokens"]
+            assert said.startswith(f"L{step['layer']} ")
+            assert f"position 1 {shown(tokens[1])}: " in said
+            update = float(said.split("‖update‖ = ")[1].split(",")[0])
+            assert abs(update - step["update_norm"][1]) <= 1e-3 * step["update_norm"][1]
+
+        att = data["attribution"]
+        for kind, grid in ({} if "error" in att else att["heads"]).items():  # -max to +max
+            largest = max(abs(v) for row in grid for v in row)
+            low, high, ticks = scale(page, f"attribution-{kind}")
+            assert (low, high) == (-largest, largest) and ticks[1] == 0
+            said = tip(page, f'table.attribution[data-kind="{kind}"] td[data-layer="1"]'
+                             '[data-head="0"]')  # fmt: skip
+            assert said.startswith(f"{kind}-attention layer 1, head 0: ")
+            assert abs(float(said.split(": ")[1].split()[0]) - grid[1][0]) <= 1e-5 * largest
+        readouts = ["predictions"] if data["predictions"]["kind"] in ("next", "mask") else []
+        for table in (["lens"] if "error" not in data["lens"] else []) + readouts:
+            assert scale(page, table) == (0.0, 1.0, [0.0, 1.0])  # the shading of p
+        assert page.locator("svg.legend").count() == (
+            1 + len(data["residual"]) + len(att.get("heads", {}))
+            + ("error" not in data["lens"]) + len(readouts)
+        )  # fmt: skip
+        page.screenshot(path=artifact(f"{name}-scales"), full_page=True)
+    assert page.errors == []
 
 
 def attention_kinds(rec, name) -> list[tuple[str, str]]:

@@ -1,6 +1,8 @@
 """The explorer's server answers only its own page: it refuses requests from elsewhere, inputs
 the model cannot take and paths it does not serve, each with a JSON error that says why, and it
-opens no file while it serves. The command line refuses a missing checkpoint, a busy port and
+opens no file while it serves. It reads a request body only up to its limit, whether the body
+is sized or chunked (checked over a plain socket: starlette's TestClient reads a generator body
+whole before the app sees it). The command line refuses a missing checkpoint, a busy port and
 an export without a text with one line and exit status 2."""
 
 from __future__ import annotations
@@ -9,8 +11,12 @@ import contextlib
 import io
 import json
 import re
+import shutil
+import socket
 import subprocess
 import sys
+import threading
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -18,10 +24,11 @@ import torch
 from starlette.testclient import TestClient
 
 from glassformer.cli import main
-from glassformer.explore import explore_data
+from glassformer.explore import explore_data, server
 from glassformer.explore.server import HEADER, MAX_BODY, create_app
+from glassformer.models import load_model
 
-from .conftest import PROMPTS
+from .conftest import PROMPTS, serving
 
 API = {HEADER: "1"}
 
@@ -80,12 +87,171 @@ def test_a_page_of_its_own_origin_is_let_through(client):
         (b'["ROMEO:"]', "application/json", 400, 'send {"text"'),
         (b'{"text": 3}', "application/json", 400, "must be strings"),
         (b'{"text": ""}', "application/json", 400, "text"),
+        (b'{"text": "a' + b"a" * (MAX_BODY - 13) + b'"}', "application/json", 400, "max_len is"),
+        (b'{"text": "a", "x": ' + b"[" * 30000 + b"]" * 30000 + b"}", "application/json", 400,
+         "the request nests lists or objects too deeply: allowed at most 64 levels"),
+        (b'{"text": "a", "x": ' + b"1" * 5000 + b"}", "application/json", 400,
+         "the request is not valid JSON (Exceeds the limit (4300 digits)"),
+        (b'{"text": "ab\\ud800c"}', "application/json", 400,
+         "the text must be valid Unicode: character 2 is a lone surrogate (U+D800)"),
+        (b'{"text": "ab", "target": "\\udfff"}', "application/json", 400,
+         "the target must be valid Unicode: character 0 is a lone surrogate (U+DFFF)"),
+        (b'{"text": "ab", "target": "b"}', "application/json", 400, "encoder-decoder"),
     ],
-)
+)  # fmt: skip
 def test_bad_requests_get_a_clear_error(client, body, content_type, status, message):
     got = client.post("/api/run", content=body, headers={**API, "content-type": content_type})
     assert got.status_code == status
-    assert message in got.json()["error"]
+    assert message in got.json()["error"] and "\n" not in got.json()["error"]
+
+
+def test_a_failure_inside_is_a_json_error_not_a_page_of_text(models, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("the forward pass broke")
+
+    monkeypatch.setattr(server, "explore_data", broken)
+    app = create_app(models["lm"])
+    with TestClient(app, "http://127.0.0.1:8000", raise_server_exceptions=False) as c:
+        got = run(c, {"text": "ROMEO:"})
+    assert got.status_code == 500
+    assert got.json() == {
+        "error": "the explorer failed on this request (RuntimeError: the forward pass broke)"
+    }
+
+
+def test_names_and_tokens_that_are_not_utf8_are_escaped(checkpoints, tmp_path):
+    """A folder name that is not UTF-8 (a lone surrogate once decoded) and a tampered
+    vocabulary holding one: every answer is still JSON, the surrogates escaped."""
+    folder = tmp_path / "tampered"
+    shutil.copytree(checkpoints["lm"] / "checkpoints" / "step-000001", folder)
+    tokenizer = folder / "tokenizer.json"
+    tokenizer.write_text(tokenizer.read_text().replace('"Q": 44', '"\\ud800": 44'))
+    model = load_model(folder).eval()
+    app = create_app(model, name="run-\udcff", top_k=model.config.vocab_size)
+    with TestClient(app, "http://127.0.0.1:8000") as c:
+        page = c.get("/")
+        assert page.status_code == 200 and '"name": "run-\\udcff"' in page.text
+        assert c.get("/api/model", headers=API).json()["name"] == "run-\udcff"
+        got = run(c, {"text": "ROMEO"})
+    assert got.status_code == 200 and got.text.isascii()
+    assert ["\ud800", 44] in [top[:2] for top in got.json()["predictions"]["top"][0]]
+
+
+def post_raw(url: str, headers: dict[str, str], chunks) -> tuple[int, dict, bool]:
+    """POST /api/run to the server at ``url`` over a plain socket: the headers, then the bytes
+    of ``chunks`` (a generator, pulled only as fast as the server takes them in), while the
+    reply is read. Returns (status, JSON body, whether the reply says the connection closes)."""
+    where = urllib.parse.urlsplit(url)
+    head = ["POST /api/run HTTP/1.1", f"Host: {where.netloc}", f"{HEADER}: 1"]
+    head += ["Content-Type: application/json", *(f"{k}: {v}" for k, v in headers.items())]
+    reply = b""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)  # what the kernel holds back
+        s.settimeout(20)
+        s.connect((where.hostname, where.port))
+        s.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+
+        def send() -> None:
+            with contextlib.suppress(OSError):  # the server closed the connection: stop
+                for chunk in chunks:
+                    s.sendall(chunk)
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        with contextlib.suppress(ConnectionResetError):  # closed with the body unread
+            while not complete(reply):
+                data = s.recv(65536)
+                assert data, f"the server closed the connection without a reply: {reply!r}"
+                reply += data
+        with contextlib.suppress(OSError):
+            s.shutdown(socket.SHUT_RDWR)  # wakes the sender if the server still reads
+        sender.join(20)
+    head_bytes, body = reply.split(b"\r\n\r\n", 1)
+    return int(head_bytes.split()[1]), json.loads(body), b"connection: close" in head_bytes
+
+
+def complete(reply: bytes) -> bool:
+    """Whether ``reply`` holds a whole HTTP response (headers and Content-Length bytes)."""
+    head, found, body = reply.partition(b"\r\n\r\n")
+    size = re.search(rb"\r\ncontent-length: (\d+)", head)
+    return bool(found) and size is not None and len(body) >= int(size.group(1))
+
+
+def chunked(pieces, pulled: list[int]):
+    """``pieces`` in HTTP/1.1 chunked framing, counting in ``pulled`` how many were taken."""
+    for piece in pieces:
+        pulled[0] += 1
+        yield b"%x\r\n%s\r\n" % (len(piece), piece)
+    yield b"0\r\n\r\n"
+
+
+def test_a_chunked_body_is_read_only_to_the_limit(models):
+    """16 MiB offered in 16 KiB chunks: the server stops at 64 KiB and closes the connection;
+    the sender gets to pull only what the sockets' buffers took in besides (a few hundred KiB
+    with the sender's buffer set to 64 KiB)."""
+    chunk, count = b"a" * 16384, 1024
+    pulled = [0]
+    with serving(models["lm"]) as url:
+        status, reply, closed = post_raw(
+            url, {"Transfer-Encoding": "chunked"}, chunked((chunk for _ in range(count)), pulled)
+        )
+    assert status == 413 and closed
+    assert reply["error"].startswith(
+        f"the request body is larger than {MAX_BODY} bytes, the most the explorer accepts: "
+        "it stopped reading after "
+    )
+    read = int(re.search(r"after (\d+) bytes", reply["error"]).group(1))
+    assert MAX_BODY < read <= MAX_BODY + 4 * len(chunk)
+    assert pulled[0] * len(chunk) <= 2 * 2**20, pulled  # of 16 MiB
+
+
+def test_a_sized_body_over_the_limit_is_refused_before_it_is_sent(models):
+    """Content-Length: 1 GB and not a byte of the body: the answer comes at once."""
+    with serving(models["lm"]) as url:
+        status, reply, closed = post_raw(url, {"Content-Length": str(10**9)}, iter(()))
+    assert status == 413 and closed
+    assert reply["error"] == (
+        f"the request body is 1000000000 bytes (its Content-Length); the explorer accepts at "
+        f"most {MAX_BODY} and read none of it: send a shorter text"
+    )
+
+
+def test_a_client_gone_before_its_body_ends_is_no_error(models):
+    """The ASGI app on its own: half a body, then the client disconnects. The app returns
+    (there is no one to answer) instead of raising into the server's log."""
+    import asyncio
+
+    messages = [
+        {"type": "http.request", "body": b'{"text": "RO', "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    sent = []
+
+    async def receive():
+        return messages.pop(0)
+
+    async def send(message):
+        sent.append(message)
+
+    headers = [(b"host", b"127.0.0.1:8000"), (HEADER.encode(), b"1"),
+               (b"content-type", b"application/json")]  # fmt: skip
+    scope = {"type": "http", "method": "POST", "path": "/api/run", "raw_path": b"/api/run",
+             "query_string": b"", "headers": headers, "scheme": "http", "root_path": "",
+             "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 5555),
+             "http_version": "1.1", "asgi": {"version": "3.0"}}  # fmt: skip
+    asyncio.run(create_app(models["lm"])(scope, receive, send))
+    assert messages == [] and sent[0]["type"] == "http.response.start"
+
+
+def test_a_chunked_body_within_the_limit_is_read_whole(models):
+    body = json.dumps({"text": PROMPTS["lm"][0]}).encode()
+    pulled = [0]
+    pieces = [body[i : i + 3] for i in range(0, len(body), 3)]
+    with serving(models["lm"]) as url:
+        status, reply, closed = post_raw(url, {"Transfer-Encoding": "chunked"},
+                                         chunked(pieces, pulled))  # fmt: skip
+    assert (status, closed, pulled[0]) == (200, False, len(pieces))
+    assert reply == json.loads(json.dumps(explore_data(models["lm"], PROMPTS["lm"][0])))
 
 
 def test_a_text_longer_than_max_len_is_refused_with_the_limit(client, models):

@@ -25,8 +25,9 @@ def _static(name: str) -> str:
 
 
 def _script_json(value) -> str:
-    """JSON that is safe inside <script>: no '<' can close the element early."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False).replace("<", "\\u003c")
+    """JSON that is safe inside <script>: no '<' can close the element early, and in ASCII,
+    so that a lone surrogate (a folder name that is not UTF-8) cannot fail the page's encoding."""
+    return json.dumps(value, allow_nan=False).replace("<", "\\u003c")
 
 
 def page_html(info: dict, data: dict | None = None) -> str:

@@ -9,6 +9,13 @@ in memory, so no request can reach a file outside the checkpoint (or any file at
 other path is a 404 with a JSON error. A request is refused (403) unless its Host is the
 server's own (a page elsewhere cannot reach it by a DNS name of its own), and a POST unless it
 comes from the page: JSON with the page's ``X-Glassformer-Explorer`` header, no foreign Origin.
+
+A request body is read as it arrives and no further than ``MAX_BODY`` bytes: a larger one is
+refused (413) from its Content-Length before a byte is read, or as soon as the bytes received
+pass the limit (a chunked body), and its connection is closed unread. Every answer is JSON in
+ASCII (nothing the model's vocabulary holds can fail to encode); an input that is not an object
+of strings, nested too deeply, or not valid Unicode (a lone surrogate such as ``"\\ud800"``) is
+refused (400) naming what is wrong.
 """
 
 from __future__ import annotations
@@ -17,10 +24,11 @@ import json
 import socket
 import threading
 
+from ..structured import loads_json
 from .data import explore_data, model_info
 from .page import page_html
 
-__all__ = ["HEADER", "LocalServer", "create_app"]
+__all__ = ["HEADER", "MAX_BODY", "LocalServer", "create_app"]
 
 HEADER = "x-glassformer-explorer"  # set by explorer.js on every API call
 MAX_BODY = 64 * 1024  # bytes of a /api/run request: a text of max_len tokens fits many times
@@ -40,15 +48,23 @@ def create_app(
     text box filled with ``text`` (and ``target``); ``hosts``: the host names it answers to."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
-    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.requests import ClientDisconnect
+    from starlette.responses import HTMLResponse, JSONResponse, Response
     from starlette.routing import Route
 
     info = {**model_info(model), "name": name, "text": text, "target": target}
     page = page_html(info)
     lock = threading.Lock()  # one forward pass at a time: the model is shared
 
-    def error(status: int, message: str) -> JSONResponse:
-        return JSONResponse({"error": message}, status_code=status)
+    class Reply(JSONResponse):
+        """JSON escaped to ASCII: a lone surrogate in the data (a token of a tampered
+        vocabulary) is written as ``\\ud800``, never a reply that fails to encode."""
+
+        def render(self, content) -> bytes:
+            return json.dumps(content, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+    def error(status: int, message: str, **headers: str) -> JSONResponse:
+        return Reply({"error": message}, status_code=status, headers=headers or None)
 
     def refused(request, api: bool) -> JSONResponse | None:
         host = request.headers.get("host", "")
@@ -65,7 +81,7 @@ def create_app(
         return refused(request, api=False) or HTMLResponse(page)
 
     async def model_endpoint(request):
-        return refused(request, api=True) or JSONResponse(info)
+        return refused(request, api=True) or Reply(info)
 
     async def run(request):
         no = refused(request, api=True)
@@ -73,18 +89,16 @@ def create_app(
             return no
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return error(415, "send the input as JSON: Content-Type: application/json")
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            return error(413, f"the request is {len(body)} bytes; at most {MAX_BODY} are read")
         try:
-            payload = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            return error(400, f"the request is not valid JSON: {err}")
-        if not isinstance(payload, dict) or set(payload) - {"text", "target"}:
-            return error(400, 'send {"text": "...", "target": "..."} (target: encoder-decoders)')
-        text, tgt = payload.get("text"), payload.get("target")
-        if not isinstance(text, str) or not (tgt is None or isinstance(tgt, str)):
-            return error(400, "text (and target) must be strings")
+            body = await read_body(request)
+        except TooLarge as err:  # the rest of the body is never read: the connection closes
+            return error(413, str(err), connection="close")
+        except ClientDisconnect:  # gone before its body was whole: nobody to answer
+            return Response(status_code=400)
+        try:
+            text, tgt = request_inputs(body)
+        except ValueError as err:
+            return error(400, str(err))
 
         def work() -> dict:
             with lock:
@@ -94,7 +108,7 @@ def create_app(
             data = await run_in_threadpool(work)
         except ValueError as err:
             return error(400, str(err))
-        return JSONResponse(data)
+        return Reply(data)
 
     async def not_found(request, exc):
         return error(
@@ -103,12 +117,70 @@ def create_app(
             "GET /api/model and POST /api/run",
         )
 
+    async def failed(request, exc):
+        """A bug, not a mistake of the request: one line of JSON for the page (the server
+        still logs the traceback)."""
+        return error(500, f"the explorer failed on this request ({type(exc).__name__}: {exc})")
+
     routes = [
         Route("/", index, methods=["GET"]),
         Route("/api/model", model_endpoint, methods=["GET"]),
         Route("/api/run", run, methods=["POST"]),
     ]
-    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
+    return Starlette(
+        routes=routes, exception_handlers={404: not_found, 405: not_found, Exception: failed}
+    )
+
+
+class TooLarge(ValueError):
+    """A request body over ``MAX_BODY`` bytes (HTTP 413)."""
+
+
+async def read_body(request, limit: int = MAX_BODY) -> bytes:
+    """The body of ``request``, read chunk by chunk as it arrives; ``TooLarge`` as soon as it
+    is known to be over ``limit`` bytes: from its Content-Length before anything is read, or
+    when the bytes received pass the limit (a chunked body), reading nothing further."""
+    declared = request.headers.get("content-length", "").strip()
+    if declared.isdecimal() and (len(declared.lstrip("0")) > 18 or int(declared) > limit):
+        shown = declared if len(declared) <= 20 else f"{declared[:20]}... ({len(declared)} digits)"
+        raise TooLarge(
+            f"the request body is {shown} bytes (its Content-Length); the explorer accepts at "
+            f"most {limit} and read none of it: send a shorter text"
+        )
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise TooLarge(
+                f"the request body is larger than {limit} bytes, the most the explorer accepts: "
+                f"it stopped reading after {len(body)} bytes; send a shorter text"
+            )
+    return bytes(body)
+
+
+def request_inputs(body: bytes) -> tuple[str, str | None]:
+    """``(text, target)`` from a /api/run body; ValueError naming what is wrong: not JSON,
+    nested too deeply, not an object of strings, or text that is not valid Unicode."""
+    try:
+        payload = loads_json(body, "the request")
+    except ValueError as err:
+        why = str(err)  # json's own ValueError (an integer of 5,000 digits) names no source
+        if not why.startswith("the request"):  # and its advice is for Python, not for a client
+            why = f"the request is not valid JSON ({why.split(';')[0]})"
+        raise ValueError(why) from None
+    if not isinstance(payload, dict) or set(payload) - {"text", "target"}:
+        raise ValueError('send {"text": "...", "target": "..."} (target: encoder-decoders)')
+    text, target = payload.get("text"), payload.get("target")
+    if not isinstance(text, str) or not (target is None or isinstance(target, str)):
+        raise ValueError("text (and target) must be strings")
+    for name, value in (("text", text), ("target", target)):
+        lone = next((i for i, c in enumerate(value or "") if "\ud800" <= c <= "\udfff"), None)
+        if lone is not None:
+            code = f"U+{ord(value[lone]):04X}"
+            raise ValueError(
+                f"the {name} must be valid Unicode: character {lone} is a lone surrogate ({code})"
+            )
+    return text, target
 
 
 class LocalServer:

@@ -9,7 +9,8 @@ function renderAttention() {
   if (state.view === "overview") {
     $("attn-caption").textContent = `${a.stack} ${a.kind}-attention: every layer (rows) and ` +
       "head (columns); grey = masked. Click a pattern to open it.";
-    box.append(overview(a));
+    const masked = a.allowed.some((l) => l.some((h) => h.some((row) => row.includes("0"))));
+    box.append(withScale(overview(a), attentionScale(0, 100, masked && "#ddd")));
     return;
   }
   const graph = a.graphs[state.layer];
@@ -17,14 +18,26 @@ function renderAttention() {
     state.head}: A = softmax(QKᵀ/√d_k + mask), rows the queries, columns the keys; ` +
     `hatched = masked (the mask applied: the graph ${graph}, with padding).`;
   const wrap = el("div", { class: "panels" });
+  let grid = null;
   for (const h of heads) {
     const fig = el("figure", {});
     if (heads.length > 1) fig.append(el("figcaption", {}, `head ${h}`));
     const draw = state.view === "lines" ? lines : heatmap;
-    fig.append(draw(a, state.layer, h, heads.length > 1));
+    const picture = draw(a, state.layer, h, heads.length > 1);
+    grid = grid || picture.grid;
+    fig.append(picture);
     wrap.append(fig);
   }
-  box.append(wrap);
+  if (!grid) { box.append(wrap); return; }  // lines: no colours to scale
+  const caption = heads.length > 1 ? 20 : 0;  // the figure's caption above each small heatmap
+  const masked = heads.some((h) => a.allowed[state.layer][h].some((row) => row.includes("0")));
+  box.append(withScale(wrap, attentionScale(grid.top + caption, grid.height, masked && "hatch")));
+}
+
+// A's colour scale: the weights are probabilities, drawn from 0 (white) to 1 (dark blue).
+function attentionScale(top, height, masked) {
+  return colourScale({ name: "attention", label: "A", min: 0, max: 1, colour: blue, top, height,
+    masked });
 }
 
 function heatmap(a, layer, head, small) {
@@ -39,11 +52,7 @@ function heatmap(a, layer, head, small) {
     "data-layer": layer, "data-head": head, "data-stack": a.stack, "data-kind": a.kind,
   });
   const defs = svgEl("defs");
-  const pattern = svgEl("pattern", { id: `hatch-${layer}-${head}`, width: 4, height: 4,
-    patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" });
-  pattern.append(svgEl("rect", { width: 4, height: 4, fill: "#eee" }));
-  pattern.append(svgEl("line", { x1: 0, y1: 0, x2: 0, y2: 4, stroke: "#bbb", "stroke-width": 1.5 }));
-  defs.append(pattern);
+  defs.append(hatch(`hatch-${layer}-${head}`));
   svg.append(defs);
   if (labels) {
     keys.forEach((k, m) => svg.append(svgEl("text", {
@@ -67,23 +76,18 @@ function heatmap(a, layer, head, small) {
     }
     svg.append(g);
   }
-  svg.addEventListener("mousemove", tooltip);
-  svg.addEventListener("mouseleave", () => { $("tooltip").hidden = true; });
+  hover(svg, (target) => target.classList.contains("cell") &&
+    cellText(Number(target.dataset.row), Number(target.dataset.col), target.dataset.value,
+      target.dataset.allowed === "1"));
+  svg.grid = { top, height: T * cell };
   return svg;
 }
 
-function tooltip(event) {
-  const target = event.target;
-  const tip = $("tooltip");
-  if (!target.classList || !target.classList.contains("cell")) { tip.hidden = true; return; }
+// What the tooltip says of one weight: the query's row, the key's column, A there.
+function cellText(n, m, value, allowed) {
   const { queries, keys } = current();
-  const n = Number(target.dataset.row), m = Number(target.dataset.col);
-  const masked = target.dataset.allowed === "1" ? "" : " (masked)";
-  tip.textContent = `query ${n} ${shown(queries[n])} \u2192 key ${m} ${shown(keys[m])}: ` +
-    `A = ${fmt(target.dataset.value, 4)}${masked}`;
-  tip.style.left = `${event.clientX + 12}px`;
-  tip.style.top = `${event.clientY + 12}px`;
-  tip.hidden = false;
+  return `query ${n} ${shown(queries[n])} \u2192 key ${m} ${shown(keys[m])}: ` +
+    `A = ${fmt(value, 4)}${allowed ? "" : " (masked)"}`;
 }
 
 // bertviz's head view: queries on the left, keys on the right, a line per weight.
@@ -119,6 +123,14 @@ function lines(a, layer, head, small) {
 function overview(a) {
   const L = a.weights.length, H = a.weights[0].length;
   const grid = el("div", { class: "overview", style: `grid-template-columns: 3rem repeat(${H}, auto)` });
+  hover(grid, (target, event) => {
+    if (!target.classList.contains("thumb")) return null;
+    const l = Number(target.dataset.layer), h = Number(target.dataset.head);
+    const W = a.weights[l][h], scale = target.clientWidth / W[0].length;
+    const n = Math.min(W.length - 1, Math.floor(event.offsetY / scale));
+    const m = Math.min(W[0].length - 1, Math.floor(event.offsetX / scale));
+    return `layer ${l}, head ${h}: ` + cellText(n, m, W[n][m], a.allowed[l][h][n][m] === "1");
+  });
   grid.append(el("span", {}, ""));
   for (let h = 0; h < H; h++) grid.append(el("span", {}, `head ${h}`));
   for (let l = 0; l < L; l++) {
@@ -126,7 +138,7 @@ function overview(a) {
     for (let h = 0; h < H; h++) {
       const W = a.weights[l][h], allowed = a.allowed[l][h];
       const canvas = el("canvas", { class: "thumb", width: W[0].length, height: W.length,
-        "data-layer": l, "data-head": h, title: `layer ${l}, head ${h}` });
+        "data-layer": l, "data-head": h });
       const scale = Math.max(1, Math.floor(96 / Math.max(W.length, W[0].length)));
       canvas.style.width = `${W[0].length * scale}px`;
       canvas.style.height = `${W.length * scale}px`;

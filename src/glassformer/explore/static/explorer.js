@@ -29,7 +29,7 @@ async function run() {
     status(`the server did not answer (${err.message}): is glassformer explore still running?`, true);
     return;
   }
-  const payload = await response.json();
+  const payload = await response.json().catch(() => ({}));  // a reply not from the explorer
   if (!response.ok) { status(payload.error || `error ${response.status}`, true); return; }
   show(payload);
 }

@@ -17,17 +17,22 @@ function renderResidual() {
       svg.append(svgEl("text", { x: left - 4, y: top + r * cell + cell * 0.72, "text-anchor": "end" },
         `L${s.layer} ${name}`));
       s.update_norm.forEach((v, m) => {
-        const rect = svgEl("rect", { x: left + m * cell, y: top + r * cell, width: cell, height: cell,
-          fill: blue(v / max), "data-layer": s.layer, "data-sublayer": s.sublayer, "data-col": m,
-          "data-value": v });
-        rect.append(svgEl("title", {}, `${stack} L${s.layer} ${name}, position ${m}: ` +
-          `‖update‖ = ${fmt(v)}, ‖x‖ after = ${fmt(s.after_norm[m])}`));
-        svg.append(rect);
+        svg.append(svgEl("rect", { class: "cell", x: left + m * cell, y: top + r * cell,
+          width: cell, height: cell, fill: blue(v / max), "data-layer": s.layer,
+          "data-sublayer": s.sublayer, "data-row": r, "data-col": m, "data-value": v }));
       });
     });
+    hover(svg, (target) => {
+      if (!target.classList.contains("cell")) return null;
+      const s = steps[Number(target.dataset.row)], m = Number(target.dataset.col);
+      const name = s.sublayer === "ff" ? "feed-forward" : s.sublayer.replace("_attn", "-attn");
+      return `L${s.layer} ${name}, position ${m} ${shown(tokens[m])}: ` +
+        `‖update‖ = ${short(s.update_norm[m], 4)}, ‖x‖ after = ${short(s.after_norm[m], 4)}`;
+    });
     const fig = el("figure", {});
-    fig.append(el("figcaption", {}, `${stack}: largest ‖update‖ ${fmt(max)}`));
-    fig.append(svg);
+    fig.append(el("figcaption", {}, stack));
+    fig.append(withScale(svg, colourScale({ name: `residual-${stack}`, label: "‖update‖",
+      min: 0, max, colour: blue, top, height: steps.length * cell })));
     panels.append(fig);
   }
   $("residual").replaceChildren(panels);
@@ -37,9 +42,14 @@ function renderResidual() {
 function tokenCell(token, prob, id) {
   const td = el("td", { "data-token": token, "data-prob": prob });
   if (id !== undefined) td.setAttribute("data-id", id);
-  td.style.background = `rgba(33,102,172,${0.6 * prob})`;
+  td.style.background = shade(prob);
   td.textContent = `${shown(token)} ${fmt(prob)}`;
   return td;
+}
+
+// The shading of the lens's and the predictions' cells: p from 0 (white) to 1.
+function probabilityScale(name) {
+  return colourScale({ name, label: "p", min: 0, max: 1, colour: shade, across: true });
 }
 
 function renderLens() {
@@ -60,7 +70,7 @@ function renderLens() {
     lens.tokens[l][pos].forEach((t, k) => tr.append(tokenCell(t, lens.probs[l][pos][k])));
     table.append(tr);
   });
-  $("lens").replaceChildren(table);
+  $("lens").replaceChildren(withScale(table, probabilityScale("lens")));
 }
 
 function renderAttribution() {
@@ -86,13 +96,19 @@ function renderAttribution() {
       const tr = el("tr", {});
       tr.append(el("th", {}, `layer ${l}`));
       row.forEach((v, h) => {
-        const td = el("td", { "data-layer": l, "data-head": h, "data-value": v }, Number(v).toPrecision(3));
+        const td = el("td", { class: "share", "data-layer": l, "data-head": h, "data-value": v },
+          Number(v).toPrecision(3));
         td.style.background = diverging(v, max);
+        if (Math.abs(v) > 0.6 * max) td.style.color = "#fff";
         tr.append(td);
       });
       table.append(tr);
     });
-    panels.append(table);
+    hover(table, (target) => target.classList.contains("share") &&
+      `${kind}-attention layer ${target.dataset.layer}, head ${target.dataset.head}: ` +
+      `${Number(target.dataset.value).toPrecision(6)} of the logit of ${shown(att.answer)}`);
+    panels.append(withScale(table, colourScale({ name: `attribution-${kind}`, label: "logit",
+      min: -max, max, colour: (t) => diverging(2 * t - 1, 1), across: true })));
   }
   $("attribution").replaceChildren(panels);
 }
@@ -143,5 +159,5 @@ function renderPredictions() {
     p.top[pos].forEach(([token, id, prob]) => tr.append(tokenCell(token, prob, id)));
     table.append(tr);
   }
-  box.replaceChildren(table);
+  box.replaceChildren(withScale(table, probabilityScale("predictions")));
 }
