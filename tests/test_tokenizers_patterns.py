@@ -16,7 +16,6 @@ import pytest
 import regex
 
 from glassformer.tokenizers import PATTERNS, BPETokenizer, bpe_patterns, load_tokenizer
-from glassformer.tokenizers.bpe_patterns import PROBE_TEXT
 
 BOUND_S = 20.0  # a generous bound that only a hang exceeds
 # nested repetition that the probe text sets off (runs of "a"), and the same on "q" (which the
@@ -70,22 +69,23 @@ def short_budget(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("name", ["gpt2", "cl100k", "gpt4"])
 def test_named_patterns_are_taken_by_name_and_cover_the_probe(name: str, tmp_path: Path) -> None:
+    probe = bpe_patterns.PROBE_TEXT
     tok = BPETokenizer(name)
     assert tok.pattern == PATTERNS[{"gpt4": "cl100k"}.get(name, name)]
     assert tok._split.trusted
-    assert "".join(regex.findall(tok.pattern, PROBE_TEXT)) == PROBE_TEXT
-    assert tok.decode(tok.encode(PROBE_TEXT)) == PROBE_TEXT
+    assert "".join(regex.findall(tok.pattern, probe)) == probe
+    assert tok.decode(tok.encode(probe)) == probe
     # the same string given as a regex (pattern_name null in the file) is trusted too
     loaded = load_tokenizer(tokenizer_file(tmp_path, tok.pattern))
     assert isinstance(loaded, BPETokenizer) and loaded._split.trusted
-    assert loaded.decode(loaded.encode(PROBE_TEXT)) == PROBE_TEXT
+    assert loaded.decode(loaded.encode(probe)) == probe
 
 
 def test_probe_text_has_what_the_checks_need() -> None:
     scripts = [r"\p{Latin}", r"\p{Greek}", r"\p{Cyrillic}", r"\p{Han}", r"\p{Arabic}"]
     for needed in [*scripts, r"\p{N}", r"\p{P}", r"\p{Emoji_Presentation}", r"\n", r"\r\n"]:
-        assert regex.search(needed, PROBE_TEXT), needed
-    assert "   " in PROBE_TEXT and "a" * 40 in PROBE_TEXT
+        assert regex.search(needed, bpe_patterns.PROBE_TEXT), needed
+    assert "   " in bpe_patterns.PROBE_TEXT and "a" * 40 in bpe_patterns.PROBE_TEXT
 
 
 def test_a_custom_pattern_that_covers_every_text_still_works(tmp_path: Path) -> None:
