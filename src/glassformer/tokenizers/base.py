@@ -30,13 +30,13 @@ A tokenizer is saved as ONE JSON file (written atomically: temp file + ``os.repl
 from __future__ import annotations
 
 import abc
-import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import regex
 
+from ..structured import loads_json
 from .fileformat import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -279,11 +279,8 @@ class Tokenizer(abc.ABC):
     @staticmethod
     def load(path: str | os.PathLike[str]) -> Tokenizer:
         """Read a file written by ``save`` (any kind)."""
-        with open(path, encoding="utf-8") as f:
-            try:
-                d = json.load(f)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"path {str(path)!r} is not a JSON tokenizer file: {e}") from e
+        with open(path, "rb") as f:
+            d = loads_json(f.read(), f"tokenizer file {str(path)!r}")
         return Tokenizer.from_dict(d)
 
     def __repr__(self) -> str:
