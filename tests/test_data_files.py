@@ -207,3 +207,64 @@ def test_a_file_too_short_to_hold_out_is_refused(tmp_path):
     for bad in (1, -0.1, True, "0.1"):
         with pytest.raises(ValueError, match="val_fraction is .*: allowed a number in"):
             load_dataset(p, task="seq2seq", val_fraction=bad)
+
+
+# ---- text that is not UTF-8: refused naming the encoding, the byte offset and the fix -------
+
+CSV = "label,text\npos,a good film\nneg,a bad film\npos,fine\nneg,dull\n"
+NOT_UTF8 = [
+    # (file name, bytes, line, what the message says)
+    ("bom16.csv", CSV.encode("utf-16"), 1,
+     "a UTF-16 (little-endian) byte-order mark at byte offset 0 (bytes b'\\xff\\xfe'): "
+     "allowed UTF-8 text only; convert it with iconv -f UTF-16 -t UTF-8 "),
+    ("bom16be.tsv", b"\xfe\xff" + "s\tt\n".encode("utf-16-be"), 1,
+     "a UTF-16 (big-endian) byte-order mark at byte offset 0"),
+    ("bom32.txt", "text".encode("utf-32"), 1, "a UTF-32 (little-endian) byte-order mark"),
+    ("le16.csv", CSV.encode("utf-16-le"), 1,
+     "NUL bytes at odd offsets from byte offset 1 on: the file looks like UTF-16 (little-endian) "
+     "without a byte-order mark: allowed UTF-8 text only; convert it with iconv -f UTF-16LE -t "
+     "UTF-8 "),
+    ("be16.tsv", "source\ttarget\nab\tba\n".encode("utf-16-be"), 1,
+     "NUL bytes at even offsets from byte offset 0 on: the file looks like UTF-16 (big-endian)"),
+    ("le32.txt", "some text\nmore\n".encode("utf-32-le"), 1,
+     "3 NUL bytes in every 4 from byte offset 1 on: the file looks like UTF-32 (little-endian)"),
+    ("late16.txt", b"ascii first\n" + "then UTF-16 text\n".encode("utf-16-le"), 2,
+     "NUL bytes at odd offsets from byte offset 13 on"),
+    ("nuls.txt", b"\x00" * 64, 1,
+     "a NUL byte (0x00) at byte offset 0: the file holds binary data, not text"),
+    ("one_nul.txt", b"some text\nand\x00more\n", 2, "a NUL byte (0x00) at byte offset 13"),
+    ("latin.csv", "pos,fine\nneg,caf\xe9\n".encode("latin-1"), 2,
+     "bytes b'\\xe9' at byte offset 16 are not valid UTF-8: allowed UTF-8 text only; re-save "
+     "the file as UTF-8 (from Windows-1252 or Latin-1: iconv -f WINDOWS-1252 -t UTF-8 "),
+    ("bom_latin.txt", b"\xef\xbb\xbfok\ncaf\xe9\n", 2, "bytes b'\\xe9' at byte offset 9"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "line", "message"), NOT_UTF8, ids=[case[0] for case in NOT_UTF8]
+)
+def test_text_that_is_not_utf8_is_refused_naming_the_encoding(
+    tmp_path, name, content, line, message
+):
+    p = _write(tmp_path, name, content)
+    task = {".txt": "lm", ".csv": "classification", ".tsv": "seq2seq"}[p.suffix]
+    with pytest.raises(ValueError) as e:
+        load_dataset(p, task=task)
+    assert str(e.value).startswith(f"file {str(p)!r}, line {line}: {message}"), str(e.value)
+
+
+def test_the_message_gives_the_iconv_command_for_the_file(tmp_path):
+    p = _write(tmp_path, "my data.csv", CSV.encode("utf-16-le"))
+    with pytest.raises(ValueError) as e:
+        load_dataset(p, task="classification")
+    assert str(e.value).endswith(
+        f"iconv -f UTF-16LE -t UTF-8 '{p}' > '{tmp_path / 'my data-utf8.csv'}'"
+    )
+
+
+def test_a_utf8_byte_order_mark_is_removed(tmp_path):
+    p = _write(tmp_path, "bom.csv", b"\xef\xbb\xbf" + CSV.encode("utf-8"))
+    ds = load_dataset(p, task="classification")
+    assert ds.examples[0] == ("pos", "a good film") and ds.lines[0] == 2  # the header was read
+    text = _write(tmp_path, "bom.txt", b"\xef\xbb\xbfhello\n")
+    assert load_dataset(text).examples == ("hello\n",)

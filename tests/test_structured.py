@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from glassformer.structured import MAX_DEPTH, check_depth, loads_json, loads_toml
+from glassformer.structured import MAX_DEPTH, NestingError, check_depth, loads_json, loads_toml
 
 
 @pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 5_000, 200_000])
@@ -42,3 +42,17 @@ def test_check_depth_counts_dicts_and_lists():
     check_depth({"a": [{"b": 1}]}, "x", limit=3)
     with pytest.raises(ValueError, match="at most 2 levels"):
         check_depth({"a": [{"b": 1}]}, "x", limit=2)
+
+
+def test_nesting_is_told_apart_from_a_parse_error():
+    """A caller that tries another reading after a parse error (``--set`` values: TOML, then
+    JSON, then the text itself) must not take a document nested too deeply for a string."""
+    for deep in ("v = " + "[" * 5_000 + "]" * 5_000, "v = " + "[" * 65 + "]" * 65):
+        with pytest.raises(NestingError):
+            loads_toml(deep, "--set x")
+    with pytest.raises(NestingError):
+        loads_json("[" * 100_000 + "]" * 100_000, "--set x")
+    for bad in (lambda: loads_toml("v = [", "x"), lambda: loads_json("{", "x")):
+        with pytest.raises(ValueError) as err:
+            bad()
+        assert not isinstance(err.value, NestingError)

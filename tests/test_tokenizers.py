@@ -193,7 +193,7 @@ def test_load_wrong_kind(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"format is None: allowed 'glassformer-tokenizer'"):
         load_tokenizer(_write(tmp_path, {"kind": "char"}))
     (tmp_path / "x.json").write_text("{not json", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"is not a JSON tokenizer file"):
+    with pytest.raises(ValueError, match=r"tokenizer file .* is not valid JSON"):
         load_tokenizer(tmp_path / "x.json")
 
 

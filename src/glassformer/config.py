@@ -38,6 +38,7 @@ from .limits import Range, check_fields
 from .nn.feedforward import ACTIVATIONS
 from .nn.norms import NORM_KINDS
 from .nn.positional import POSITIONAL_KINDS, POSITIONAL_LAYOUTS
+from .structured import loads_json
 
 __all__ = ["FAMILIES", "GRAPH_FIELDS", "POOLINGS", "ModelConfig"]
 
@@ -236,11 +237,9 @@ class ModelConfig:
     def from_json_file(cls, path: str | Path) -> ModelConfig:
         path = Path(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = loads_json(path.read_bytes(), f"{path} (a model config)")
         except FileNotFoundError:
             raise ValueError(f"{path}: no such file") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ValueError(f"{path}: not a valid JSON model config ({err})") from None
         try:
             return cls.from_dict(data)
         except ValueError as err:

@@ -8,8 +8,9 @@ accepts a run folder) and the trainer can use it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from .structured import loads_json
 
 PREFIX = "step-"
 
@@ -33,7 +34,7 @@ def best_or_latest(run_dir: Path) -> Path | None:
     if not found:
         return None
     try:
-        best = json.loads((found[-1] / "trainer.json").read_text(encoding="utf-8")).get("best")
+        best = loads_json((found[-1] / "trainer.json").read_bytes(), "trainer.json").get("best")
     except (OSError, ValueError):
         best = None
     if isinstance(best, dict) and isinstance(best.get("step"), int):

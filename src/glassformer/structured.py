@@ -17,9 +17,14 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-__all__ = ["MAX_DEPTH", "check_depth", "loads_json", "loads_toml"]
+__all__ = ["MAX_DEPTH", "NestingError", "check_depth", "loads_json", "loads_toml"]
 
 MAX_DEPTH = 64  # lists and objects inside one another; glassformer's own files use at most 4
+
+
+class NestingError(ValueError):
+    """A document nested deeper than allowed (a ``ValueError``; its own class so that a caller
+    that tries other readings of a text after a parse error can tell this one apart)."""
 
 
 def loads_json(text: str | bytes, where: str) -> Any:
@@ -28,7 +33,7 @@ def loads_json(text: str | bytes, where: str) -> Any:
     try:
         data = json.loads(text)
     except RecursionError:
-        raise ValueError(_too_deep(where)) from None
+        raise NestingError(_too_deep(where)) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"{where} is not valid JSON ({err})") from None
     check_depth(data, where)
@@ -41,7 +46,7 @@ def loads_toml(text: str, where: str) -> dict[str, Any]:
     try:
         data = tomllib.loads(text)
     except RecursionError:
-        raise ValueError(_too_deep(where)) from None
+        raise NestingError(_too_deep(where)) from None
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"{where} is not valid TOML ({err})") from None
     check_depth(data, where)
@@ -49,7 +54,7 @@ def loads_toml(text: str, where: str) -> dict[str, Any]:
 
 
 def check_depth(data: Any, where: str, limit: int = MAX_DEPTH) -> None:
-    """``ValueError`` when lists and dicts in ``data`` nest deeper than ``limit`` (walked
+    """``NestingError`` when lists and dicts in ``data`` nest deeper than ``limit`` (walked
     without recursion, so any depth is measured safely)."""
     stack = [(data, 1)]
     while stack:
@@ -61,7 +66,7 @@ def check_depth(data: Any, where: str, limit: int = MAX_DEPTH) -> None:
         else:
             continue
         if depth > limit:
-            raise ValueError(_too_deep(where, limit))
+            raise NestingError(_too_deep(where, limit))
         stack.extend((child, depth + 1) for child in children)
 
 

@@ -109,7 +109,7 @@ def test_from_dict_refuses_unknown_keys_and_wrong_types():
 def test_bad_json_file_names_the_file(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_text("{not json")
-    with pytest.raises(ValueError, match=r"config\.json: not a valid JSON"):
+    with pytest.raises(ValueError, match=r"config\.json \(a model config\) is not valid JSON"):
         ModelConfig.from_json_file(bad)
     with pytest.raises(ValueError, match="no such file"):
         ModelConfig.from_json_file(tmp_path / "missing.json")

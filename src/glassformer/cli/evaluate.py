@@ -18,12 +18,12 @@ are computed, so a refused or failed evaluation leaves an existing one as it was
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from ..data import TextDataset
 from ..models.registry import model_class
+from ..structured import loads_json
 from ..tasks import TASKS, task_for_model
 from ..training import BatchStream, evaluate
 from .datasets import align_labels, load_split
@@ -160,7 +160,7 @@ def _dataset(args: argparse.Namespace, folder: Path, task: str) -> TextDataset:
 
 def _train_config(folder: Path) -> dict[str, Any]:
     try:
-        meta = json.loads((folder / "trainer.json").read_text(encoding="utf-8"))
+        meta = loads_json((folder / "trainer.json").read_bytes(), "trainer.json")
         return dict(meta.get("train_config") or {})
     except (OSError, ValueError, AttributeError):
         return {}

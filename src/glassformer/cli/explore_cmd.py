@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 from pathlib import Path
 
 from ..files import write_text
+from ..structured import loads_json
 from .errors import UsageError
 from .options import add_checkpoint, add_device, output_file, positive_up_to, utf8_text
 from .runs import load_checkpoint
@@ -119,8 +119,8 @@ def _load(path: Path, device: str):
 
 def _is_glassformer(config: Path) -> bool:
     try:
-        meta = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        meta = loads_json(config.read_bytes(), str(config))
+    except (OSError, ValueError):
         return True  # let the checkpoint loader say what is wrong with it
     return not isinstance(meta, dict) or ("architectures" not in meta and "model_type" not in meta)
 

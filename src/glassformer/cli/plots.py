@@ -6,11 +6,11 @@ Both are optional extras: ``pip install 'glassformer[plot]'`` / ``'glassformer[t
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..files import replace_dir, replace_file
+from ..structured import loads_json
 
 __all__ = ["read_metrics", "write_loss_plot", "write_tensorboard"]
 
@@ -23,7 +23,7 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     records = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            record = json.loads(line)
+            record = loads_json(line, f"{path} line")
         except ValueError:
             continue
         if isinstance(record, dict) and isinstance(record.get("step"), int):

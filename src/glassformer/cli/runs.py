@@ -25,6 +25,7 @@ from typing import Any
 from ..config import ModelConfig
 from ..files import write_text
 from ..models import GlassformerModel, load_model
+from ..structured import loads_json
 from ..training import resolve_device
 from ..training.lock import LOCK_FILE
 from ..training.state import best_or_latest, checkpoints
@@ -99,7 +100,7 @@ def read_run(run_dir: Path) -> tuple[RunPlan, ModelConfig]:
             "(start a new run there without --resume)"
         )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads_json(path.read_bytes(), str(path))
         if data.get("format") != FORMAT:
             raise ValueError(f"format is not {FORMAT!r}")
         model = ModelConfig.from_dict(data.pop("model"))

@@ -26,7 +26,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -34,14 +33,10 @@ from typing import Any, ClassVar
 
 from ..config import GRAPH_FIELDS, ModelConfig
 from ..limits import Range, check_fields
+from ..structured import NestingError, loads_json, loads_toml
 from ..tasks import TASK_NAMES
 from ..training import TrainConfig
 from .errors import UsageError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = [
     "SECTIONS",
@@ -171,9 +166,11 @@ def load_config(name_or_path: str) -> Settings:
             )
     where = f"--config {name_or_path}"
     try:
-        data = tomllib.loads(source.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        data = loads_toml(source.read_text(encoding="utf-8"), where)
+    except UnicodeDecodeError as err:
         raise UsageError(f"{where}: not valid TOML ({err})") from None
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     for key, value in data.items():
         if not isinstance(value, dict):
             raise UsageError(
@@ -187,16 +184,18 @@ def load_config(name_or_path: str) -> Settings:
     return data
 
 
-def parse_value(text: str) -> Any:
-    """A TOML literal, else a JSON literal, else the text itself."""
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        pass
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+def parse_value(text: str, where: str = "the value") -> Any:
+    """A TOML literal, else a JSON literal, else the text itself; a value nested too deeply
+    is refused (``UsageError`` naming ``where``)."""
+    readings = (lambda: loads_toml(f"v = {text}", where)["v"], lambda: loads_json(text, where))
+    for read in readings:
+        try:
+            return read()
+        except NestingError as err:
+            raise UsageError(str(err)) from None
+        except ValueError:
+            pass
+    return text
 
 
 def parse_assignment(text: str) -> tuple[str, str, Any]:
@@ -211,7 +210,7 @@ def parse_assignment(text: str) -> tuple[str, str, Any]:
             f"--set {text!r}: the key needs a section; allowed sections: {', '.join(SECTIONS)} "
             f"(e.g. model.d_model=64)"
         )
-    value = parse_value(raw.strip())
+    value = parse_value(raw.strip(), f"--set {name}")
     if section == "model" and key in GRAPH_FIELDS and isinstance(value, list):
         value = ["full" if v is None else v for v in value]  # TOML has no null
     check_settings({section: {key: value}})

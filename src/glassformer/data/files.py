@@ -1,6 +1,7 @@
 """User data from files, for the three tasks of the notes ("Formal Algorithms for Transformers").
 
-File formats (UTF-8; a byte-order mark is ignored; ``\\r\\n`` line ends are accepted):
+File formats (UTF-8; a UTF-8 byte-order mark is ignored; ``\\r\\n`` line ends are accepted;
+UTF-16, UTF-32, NUL bytes and other encodings are refused, see ``text_bytes``):
 
 * ``"lm"`` — a plain text file. By default the whole file is one document; with
   ``one_per_line=True`` every non-blank line is a document (e.g. a list of names).
@@ -54,6 +55,7 @@ from pathlib import Path
 
 from ..tasks import check_data_kind
 from .examples import TextDataset
+from .text_bytes import decode_text
 
 COLUMNS: dict[str, tuple[str, str]] = {
     "seq2seq": ("source", "target"),
@@ -146,20 +148,12 @@ def _read_records(p: Path, text: str, task: str, split: str) -> TextDataset:
 
 
 def read_utf8(path: Path) -> str:
-    """The text of ``path``, which must exist, be UTF-8, and not be empty or blank."""
+    """The text of ``path``, which must exist, be UTF-8 (no NUL bytes, no UTF-16; see
+    ``text_bytes``), and not be empty or blank."""
     if not path.is_file():
         what = "is a directory" if path.is_dir() else "does not exist"
         raise ValueError(f"file {str(path)!r} {what}: allowed a path to an existing text file")
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        bad = data[e.start : e.end]
-        raise ValueError(
-            f"file {str(path)!r}, line {line}: bytes {bad!r} are not valid UTF-8: "
-            f"allowed UTF-8 text only (re-save the file as UTF-8)"
-        ) from None
+    text = decode_text(path.read_bytes(), path)
     if not text.strip():
         raise ValueError(
             f"file {str(path)!r}, line 1: the file is empty: allowed a file with some text"

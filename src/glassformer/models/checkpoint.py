@@ -19,6 +19,7 @@ from safetensors.torch import save_file
 
 from ..config import ModelConfig
 from ..files import replace_file, write_text
+from ..structured import loads_json
 from .budget import check_memory
 from .registry import model_class
 
@@ -130,11 +131,9 @@ def check_vocabulary(tokenizer, config: ModelConfig, where: str = "the tokenizer
 def read_config(path: Path) -> tuple[type[GlassformerModel], ModelConfig]:
     """(model class, ModelConfig) from a config.json, with errors naming the file."""
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
+        meta = loads_json(path.read_bytes(), str(path))
     except FileNotFoundError:
         raise ValueError(f"{path}: missing; a checkpoint needs {CONFIG_FILE}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError(f"{path}: not a glassformer model config (format != {FORMAT!r})")
     try:

@@ -30,13 +30,13 @@ A tokenizer is saved as ONE JSON file (written atomically: temp file + ``os.repl
 from __future__ import annotations
 
 import abc
-import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import regex
 
+from ..structured import loads_json
 from .fileformat import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -140,6 +140,11 @@ class Tokenizer(abc.ABC):
     def _encode_ordinary(self, text: str) -> list[int]:
         """Encode text in which nothing is treated as a special token."""
 
+    def _encode_parts(self, parts: list[str]) -> list[list[int]]:
+        """``_encode_ordinary`` of each part of one text (the pieces between its special
+        tokens); a subclass may share one budget of work across them."""
+        return [self._encode_ordinary(part) if part else [] for part in parts]
+
     @abc.abstractmethod
     def decode(self, ids: Iterable[int], *, skip_special: bool = False) -> str:
         """Ids -> text. Special tokens become their literal strings, or are dropped."""
@@ -178,14 +183,16 @@ class Tokenizer(abc.ABC):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         ids: list[int] = [self.bos_id] if add_bos else []
         if allowed_special:
-            start = 0
+            parts, specials, start = [], [], 0
             for m in self._special_re.finditer(text):
-                if m.start() > start:
-                    ids.extend(self._encode_ordinary(text[start : m.start()]))
-                ids.append(self._special[m.group()])
+                parts.append(text[start : m.start()])
+                specials.append(self._special[m.group()])
                 start = m.end()
-            if start < len(text):
-                ids.extend(self._encode_ordinary(text[start:]))
+            parts.append(text[start:])
+            for part_ids, special in zip(self._encode_parts(parts), [*specials, None], strict=True):
+                ids.extend(part_ids)
+                if special is not None:
+                    ids.append(special)
         else:
             ids.extend(self._encode_ordinary(text))
         if add_eos:
@@ -272,11 +279,8 @@ class Tokenizer(abc.ABC):
     @staticmethod
     def load(path: str | os.PathLike[str]) -> Tokenizer:
         """Read a file written by ``save`` (any kind)."""
-        with open(path, encoding="utf-8") as f:
-            try:
-                d = json.load(f)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"path {str(path)!r} is not a JSON tokenizer file: {e}") from e
+        with open(path, "rb") as f:
+            d = loads_json(f.read(), f"tokenizer file {str(path)!r}")
         return Tokenizer.from_dict(d)
 
     def __repr__(self) -> str:

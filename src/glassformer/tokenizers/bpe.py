@@ -16,7 +16,9 @@ recorded in the JSON file and exposed as ``tok.pad_id`` ... ``tok.mask_id``: the
 ``PAD_ID`` ... hold for tokenizers trained by glassformer, the attributes for all.
 
 Encoding: the text is split by a pre-tokenisation regex (``pattern=``: ``"gpt2"`` (default),
-``"cl100k"`` a.k.a. ``"gpt4"``, or any regex string), each piece is encoded as UTF-8 bytes, and
+``"cl100k"`` a.k.a. ``"gpt4"``, or a regex string that ``bpe_patterns`` accepts: no capturing
+group, pieces that cover every text; its work per encode call is bounded in time, see
+``bpe_patterns``), each piece is encoded as UTF-8 bytes, and
 within a piece the adjacent pair with the lowest merge priority (leftmost on ties) is merged,
 again and again, until no pair can merge. Pieces are cached in a
 bounded dict (cleared when it reaches ``cache_size`` entries).
@@ -39,7 +41,7 @@ from typing import Any
 
 from . import bpe_io
 from .base import DEFAULT_SPECIAL_IDS, N_SPECIAL, Tokenizer, iter_texts
-from .bpe_patterns import PATTERNS, resolve_pattern
+from .bpe_patterns import PATTERNS, Deadline, SplitPattern
 from .bpe_train import count_pieces, train_merges
 from .fileformat import check_ids_contiguous
 
@@ -81,7 +83,8 @@ class BPETokenizer(Tokenizer):
 
     # ---- set-up ---------------------------------------------------------------------------
     def _set_pattern(self, pattern: str, *, raw: bool = False) -> None:
-        self.pattern_name, self.pattern, self._pat = resolve_pattern(pattern, raw=raw)
+        self._split = SplitPattern(pattern, raw=raw)
+        self.pattern_name, self.pattern = self._split.name, self._split.source
 
     def _install(self, byte_ids: list[int], merges: list[Merge], special: dict[str, int]) -> None:
         """Validate and install a vocabulary: byte -> id, merges in priority order, specials."""
@@ -153,7 +156,7 @@ class BPETokenizer(Tokenizer):
         if min_frequency < 1:
             raise ValueError(f"min_frequency is {min_frequency}: allowed an int >= 1")
         byte_ids = _standard_byte_ids()
-        counts = count_pieces(iter_texts(texts), self._pat)
+        counts = count_pieces(iter_texts(texts), self._split.split)
         merges = train_merges(
             counts, byte_ids, FIRST_MERGE_ID, vocab_size - FIRST_MERGE_ID, min_frequency
         )
@@ -161,8 +164,14 @@ class BPETokenizer(Tokenizer):
         return self
 
     # ---- encoding -------------------------------------------------------------------------
-    def _encode_ordinary(self, text: str) -> list[int]:
-        return list(chain.from_iterable(map(self._cache.__getitem__, self._pat.findall(text))))
+    def _encode_ordinary(self, text: str, deadline: Deadline | None = None) -> list[int]:
+        pieces = self._split.split(text, deadline)
+        return list(chain.from_iterable(map(self._cache.__getitem__, pieces)))
+
+    def _encode_parts(self, parts: list[str]) -> list[list[int]]:
+        # the parts of one encode call (between special tokens) share one time budget
+        deadline = self._split.deadline(sum(map(len, parts)))
+        return [self._encode_ordinary(part, deadline) if part else [] for part in parts]
 
     def _bpe_piece(self, piece: str) -> tuple[int, ...]:
         """BPE of one pre-tokenised piece: merge the lowest-priority pair until none merges."""

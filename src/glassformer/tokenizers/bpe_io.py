@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
+from ..structured import loads_json
 from .base import SPECIAL_TOKENS
 from .fileformat import write_atomic
 
@@ -82,8 +83,8 @@ def place_specials(special: dict[str, int], used: Iterable[int]) -> dict[str, in
 def read_gpt2_files(
     vocab_json: str | os.PathLike[str], merges_txt: str | os.PathLike[str]
 ) -> Layout:
-    with open(vocab_json, encoding="utf-8") as f:
-        vocab = json.load(f)
+    with open(vocab_json, "rb") as f:
+        vocab = loads_json(f.read(), f"vocab_json {str(vocab_json)!r}")
     if not isinstance(vocab, dict):
         raise ValueError(f"vocab_json {str(vocab_json)!r} must hold a JSON object token -> id")
     seen: dict[int, str] = {}

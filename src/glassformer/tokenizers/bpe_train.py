@@ -27,20 +27,18 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import pairwise
-
-import regex
 
 Pair = tuple[int, int]
 Merge = tuple[int, int, int]  # (id_a, id_b, new_id)
 
 
-def count_pieces(texts: Iterable[str], pattern: regex.Pattern[str]) -> dict[str, int]:
-    """Pre-tokenise ``texts`` with ``pattern`` and count the distinct pieces."""
+def count_pieces(texts: Iterable[str], split: Callable[[str], list[str]]) -> dict[str, int]:
+    """Pre-tokenise ``texts`` with ``split`` (text -> pieces) and count the distinct pieces."""
     counts: Counter[str] = Counter()
     for text in texts:
-        counts.update(pattern.findall(text))
+        counts.update(split(text))
     return counts
 
 

@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 
 from ..files import temp_file
+from ..structured import loads_json
 
 __all__ = ["LOCK_FILE", "RunLock", "StaleLockWarning"]
 
@@ -100,7 +101,7 @@ class RunLock:
 
 def _read(path: Path) -> dict:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads_json(path.read_bytes(), str(path))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as err:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import platform
 import warnings
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import torch
 
 from ..files import write_text
+from ..structured import loads_json
 
 __all__ = [
     "SlowBfloat16Warning",
@@ -76,9 +76,9 @@ def truncate_metrics(path: Path, step: int) -> None:
     keep = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
-            record = json.loads(line)
+            record = loads_json(line, f"{path} line")
         except ValueError:
-            continue  # a line cut short by a kill
+            continue  # a line cut short by a kill (or one nested too deeply)
         if isinstance(record, dict) and record.get("step", 0) <= step:
             keep.append(line)
     write_text(path, "".join(ln + "\n" for ln in keep))  # replaces a link, never follows it

@@ -31,6 +31,7 @@ from ..files import replace_dir, replace_file, write_text
 from ..models import GlassformerModel
 from ..models.budget import format_bytes
 from ..run_folder import PREFIX, best_or_latest, checkpoints, latest_checkpoint
+from ..structured import loads_json
 from .errors import DiskFullError
 from .state_check import check_training_state
 
@@ -136,7 +137,7 @@ def load_checkpoint(
 
     path = Path(path)
     weights = read_weights(model, path / WEIGHTS_FILE)
-    meta = _read(path / "trainer.json", lambda f: json.loads(f.read_text(encoding="utf-8")))
+    meta = _read(path / "trainer.json", lambda f: loads_json(f.read_bytes(), "trainer.json"))
     tensors = _read(path / "trainer.safetensors", load_file)
     check_training_state(path, meta, tensors, model, optimizer, scheduler)
     try:

@@ -8,7 +8,6 @@ huggingface_key_map(model)         {glassformer tensor: HF tensor(s)} for either
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,6 +17,7 @@ import torch
 from ...config import GRAPH_FIELDS
 from ...models import DecoderLM, GlassformerModel
 from ...models.budget import check_memory
+from ...structured import loads_json
 from . import bart, bert, gpt2, llama
 from .common import require_transformers, transfer
 
@@ -67,10 +67,7 @@ def from_huggingface_dir(path: str | Path, *, architecture: str | None = None) -
         raise ValueError(f"{path}: not a Hugging Face model directory (no such directory)")
     if not config_file.is_file():
         raise ValueError(f"{path}: not a Hugging Face model directory (no config.json)")
-    try:
-        meta = json.loads(config_file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{config_file}: not valid JSON ({err})") from None
+    meta = loads_json(config_file.read_bytes(), str(config_file))
     if not isinstance(meta, dict):
         raise ValueError(f"{config_file}: not a Hugging Face model config (not a JSON object)")
     if meta.get("format") == "glassformer-model":
