@@ -56,3 +56,10 @@ def test_nesting_is_told_apart_from_a_parse_error():
         with pytest.raises(ValueError) as err:
             bad()
         assert not isinstance(err.value, NestingError)
+
+
+def test_a_number_too_long_is_a_parse_error_without_advice_to_programmers():
+    for loads, text in ((loads_json, "[" + "9" * 5000 + "]"), (loads_toml, "v = " + "9" * 5000)):
+        too_long = r"not valid \w+ \(a number has more than 4300 digits\)$"
+        with pytest.raises(ValueError, match=too_long):
+            loads(text, "body")

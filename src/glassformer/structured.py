@@ -10,6 +10,7 @@ writes is nested more than a few levels.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 try:
@@ -34,8 +35,8 @@ def loads_json(text: str | bytes, where: str) -> Any:
         data = json.loads(text)
     except RecursionError:
         raise NestingError(_too_deep(where)) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{where} is not valid JSON ({err})") from None
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, an integer too long
+        raise ValueError(f"{where} is not valid JSON ({_reason(err)})") from None
     check_depth(data, where)
     return data
 
@@ -47,8 +48,8 @@ def loads_toml(text: str, where: str) -> dict[str, Any]:
         data = tomllib.loads(text)
     except RecursionError:
         raise NestingError(_too_deep(where)) from None
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"{where} is not valid TOML ({err})") from None
+    except ValueError as err:  # TOMLDecodeError, an integer too long
+        raise ValueError(f"{where} is not valid TOML ({_reason(err)})") from None
     check_depth(data, where)
     return data
 
@@ -68,6 +69,14 @@ def check_depth(data: Any, where: str, limit: int = MAX_DEPTH) -> None:
         if depth > limit:
             raise NestingError(_too_deep(where, limit))
         stack.extend((child, depth + 1) for child in children)
+
+
+def _reason(err: ValueError) -> str:
+    """The parser's message, Python's limit on integer digits said without its advice to the
+    programmer (``sys.set_int_max_str_digits``)."""
+    if "integer string conversion" in str(err):
+        return f"a number has more than {sys.get_int_max_str_digits()} digits"
+    return str(err)
 
 
 def _too_deep(where: str, limit: int = MAX_DEPTH) -> str:

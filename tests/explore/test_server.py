@@ -91,7 +91,7 @@ def test_a_page_of_its_own_origin_is_let_through(client):
         (b'{"text": "a", "x": ' + b"[" * 30000 + b"]" * 30000 + b"}", "application/json", 400,
          "the request nests lists or objects too deeply: allowed at most 64 levels"),
         (b'{"text": "a", "x": ' + b"1" * 5000 + b"}", "application/json", 400,
-         "the request is not valid JSON (Exceeds the limit (4300 digits)"),
+         "the request is not valid JSON (a number has more than 4300 digits)"),
         (b'{"text": "ab\\ud800c"}', "application/json", 400,
          "the text must be valid Unicode: character 2 is a lone surrogate (U+D800)"),
         (b'{"text": "ab", "target": "\\udfff"}', "application/json", 400,
