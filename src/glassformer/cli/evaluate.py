@@ -26,7 +26,7 @@ from ..data import TextDataset
 from ..models.registry import model_class
 from ..tasks import TASKS, task_for_model
 from ..training import BatchStream, evaluate
-from .datasets import align_labels, load_split
+from .datasets import align_labels, load_split, validation_options
 from .errors import UsageError
 from .evaldata import check_dataset, check_header
 from .options import add_checkpoint, add_device, non_negative, output_file, positive
@@ -150,11 +150,12 @@ def _dataset(args: argparse.Namespace, folder: Path, task: str) -> TextDataset:
     if run_dir is None:
         raise UsageError(f"{folder} is not part of a run with a {RUN_FILE}; name the --data")
     plan, _ = read_run(run_dir)
-    name = plan.validation if args.split == "validation" else plan.data
+    if args.split == "validation":
+        name, base = plan.validation, validation_options(plan)
+    else:
+        name, base = plan.data, plan.data_options
     if name is None:
         raise UsageError(f"the run in {run_dir} has no validation data; name the --data")
-    same_kind = is_builtin(name) == is_builtin(plan.data)
-    base = plan.data_options if same_kind else {}
     return load_split(name, args.split, task, {**base, **options})
 
 
