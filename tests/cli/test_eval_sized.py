@@ -94,7 +94,7 @@ def test_limit_evaluates_the_first_n_examples_and_says_so(cli, run, tmp_path):
 
 @pytest.mark.parametrize(
     ("value", "words"),
-    [("0", "0 must be >= 1"), ("-3", "-3 must be >= 0"), ("x", "'x' is not an integer"),
+    [("0", "0 must be >= 1"), ("-3", "-3 must be >= 1"), ("x", "'x' is not an integer"),
      ("1.5", "'1.5' is not an integer"), ("", "'' is not an integer")],
 )  # fmt: skip
 def test_a_bad_limit_is_one_line(cli, run, value, words):
