@@ -36,6 +36,7 @@ RUNS = {
     "induction": ["--data", "induction", "--set", "data.num_examples=64"],
     "reviews": ["--data", "{root}/reviews.csv", "--tokenizer", "word"],  # tutorials/classifier
 }
+PROGRESS = re.compile(r"(scoring|greedy decoding): [\d,]+/[\d,]+ examples \(\d+%\), .+")
 REVIEWS = "label,text\n" + "pos,plot was very clever\nneg,cast was very dull\n" * 10
 SMALL = [
     "--steps", "1", "--set", "model.d_model=32", "--set", "model.n_layer=2",
@@ -69,4 +70,5 @@ def test_command_runs_as_written(doc_runs, monkeypatch, command):
     with one_thread():
         result = run_cli(*shlex.split(command)[1:])
     assert result.code == 0, result.err
-    assert result.err == "" and result.out
+    noise = [line for line in result.err.splitlines() if not PROGRESS.fullmatch(line)]
+    assert noise == [] and result.out  # stderr: eval's progress lines only

@@ -126,7 +126,9 @@ def test_eval_counts_every_example_of_a_smaller_last_batch(cli, lm_run, task_run
         report = json.loads((tmp_path / "m.json").read_text())
         assert report["examples"] == n
         unit = "windows of at most 16 tokens" if task == "lm" else "examples"
-        assert f"(validation, {n} {unit}):" in result.out
+        counted = f"{n} {unit}" if n == 60 else f"the first {n} of 60 {unit}"
+        assert f"(validation, {counted}):" in result.out
+        assert report["examples_in_split"] == 60
         loss, accuracy = by_hand(model, task, examples[:n])
         assert report["metrics"]["loss"] == pytest.approx(loss, rel=1e-5)
         if task == "classify":

@@ -4,6 +4,7 @@ in one line (exit 2) naming the file, and leaves the folder as it was."""
 import shutil
 
 import pytest
+from safetensors.torch import load_file, save_file
 
 from glassformer.training.state import latest_checkpoint
 
@@ -48,5 +49,27 @@ def test_truncated_training_state_is_one_line(cli, small_run, tmp_path, name):
     spoilt.write_bytes(spoilt.read_bytes()[:40])
     result = cli.run("train", "--out", run, "--resume", "--steps", "4")
     cli.assert_user_error(result, str(spoilt), "unreadable training state")
+    assert latest_checkpoint(run).name == "step-000002"  # nothing newer was written
+    assert not (run / ".lock").exists()
+
+
+@pytest.mark.parametrize(
+    ("file", "what"),
+    [("model.safetensors", "the weights are"), ("trainer.safetensors", "the optimizer's state is")],
+)
+def test_resume_refuses_nan_in_the_training_state_naming_the_tensor(
+    cli, small_run, tmp_path, file, what
+):
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    spoilt = latest_checkpoint(run) / file
+    tensors = load_file(spoilt)
+    name = sorted(
+        n for n in tensors if n.endswith(("in_proj.weight", "in_proj.weight/exp_avg_sq"))
+    )[0]
+    tensors[name].view(-1)[:2] = float("nan")
+    save_file(tensors, spoilt)
+    result = cli.run("train", "--out", run, "--resume", "--steps", "4")
+    cli.assert_user_error(result, f"{spoilt}: tensor {name!r} holds 2 NaN values: {what} damaged")
     assert latest_checkpoint(run).name == "step-000002"  # nothing newer was written
     assert not (run / ".lock").exists()

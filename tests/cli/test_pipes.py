@@ -1,11 +1,15 @@
 """A reader that goes away (``glassformer generate ... | head -c 20``, ``eval | head``): the
 command stops quietly with status 141 (128 + SIGPIPE, what a shell reports for a Unix tool
-stopped that way), nothing on stderr, no "Exception ignored" at the interpreter's exit."""
+stopped that way), nothing on stderr but eval's progress lines, no "Exception ignored" at the
+interpreter's exit."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+
+PROGRESS = re.compile(r"scoring: \d+/\d+ examples \(\d+%\), (done in \S+|.* left)")
 
 
 def test_a_closed_pipe_ends_generate_and_eval_quietly(lm_run, tmp_path):
@@ -25,5 +29,6 @@ def test_a_closed_pipe_ends_generate_and_eval_quietly(lm_run, tmp_path):
     for name, proc in procs.items():
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=120) == 141, (name, err)
-        assert err == "", name
+        assert all(PROGRESS.fullmatch(line) for line in err.splitlines()), (name, err)
+        assert ("scoring: 13/13" in err) == (name == "eval")
     assert (tmp_path / "eval.json").is_file()  # written before the first print

@@ -151,3 +151,24 @@ def test_encoder_runs_in_eval_mode_too(make_seq2seq):
     model.train()
     assert generate(model, [[5, 6, 7, 2]], max_new_tokens=12, temperature=0).tokens == expected
     assert model.training
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [dict(temperature=0), dict(temperature=0.8, seed=1), dict(top_k=5, seed=1), dict(num_beams=2)],
+    ids=["greedy", "sampled", "top-k", "beams"],
+)
+def test_logits_that_are_not_finite_are_refused_naming_the_row(make_decoder, settings):
+    model = make_decoder()
+    with torch.no_grad():
+        model.embed.token.weight[9] = float("nan")  # a token only the second prompt holds
+    prompts = [[3, 4, 5], [6, 7, 9]]
+    with pytest.raises(ValueError) as err:
+        generate(model, prompts, max_new_tokens=4, **settings)
+    assert str(err.value) == (
+        "the model's next-token logits hold NaN or infinite values (row 1 of 2): its weights "
+        "are damaged or its activations overflowed (e.g. in float16); no token can be chosen"
+    )
+    with torch.no_grad():
+        model.embed.token.weight[9] = 0.0
+    assert len(generate(model, prompts, max_new_tokens=4, **settings).tokens[1]) == 4

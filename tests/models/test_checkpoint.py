@@ -5,7 +5,7 @@ import pickle
 
 import pytest
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 
 from glassformer.models import (
     ARCHITECTURES,
@@ -256,3 +256,39 @@ def test_a_bad_tokenizer_file_is_named(saved):
     (saved / "tokenizer.json").write_text(json.dumps(data))
     with pytest.raises(ValueError, match=r"tokenizer.json: char vocab is missing ids \[7\]"):
         load_model(saved)
+
+
+@pytest.mark.parametrize(
+    ("values", "held"),
+    [
+        ([float("nan")] * 3, "holds 3 NaN values"),
+        ([float("inf"), float("-inf")], "holds 2 infinite values"),
+        ([float("nan"), float("inf")], "holds 1 NaN value and 1 infinite value"),
+    ],
+)
+def test_weights_with_nan_or_inf_are_refused_naming_the_tensor(saved, values, held):
+    path = saved / "model.safetensors"
+    tensors = load_file(path)
+    name = "decoder.layers.1.self_attn.in_proj.weight"
+    tensors[name].view(-1)[5 : 5 + len(values)] = torch.tensor(values)
+    save_file(tensors, path, metadata={"format": "pt"})
+    with pytest.raises(ValueError) as err:
+        load_model(saved)
+    assert str(err.value) == (
+        f"{path}: tensor {name!r} {held}: the weights are damaged (a run that diverged, or a "
+        "corrupted file); load another checkpoint or train again"
+    )
+    tensors[name].view(-1)[5 : 5 + len(values)] = 0.5  # finite again: loads
+    save_file(tensors, path, metadata={"format": "pt"})
+    assert load_model(saved).state_dict()[name].view(-1)[5] == 0.5
+
+
+def test_finite_weights_whose_sum_overflows_are_accepted():
+    from glassformer.models.checkpoint import check_finite
+
+    big = torch.full((8,), 60000.0, dtype=torch.float16)  # each finite, the sum is inf in fp16
+    assert not torch.isfinite(big.sum())
+    check_finite(big, "big")
+    big[3] = float("-inf")
+    with pytest.raises(ValueError, match="big holds 1 infinite value: the weights are damaged"):
+        check_finite(big, "big")

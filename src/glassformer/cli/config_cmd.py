@@ -21,6 +21,7 @@ from typing import Any
 
 from ..data.examples import OVERFLOW
 from ..data.registry import dataset_options
+from ..data.synthetic import DEFAULT_SIZES
 from ..presets import PRESETS
 from .datasets import DEFAULT_OVERFLOW
 from .plan import VAL_FRACTION
@@ -107,11 +108,18 @@ def data_keys() -> list[tuple[list[str], list[Key]]]:
         keys = [Key(p.name, str(p.annotation), p.default) for p in params]
         if name == "file":  # the command line's default, not the loader's
             keys = [_val_fraction(k) if k.name == "val_fraction" else k for k in keys]
+        keys = [_num_examples(k) if k.name == "num_examples" else k for k in keys]
         groups.setdefault(tuple(keys), ([], keys))[0].append(name)
     overflow = Key(
         "overflow", "str", DEFAULT_OVERFLOW, OVERFLOW, "an example longer than model.max_len"
     )
     return [*groups.values(), (["any seq2seq or classification data"], [overflow])]
+
+
+def _num_examples(key: Key) -> Key:
+    train, most = DEFAULT_SIZES["train"], DEFAULT_SIZES["validation"]
+    note = f"of the training part; the validation part holds as many, at most {most:,}"
+    return dataclasses.replace(key, default=train, allowed=">= 1", note=note)
 
 
 def _val_fraction(key: Key) -> Key:

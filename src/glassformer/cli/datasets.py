@@ -20,6 +20,7 @@ from typing import Any
 
 from ..data import TextDataset, load_dataset
 from ..data.files import percent
+from ..data.synthetic import DEFAULT_SIZES
 from ..tasks import TASKS
 from ..tokenizers import Tokenizer, get_tokenizer
 from .evaldata import short_list
@@ -33,6 +34,7 @@ __all__ = [
     "load_splits",
     "overflow_line",
     "train_tokenizer",
+    "validation_options",
 ]
 
 DEFAULT_OVERFLOW = "truncate"  # seq2seq and classification at the command line (see above)
@@ -55,12 +57,27 @@ def load_splits(plan: RunPlan) -> tuple[TextDataset, TextDataset | None]:
     train = load_split(plan.data, "train", plan.task, plan.data_options)
     if plan.validation is None:
         return train, None
-    same_kind = is_builtin(plan.validation) == is_builtin(plan.data)
-    options = plan.data_options if same_kind else {}
+    options = validation_options(plan)
     validation = load_split(plan.validation, "validation", plan.task, options)
     if train.labels:
         validation = align_labels(validation, train.labels)
     return train, validation
+
+
+def validation_options(plan: RunPlan) -> dict[str, Any]:
+    """The options of the plan's validation data: the [data] options when it is of the same
+    kind as the training data (the same built-in dataset, or a file), else none. A built-in
+    task's ``num_examples`` sizes its training part; its validation part holds as many
+    examples, at most ``DEFAULT_SIZES["validation"]`` (2,000): enough to measure, few enough
+    for ``glassformer eval`` to decode in seconds."""
+    if plan.validation is None or is_builtin(plan.validation) != is_builtin(plan.data):
+        return {}
+    options = dict(plan.data_options)
+    if is_builtin(plan.validation) and "num_examples" in options:
+        n = options["num_examples"]
+        if isinstance(n, int) and not isinstance(n, bool):  # else the dataset refuses it
+            options["num_examples"] = min(n, DEFAULT_SIZES["validation"])
+    return options
 
 
 def align_labels(dataset: TextDataset, labels: tuple[str, ...]) -> TextDataset:

@@ -3,30 +3,38 @@
 The task follows the checkpoint's architecture (DecoderLM: lm, EncoderMLM: mlm,
 EncoderDecoder: seq2seq, EncoderClassifier: classify); the metrics are the trainer's
 (``glassformer.training.evaluate``): loss and perplexity, accuracy for a classifier, exact
-match and token accuracy of greedy decoding for seq2seq, over every example of the first
-``--batches`` batches (all of them by default; the last batch may be smaller). An example is a
-pair or labelled text; for lm and mlm it is a window of at most ``max_len`` tokens of the
-concatenated text (``glassformer.data.encoding``). The loss is the mean over every scored
-token (every example for a classifier).
+match and token accuracy of greedy decoding for seq2seq, over every example of the data, or
+of its first ``--limit`` examples, or of its first ``--batches`` batches (the last batch may be
+smaller). An example is a pair or labelled text; for lm and mlm it is a window of at most
+``max_len`` tokens of the concatenated text (``glassformer.data.encoding``). The loss is the
+mean over every scored token (every example for a classifier). While it runs, the examples
+scored and then those decoded are shown on stderr as ``train`` shows its steps (a bar in a
+terminal, a line at each tenth in a pipe or log; training/progress.py).
 
 A ``--data`` file is checked against the checkpoint's task first (``evaldata``: another
 task's header row, seq2seq pairs that look like labelled texts, text that is mostly
 ``<UNK>``); the JSON is written, through a temporary file and a rename, only once the metrics
-are computed, so a refused or failed evaluation leaves an existing one as it was.
+are computed, so a refused or failed evaluation leaves an existing one as it was. ``--json
+PATH`` is checked before anything is loaded; the default, ``eval.json`` beside the checkpoint
+(in the run folder when a run folder is given), is skipped with a note when it cannot be
+written (a read-only folder): the metrics are printed all the same.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
+
+from torch.utils.data import Subset
 
 from ..data import TextDataset
 from ..models.registry import model_class
 from ..structured import loads_json
 from ..tasks import TASKS, task_for_model
 from ..training import BatchStream, evaluate
-from .datasets import align_labels, load_split
+from .datasets import align_labels, load_split, validation_options
 from .errors import UsageError
 from .evaldata import check_dataset, check_header
 from .options import add_checkpoint, add_device, non_negative, output_file, positive
@@ -66,6 +74,12 @@ def add_parser(commands) -> None:
         help="a dataset option, e.g. data.num_examples=500 (repeatable)",
     )
     p.add_argument(
+        "--limit",
+        type=positive,
+        metavar="N",
+        help="evaluate only the first N examples (for lm and mlm: windows of max_len tokens)",
+    )
+    p.add_argument(
         "--batches", type=positive, metavar="N", help="evaluate only the first N batches"
     )
     p.add_argument(
@@ -82,7 +96,8 @@ def add_parser(commands) -> None:
         "--json",
         type=Path,
         metavar="PATH",
-        help="where to write the metrics (default: DIR/eval.json)",
+        help="where to write the metrics (default: DIR/eval.json; when DIR is not writable "
+        "the metrics are printed and the JSON is skipped with a note)",
     )
     add_device(p)
     p.set_defaults(handler=run)
@@ -91,7 +106,7 @@ def add_parser(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     """Evaluate the checkpoint, print the metrics and write them as JSON."""
     path = args.json or args.checkpoint / "eval.json"
-    if args.json is not None or args.checkpoint.is_dir():
+    if args.json is not None:
         output_file(path, "--json")  # before anything is loaded
     kinds = tuple(model_class(t.model_class) for t in TASKS.values())
     model, folder = load_checkpoint(args.checkpoint, kinds, "eval", args.device)
@@ -102,30 +117,57 @@ def run(args: argparse.Namespace) -> int:
         dataset = align_labels(dataset, tuple(labels))
     if args.data is not None and not is_builtin(args.data):
         check_dataset(dataset, task, model.tokenizer)
-    stream = _stream(model, dataset, task, args, _train_config(folder))
+    stream, available = _stream(model, dataset, task, args, _train_config(folder))
     n_batches = min(args.batches or len(stream), len(stream))
     examples = min(n_batches * stream.batch_size, len(stream.dataset))
     n_generate = examples if "exact_match" in TASKS[task].metrics else 0
     device = next(model.parameters()).device
-    metrics = evaluate(model, task, stream, n_batches, device, generate_examples=n_generate)
+    shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
+    metrics = evaluate(
+        model, task, stream, n_batches, device, generate_examples=n_generate, progress=shown
+    )
     report = {
         "checkpoint": str(folder),
         "task": task,
         "data": dataset.name,
         "split": dataset.split,
         "examples": examples,
+        "examples_in_split": available,
         "metrics": metrics,
     }
-    write_json(path, report)  # before printing: a reader that closes the pipe early loses nothing
+    # written before printing: a reader that closes the pipe early loses nothing
+    note = _write(path, report, explicit=args.json is not None)
     windows = TASKS[task].data == "lm"
-    unit = f"windows of at most {model.config.max_len} tokens" if windows else ""
-    what = f"{dataset.split}, {examples} {unit or 'examples'}"
-    print(f"{task} metrics of {folder} on {dataset.name} ({what}):")
+    unit = f"windows of at most {model.config.max_len} tokens" if windows else "examples"
+    if examples < available:
+        counted = f"the first {examples} of {available} {unit}"
+    else:
+        counted = f"{examples} {unit}"
+    print(f"{task} metrics of {folder} on {dataset.name} ({dataset.split}, {counted}):")
     width = max(map(len, metrics))
     for name, value in metrics.items():
         print(f"  {name:<{width}}  {value:.6g}")
-    print(f"wrote {path}")
+    if note is None:
+        print(f"wrote {path}")
+    else:
+        print(f"glassformer: note: {note}", file=sys.stderr)
     return 0
+
+
+def _write(path: Path, report: dict[str, Any], *, explicit: bool) -> str | None:
+    """Write the report as JSON at ``path``; where the default location (beside the
+    checkpoint) cannot be written, say why instead: the note to print."""
+    try:
+        write_json(path, report)
+    except OSError as err:
+        reason = err.strerror or str(err)
+        if explicit:
+            raise UsageError(f"--json {path}: not written ({reason})") from None
+        return (
+            f"{path} was not written ({reason}); the metrics are above, and --json PATH "
+            "writes them elsewhere"
+        )
+    return None
 
 
 def _run_dir(folder: Path) -> Path | None:
@@ -150,11 +192,12 @@ def _dataset(args: argparse.Namespace, folder: Path, task: str) -> TextDataset:
     if run_dir is None:
         raise UsageError(f"{folder} is not part of a run with a {RUN_FILE}; name the --data")
     plan, _ = read_run(run_dir)
-    name = plan.validation if args.split == "validation" else plan.data
+    if args.split == "validation":
+        name, base = plan.validation, validation_options(plan)
+    else:
+        name, base = plan.data, plan.data_options
     if name is None:
         raise UsageError(f"the run in {run_dir} has no validation data; name the --data")
-    same_kind = is_builtin(name) == is_builtin(plan.data)
-    base = plan.data_options if same_kind else {}
     return load_split(name, args.split, task, {**base, **options})
 
 
@@ -166,8 +209,12 @@ def _train_config(folder: Path) -> dict[str, Any]:
         return {}
 
 
-def _stream(model, dataset, task: str, args, train_config: dict[str, Any]) -> BatchStream:
-    return BatchStream.for_task(
+def _stream(
+    model, dataset, task: str, args, train_config: dict[str, Any]
+) -> tuple[BatchStream, int]:
+    """The batches to evaluate, of the first ``--limit`` examples (all without it), and how
+    many examples the data holds (windows of ``max_len`` tokens for lm and mlm)."""
+    stream = BatchStream.for_task(
         dataset,
         model.tokenizer,
         task,
@@ -178,3 +225,11 @@ def _stream(model, dataset, task: str, args, train_config: dict[str, Any]) -> Ba
         drop_last=False,
         mlm_probability=train_config.get("mlm_probability", 0.15),
     )
+    available = len(stream.dataset)
+    if args.limit is None or args.limit >= available:
+        return stream, available
+    first = Subset(stream.dataset, range(args.limit))
+    limited = BatchStream(
+        first, stream.collate, args.batch_size, args.seed, shuffle=False, drop_last=False
+    )
+    return limited, available

@@ -23,23 +23,24 @@ __all__ = [
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
 
-def non_negative(text: str) -> int:
-    """argparse type: an int >= 0."""
+def _at_least(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"{value} must be >= {low}")
     return value
+
+
+def non_negative(text: str) -> int:
+    """argparse type: an int >= 0."""
+    return _at_least(text, 0)
 
 
 def positive(text: str) -> int:
     """argparse type: an int >= 1."""
-    value = non_negative(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
+    return _at_least(text, 1)
 
 
 def positive_up_to(limit: int):

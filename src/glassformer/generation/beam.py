@@ -27,6 +27,7 @@ from torch import Tensor
 
 from .config import GenerationConfig
 from .decoding import Session
+from .logits import check_logits
 from .stopping import find_stop
 
 __all__ = ["BeamResult", "beam_search"]
@@ -75,6 +76,7 @@ def beam_search(
 
     for i in range(steps):
         with torch.inference_mode():
+            check_logits(logits)
             logp = torch.log_softmax(logits.float(), dim=-1)  # (B·K or B, V)
             logp = logp[:, None].expand(b, k, v) if i == 0 else logp.view(b, k, v)
             total = (logp + run_scores[..., None]).reshape(b, k * v)  # (B, K·V)

@@ -10,7 +10,8 @@ likeliest tokens, setting the logits of the others to -inf (probability 0):
     likeliest tokens holding probability >= p (the likeliest token is always kept).
 
 Applied in that order: temperature, top-k, top-p. τ = 0 is the limit q → one-hot(argmax l):
-greedy decoding.
+greedy decoding. Logits with NaN or +inf in a row (damaged weights, or activations that
+overflowed) give no distribution: ``check_logits`` refuses them, once per step.
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["apply_temperature", "choose_next", "top_k_filter", "top_p_filter", "warp_logits"]
+__all__ = [
+    "apply_temperature",
+    "check_logits",
+    "choose_next",
+    "top_k_filter",
+    "top_p_filter",
+    "warp_logits",
+]
 
 
 def apply_temperature(logits: Tensor, temperature: float) -> Tensor:
@@ -59,6 +67,23 @@ def warp_logits(logits: Tensor, temperature: float, top_k: int = 0, top_p: float
     return top_p_filter(top_k_filter(logits, top_k), top_p)
 
 
+def check_logits(logits: Tensor) -> None:
+    """Refuse next-token logits (B, V) with a row holding NaN or +inf, or no finite value:
+    no token can be chosen from it (argmax would pick a NaN, a draw fails). A finite sum
+    clears the whole batch in one reduction; only otherwise are the rows looked at."""
+    if bool(torch.isfinite(logits.sum())):
+        return
+    bad = (logits.isnan() | logits.isposinf()).any(-1) | ~logits.isfinite().any(-1)  # (B,)
+    if bool(bad.any()):
+        rows = bad.nonzero().flatten().tolist()
+        shown = ", ".join(map(str, rows[:5])) + (", ..." if len(rows) > 5 else "")
+        raise ValueError(
+            f"the model's next-token logits hold NaN or infinite values (row {shown} of "
+            f"{len(bad)}): its weights are damaged or its activations overflowed (e.g. in "
+            "float16); no token can be chosen"
+        )
+
+
 def choose_next(
     logits: Tensor,
     temperature: float,
@@ -67,6 +92,7 @@ def choose_next(
     generator: torch.Generator | None = None,
 ) -> Tensor:
     """logits (B, V) -> next token (B,): argmax for τ = 0, else a draw from q (see module)."""
+    check_logits(logits)
     if temperature == 0.0:
         return logits.argmax(dim=-1)
     q = warp_logits(logits.float(), temperature, top_k, top_p).softmax(dim=-1)  # (B, V)

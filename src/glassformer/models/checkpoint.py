@@ -4,7 +4,9 @@ loading never runs code from a file (no pickle). Each file is written to a tempo
 renamed, so a crash leaves either the old file or the new one, never half of one.
 
 Loading checks before it allocates: the config (sizes within limits, and a model that fits
-this machine's memory, budget.py) and the tokenizer (no id past the model's vocabulary).
+this machine's memory, budget.py) and the tokenizer (no id past the model's vocabulary); then
+every weight as it is read: name, shape and dtype against the model, and no NaN or infinite
+value (a run that diverged, or a damaged file, would otherwise end in NaN logits).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = [
     "CONFIG_FILE",
     "TOKENIZER_FILE",
     "WEIGHTS_FILE",
+    "check_finite",
     "check_vocabulary",
     "load_pretrained",
     "read_weights",
@@ -154,7 +157,8 @@ def load_weights(model: GlassformerModel, path: Path) -> None:
 
 def read_weights(model: GlassformerModel, path: Path) -> dict[str, torch.Tensor]:
     """The tensors of ``path``, each checked (name, shape, dtype) against ``model`` before
-    it is read; a tied tensor is returned under each of its names."""
+    it is read, and for NaN or infinite values once read; a tied tensor is returned under
+    each of its names."""
     expected = _unique_tensors(model)
     try:
         with safe_open(path, framework="pt") as f:
@@ -182,11 +186,30 @@ def read_weights(model: GlassformerModel, path: Path) -> dict[str, torch.Tensor]
         raise ValueError(f"{path}: missing; a checkpoint needs {WEIGHTS_FILE}") from None
     except (SafetensorError, OSError) as err:
         raise ValueError(f"{path}: not a readable safetensors file ({err})") from None
+    for name, tensor in tensors.items():
+        check_finite(tensor, f"{path}: tensor {name!r}")
     first = {}  # id of a tensor -> the name it is stored under
     for name, t in model.state_dict(keep_vars=True).items():
         first.setdefault(id(t), name)
         tensors.setdefault(name, tensors[first[id(t)]])
     return tensors
+
+
+def check_finite(tensor: torch.Tensor, where: str, what: str = "the weights are") -> None:
+    """Refuse a floating-point tensor holding NaN or infinite values, counting each kind:
+    ``<where> holds 3 NaN values: <what> damaged ...``. A finite sum proves every value
+    finite (NaN and inf propagate through it) in one pass without a copy; only a sum that is
+    not finite (or that overflowed) is looked at value by value."""
+    if not tensor.is_floating_point() or bool(torch.isfinite(tensor.sum())):
+        return
+    if bool(torch.isfinite(tensor).all()):
+        return  # the sum overflowed
+    counts = [(int(torch.isnan(tensor).sum()), "NaN"), (int(torch.isinf(tensor).sum()), "infinite")]
+    held = " and ".join(f"{n} {kind} value{'s' if n != 1 else ''}" for n, kind in counts if n)
+    raise ValueError(
+        f"{where} holds {held}: {what} damaged (a run that diverged, or a corrupted "
+        "file); load another checkpoint or train again"
+    )
 
 
 _ST_DTYPES = {

@@ -16,6 +16,7 @@ from ..models import IGNORE_INDEX, GlassformerModel
 from ..tasks import get_task
 from .batches import BatchStream
 from .distributed import Cluster
+from .progress import Work
 
 __all__ = ["evaluate"]
 
@@ -30,13 +31,15 @@ def evaluate(
     *,
     generate_examples: int = 0,
     cluster: Cluster | None = None,
+    progress: str = "none",
 ) -> dict[str, float]:
     """Metrics over every example of the first ``n_batches`` validation batches (a smaller
     last batch included): the loss is the sum over scored tokens (examples for a classifier)
     divided by their number, not a mean of batch means. In a distributed run batch k is
     counted by process k % world_size; the last n % world_size batches are run by every
     process (so that all make the same number of forward passes, as FSDP needs) and counted
-    by one; the sums are added up."""
+    by one; the sums are added up. ``progress`` ("bar", "lines", "none"; progress.py) shows
+    the examples scored, then those decoded, on stderr (one process only)."""
     metric_names = get_task(task).metrics
     was_training = model.training
     model.eval()
@@ -45,12 +48,14 @@ def evaluate(
     world = 1 if cluster is None else cluster.world_size
     shard = world > 1 and n >= world
     rank = cluster.rank if shard else 0
+    shown = Work(progress if world == 1 else "none", _examples(stream, n), "scoring")
     for k in range(n):
         counted = not shard or k % world == rank
         if not counted and k < n - n % world:
             continue  # another process's batch
         batch = {key: v.to(device) for key, v in stream.batch(k).items()}
         out = model(**batch)
+        shown.update(batch["labels"].shape[0])
         if not counted:
             continue
         labels = batch["labels"]
@@ -60,6 +65,7 @@ def evaluate(
         if "accuracy" in metric_names:
             correct += int((out.logits.argmax(-1) == labels).sum())
             seen += labels.numel()
+    shown.close()
     if shard:
         total_loss, total_count, correct, seen = cluster.sum(
             [total_loss, total_count, correct, seen]
@@ -70,7 +76,8 @@ def evaluate(
     if "accuracy" in metric_names:
         metrics["accuracy"] = correct / max(seen, 1)
     if "exact_match" in metric_names and generate_examples:
-        metrics.update(greedy_match(model, stream, generate_examples, device))
+        decoding = progress if world == 1 else "none"
+        metrics.update(greedy_match(model, stream, generate_examples, device, decoding))
     model.train(was_training)
     return metrics
 
@@ -82,10 +89,20 @@ def scored(labels: torch.Tensor, task: str) -> torch.Tensor:
     return labels != IGNORE_INDEX
 
 
-def greedy_match(model, stream: BatchStream, n_examples: int, device) -> dict[str, float]:
-    """Exact match and token accuracy of greedy decoding against the labels."""
+def _examples(stream: BatchStream, n_batches: int) -> int:
+    """How many examples the first ``n_batches`` batches hold (the last one may be smaller)."""
+    return min(n_batches * stream.batch_size, len(stream.dataset))
+
+
+def greedy_match(
+    model, stream: BatchStream, n_examples: int, device, progress: str = "none"
+) -> dict[str, float]:
+    """Exact match and token accuracy of greedy decoding against the labels, over whole
+    batches until ``n_examples`` are decoded."""
     from ..generation import generate
 
+    n_batches = min(-(-n_examples // stream.batch_size), len(stream))
+    shown = Work(progress, _examples(stream, n_batches), "greedy decoding")
     exact = tokens_right = tokens = examples = 0
     k = 0
     while examples < n_examples and k < len(stream):
@@ -108,6 +125,8 @@ def greedy_match(model, stream: BatchStream, n_examples: int, device) -> dict[st
         tokens_right += int(hit.sum())
         tokens += int(real.sum())
         examples += labels.shape[0]
+        shown.update(labels.shape[0])
+    shown.close()
     return {
         "exact_match": exact / max(examples, 1),
         "token_accuracy": tokens_right / max(tokens, 1),

@@ -5,6 +5,10 @@
 "lines"  a log file, a pipe, CI: one line every ``log_every`` steps and one per evaluation,
          e.g. ``step 20/100: loss 2.1234, lr 1.00e-03, 5,120 tokens/s, 1m 05s left``
 "none"   nothing (metrics.jsonl still holds every record)
+
+``Work`` shows other work of a known size the same way (``glassformer eval``: the examples
+scored, then those decoded): a bar, or a line at each tenth, e.g.
+``eval, greedy decoding: 640/2,000 examples (32%), 1m 05s left``.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["MODES", "Progress", "progress_mode"]
+__all__ = ["MODES", "Progress", "Work", "progress_mode"]
 
 MODES = ("bar", "lines", "none")
 
@@ -76,6 +80,47 @@ class Progress:
             self.bar.write(line, file=sys.stderr)
         elif self.mode == "lines":
             print(line, file=sys.stderr, flush=True)
+
+
+class Work:
+    """``total`` items of work (``unit``: what one is, plural with an s), shown as ``mode``
+    says while ``update`` counts them: a bar described by ``what``, or a line at each tenth
+    (and at the end); nothing for "none"."""
+
+    def __init__(self, mode: str, total: int, what: str, unit: str = "example") -> None:
+        self.mode, self.total, self.what, self.unit = progress_mode(mode), total, what, unit
+        self.done, self.shown_tenths = 0, 0
+        self.start = time.perf_counter()
+        self.bar = None
+        if self.mode == "bar":
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc=what, unit=unit, dynamic_ncols=True)
+
+    def update(self, n: int) -> None:
+        """``n`` more items are done."""
+        self.done = min(self.done + n, self.total)
+        if self.bar is not None:
+            self.bar.update(n)
+            return
+        tenths = self.done * 10 // max(self.total, 1)
+        if self.mode == "lines" and tenths > self.shown_tenths:
+            self.shown_tenths = tenths
+            elapsed = time.perf_counter() - self.start
+            if self.done >= self.total:
+                when = f"done in {_duration(elapsed)}"
+            else:
+                when = f"{_duration(elapsed / self.done * (self.total - self.done))} left"
+            print(
+                f"{self.what}: {self.done:,}/{self.total:,} {self.unit}s "
+                f"({self.done * 100 // max(self.total, 1)}%), {when}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _duration(seconds: float) -> str:

@@ -133,13 +133,16 @@ def load_checkpoint(
 ) -> dict[str, Any]:
     """Restore model weights, optimizer, scheduler and RNG (every process of a distributed
     run calls it); return the saved state dict."""
-    from ..models.checkpoint import WEIGHTS_FILE, read_weights
+    from ..models.checkpoint import WEIGHTS_FILE, check_finite, read_weights
 
     path = Path(path)
     weights = read_weights(model, path / WEIGHTS_FILE)
     meta = _read(path / "trainer.json", lambda f: loads_json(f.read_bytes(), "trainer.json"))
     tensors = _read(path / "trainer.safetensors", load_file)
     check_training_state(path, meta, tensors, model, optimizer, scheduler)
+    for name, tensor in tensors.items():
+        where = f"{path / 'trainer.safetensors'}: tensor {name!r}"
+        check_finite(tensor, where, "the optimizer's state is")
     try:
         optim_sd = _optimizer_state(meta["optimizer"], tensors)
         dcp, full = _state_dicts()
