@@ -205,7 +205,8 @@ NUMBERS = {
     ),
     "moment NaN": (
         edit_tensors(lambda t: t[MOMENT].view(-1)[3:5].fill_(NAN)),
-        rf"trainer.safetensors: {MOMENT} holds 2 values like nan; allowed finite numbers",
+        rf"trainer.safetensors: tensor '{MOMENT}' holds 2 NaN values: the optimizer's state is "
+        "damaged",
     ),
     "second moment negative": (
         edit_tensors(lambda t: t[MOMENT + "_sq"].view(-1)[0].fill_(-1.0)),

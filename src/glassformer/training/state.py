@@ -139,10 +139,10 @@ def load_checkpoint(
     weights = read_weights(model, path / WEIGHTS_FILE)
     meta = _read(path / "trainer.json", lambda f: loads_json(f.read_bytes(), "trainer.json"))
     tensors = _read(path / "trainer.safetensors", load_file)
-    check_training_state(path, meta, tensors, model, optimizer, scheduler)
-    for name, tensor in tensors.items():
+    for name, tensor in tensors.items():  # NaN first, then the ranges of what is finite
         where = f"{path / 'trainer.safetensors'}: tensor {name!r}"
         check_finite(tensor, where, "the optimizer's state is")
+    check_training_state(path, meta, tensors, model, optimizer, scheduler)
     try:
         optim_sd = _optimizer_state(meta["optimizer"], tensors)
         dcp, full = _state_dicts()
