@@ -40,6 +40,7 @@ from .evaldata import check_dataset, check_header
 from .options import add_checkpoint, add_device, non_negative, output_file, positive
 from .plan import is_builtin
 from .runs import RUN_FILE, load_checkpoint, read_run, write_json
+from .scale import note_scale, scaled_batches
 from .settings import parse_assignment
 
 __all__ = ["add_parser", "run"]
@@ -105,6 +106,7 @@ def add_parser(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate the checkpoint, print the metrics and write them as JSON."""
+    note_scale()
     path = args.json or args.checkpoint / "eval.json"
     if args.json is not None:
         output_file(path, "--json")  # before anything is loaded
@@ -118,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     if args.data is not None and not is_builtin(args.data):
         check_dataset(dataset, task, model.tokenizer)
     stream, available = _stream(model, dataset, task, args, _train_config(folder))
-    n_batches = min(args.batches or len(stream), len(stream))
+    n_batches = scaled_batches(min(args.batches or len(stream), len(stream)))
     examples = min(n_batches * stream.batch_size, len(stream.dataset))
     n_generate = examples if "exact_match" in TASKS[task].metrics else 0
     device = next(model.parameters()).device

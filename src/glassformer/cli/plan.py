@@ -10,10 +10,11 @@ exactly the same run. Defaults fill what the settings leave open:
                 out (data.val_fraction = 0.1: the last 10% of a text, or 10% of the
                 records spread evenly; see data/files.py), recorded in run.json so that
                 --resume and ``glassformer eval`` read the same part
-    out         runs/<data>-<tokenizer> (lm) or runs/<data>-<task>-<tokenizer>
+    out         the config's run.out (each built-in config NAME: runs/NAME), else
+                runs/<data>-<tokenizer> (lm) or runs/<data>-<task>-<tokenizer>
 
 ``train`` adds the size and hash of the data it loaded (data_identity.py), which ``--resume``
-checks.
+checks. Under GLASSFORMER_TEST_SCALE (a test aid, scale.py) the plan's counts are scaled down.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ..presets import PRESETS
 from ..tasks import TASKS, task_for_data
 from ..training import TrainConfig
 from .errors import UsageError
+from .scale import scaled_run
 from .settings import RunSettings, SampleSettings, Settings, merge
 
 __all__ = ["RunPlan", "make_plan"]
@@ -106,6 +108,8 @@ def make_plan(settings: Settings) -> RunPlan:
     if validation is not None and run.val_data is not None:
         paths["val_data"] = validation
     settings = merge(settings, {"run": paths})  # files as absolute paths
+    sample = SampleSettings(**settings.get("sample", {}))
+    data_options, train, sample = scaled_run(data, data_options, train, sample)  # a test aid
     return RunPlan(
         task=task,
         data=data,
@@ -116,7 +120,7 @@ def make_plan(settings: Settings) -> RunPlan:
         preset=preset_name,
         model_overrides=dict(settings.get("model", {})),
         train=train,
-        sample=SampleSettings(**settings.get("sample", {})),
+        sample=sample,
         out=Path(run.out) if run.out else default_out(run.data, task, run.tokenizer),
         settings=settings,
     )

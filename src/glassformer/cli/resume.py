@@ -9,6 +9,7 @@ from typing import Any
 from .errors import UsageError
 from .plan import RunPlan, make_plan
 from .runs import read_run
+from .scale import scaled_steps
 from .train_args import DEFINES_RUN, gather_settings
 
 __all__ = ["comparable", "nothing_to_do", "resumed_plan"]
@@ -32,6 +33,8 @@ def resumed_plan(args: argparse.Namespace, out: Path) -> tuple[RunPlan, Any]:
         stored.settings["sample"] = dict(given.settings.get("sample", {}))
     may_change = ("steps", "device", "strategy")  # a run moves between machines and strategies
     changes = {k: getattr(args, k) for k in may_change if getattr(args, k) is not None}
+    if "steps" in changes:
+        changes["steps"] = scaled_steps(changes["steps"])  # GLASSFORMER_TEST_SCALE, scale.py
     stored.train = stored.train.replace(**changes)
     stored.settings.setdefault("train", {}).update(changes)
     stored.out = out

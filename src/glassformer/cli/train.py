@@ -36,6 +36,7 @@ from .plots import write_loss_plot, write_tensorboard
 from .resume import nothing_to_do, resumed_plan
 from .run_folder import check_out, differences, refuse_kept_run, take_lock
 from .runs import checkpoint_step, holds_run, write_run
+from .scale import note_scale
 from .settings import builtin_config_path, to_toml
 from .textgen import continue_text
 from .train_args import DEMO, gather_settings
@@ -73,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
     settings, builtin = gather_settings(args)
+    note_scale()
     model_cfg = None
     if _rerun_of_demo(args, builtin, settings):
         print(

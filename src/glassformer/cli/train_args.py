@@ -47,6 +47,11 @@ settings tables (for --config FILE.toml and --set SECTION.KEY=VALUE):
   [sample]  the sample printed after a language-model run (prompt, max_new_tokens,
             temperature, top_k, top_p, seed)
 every key with its type, default and allowed values: glassformer config
+
+environment:
+  GLASSFORMER_TEST_SCALE=F  a test aid (0 < F <= 1): steps, evaluations, generated examples
+            and the sample times F, rounded up (and the batches of glassformer eval), so that
+            a documented command runs in seconds
 """
 
 
@@ -111,8 +116,9 @@ def add_parser(commands, run) -> None:
     p.add_argument(
         "--out",
         metavar="DIR",
-        help="the run directory (default: runs/<data>-<tokenizer>, or runs/<data>-<task>-"
-        "<tokenizer> for tasks other than lm)",
+        help="the run directory (default: the config's run.out, runs/NAME for a built-in "
+        "config NAME; else runs/<data>-<tokenizer>, or runs/<data>-<task>-<tokenizer> for "
+        "tasks other than lm)",
     )
     p.add_argument(
         "--resume",

@@ -1,0 +1,76 @@
+"""The pages of the documentation as steps: their ```bash and ```python blocks and the
+commands of their tables, in the order a reader meets them (tests/docs/test_walk.py walks them,
+tests/docs/test_examples.py runs the Python blocks of the pages that give no command)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+# a table row whose first cell is a command: | `glassformer predict ...` | what it does |
+ROW = re.compile(r"^\| `((?:glassformer|torchrun) [^`]+)` \|", re.M)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing a reader does: ``kind`` "shell" (one command line) or "python" (a block)."""
+
+    kind: str
+    text: str
+    line: int  # where it starts on its page, 1-based
+
+
+def name(page: Path) -> str:
+    return page.relative_to(ROOT).as_posix()
+
+
+def steps(page: Path) -> list[Step]:
+    """The page's shell command lines (``\\``-continued lines joined, comments dropped) and
+    Python blocks, in page order. The reference pages quote usage lines, not commands."""
+    text = page.read_text(encoding="utf-8")
+    found: list[tuple[int, Step]] = []
+    for m in FENCE.finditer(text):
+        start = text.count("\n", 0, m.start(2)) + 1
+        if m[1] == "python":
+            found.append((m.start(), Step("python", m[2], start)))
+        elif m[1] == "bash":
+            for offset, command in _command_lines(m[2]):
+                found.append((m.start() + offset, Step("shell", command, start + offset)))
+    if "reference" not in page.relative_to(ROOT).parts:
+        for m in ROW.finditer(text):
+            if not _inside_fence(text, m.start()):
+                line = text.count("\n", 0, m.start()) + 1
+                found.append((m.start(), Step("shell", m[1], line)))
+    return [step for _, step in sorted(found, key=lambda pair: pair[0])]
+
+
+def walked(page: Path) -> bool:
+    """A page that gives glassformer commands, or changes into a folder for them, is walked as
+    a whole (test_walk.py); the benchmark page's commands are the benchmarks'."""
+    words = ("glassformer ", "make demo", "mkdir ", "cd ")
+    return any(step.kind == "shell" and step.text.startswith(words) for step in steps(page))
+
+
+def _command_lines(block: str) -> list[tuple[int, str]]:
+    """(line offset in the block, command) for each command of a bash block."""
+    out, pending, first = [], "", 0
+    for i, line in enumerate(block.splitlines()):
+        if not pending:
+            first = i
+        pending += line
+        if pending.endswith("\\"):
+            pending = pending[:-1] + " "
+            continue
+        if shlex.split(pending, comments=True):
+            out.append((first, pending.strip()))
+        pending = ""
+    return out
+
+
+def _inside_fence(text: str, index: int) -> bool:
+    return any(m.start() < index < m.end() for m in FENCE.finditer(text))
