@@ -584,6 +584,11 @@ def test_run_with_cache_takes_one_name_as_a_string():
         model.run_with_cache(**args, names=5)
     with pytest.raises(ValueError, match="names must be hook point names \\(str\\); got int 0"):
         model.run_with_cache(**args, names=["hook_embed", 0])
+    one_pair = r"got 'hook_embed' \(hooks is a list of them: hooks=\[\(name, fn\)\] for one\)"
+    with pytest.raises(ValueError, match=one_pair):
+        model.run_with_hooks(**args, hooks=("hook_embed", identity))
+    with pytest.raises(ValueError, match="with fn callable; got \\('hook_embed', 3\\)"):
+        model.run_with_hooks(**args, hooks=[("hook_embed", 3)])
     assert active(model) == []
 
 
@@ -597,6 +602,8 @@ def test_the_short_form_names_the_layers_that_exist():
         cache["z", -1, "decoder"]
     with pytest.raises(KeyError, match="the layer is a block index, an int; cached layers: 0..1"):
         cache["z", "1", "decoder"]
+    with pytest.raises(KeyError, match=r"is \(short name, layer\) or \(short name, layer, stack"):
+        cache["z",]
     name = "decoder pre-norm learned gqa"
     model, args = build(name), inputs(name)
     _, cache = model.run_with_cache(**args)

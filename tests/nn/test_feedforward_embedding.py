@@ -80,12 +80,13 @@ def test_constructor_arguments_are_refused_by_name(make, words):
             "token id 7 is out of range for the vocabulary of 5 tokens: allowed ids 0..4",
         ),
         ([[-1, 3]], "token id -1 is out of range for the vocabulary of 5 tokens"),
-        ([[1.0, 2.0]], "token ids must be integers in [0, 5); got a tensor of dtype torch.float32"),
+        ([[1.0, 2.0]], "of dtype torch.long or torch.int; got a tensor of dtype torch.float32"),
+        (torch.tensor([[1, 2]], dtype=torch.int8), "integers in [0, 5) of dtype torch.long or "),
     ],
 )
 def test_ids_outside_the_vocabulary_are_refused_with_its_size(ids, words):
     emb = TokenEmbedding(5, 4)
     with pytest.raises(ValueError) as err:
-        emb(torch.tensor(ids))
+        emb(torch.as_tensor(ids))
     assert words in str(err.value)
     assert emb(torch.tensor([[0, 4]])).shape == (1, 2, 4)

@@ -48,6 +48,11 @@ class ActivationCache(dict):
 
     def __getitem__(self, key: str | tuple) -> Tensor:
         if isinstance(key, tuple):
+            if len(key) not in (2, 3):
+                raise KeyError(
+                    f"{key!r}: the short form is (short name, layer) or (short name, layer, "
+                    "stack), e.g. ('pattern', 0)"
+                )
             key = self._resolve(*key)
         if not dict.__contains__(self, key):
             near = difflib.get_close_matches(str(key), list(self), n=3)
@@ -113,7 +118,8 @@ class HookedModel:
         handles = []
         try:
             points = self.hook_points()
-            for name_or_filter, fn in hooks:
+            for hook in hooks:
+                name_or_filter, fn = _pair(hook)
                 for name in _select(points, name_or_filter):
                     handles.append(points[name].add_hook(fn))
             yield
@@ -156,6 +162,16 @@ class HookedModel:
 def _one_of(names: list[str]) -> Callable[[str], bool]:
     chosen = set(names)
     return lambda name: name in chosen
+
+
+def _pair(hook: Any) -> tuple[NameFilter, HookFn]:
+    """One ``(name_or_filter, fn)`` of a ``hooks`` list, or a ValueError saying what it is."""
+    if not isinstance(hook, tuple | list) or len(hook) != 2 or not callable(hook[1]):
+        raise ValueError(
+            f"a hook is (name or filter, fn) with fn callable; got {hook!r:.60} (hooks is a list "
+            "of them: hooks=[(name, fn)] for one)"
+        )
+    return hook[0], hook[1]
 
 
 def _wanted(points: dict[str, HookPoint], names: Any) -> list[str]:

@@ -46,9 +46,10 @@ class TokenEmbedding(nn.Module):
 def _explain(ids: Tensor, vocab_size: int, err: Exception) -> None:
     """Raise a ValueError naming what is wrong with ``ids`` when the lookup failed because of
     them (integers in [0, vocab_size)); return for any other failure."""
-    if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+    if ids.dtype not in (torch.long, torch.int):
         raise ValueError(
-            f"token ids must be integers in [0, {vocab_size}); got a tensor of dtype {ids.dtype}"
+            f"token ids must be integers in [0, {vocab_size}) of dtype torch.long or torch.int; "
+            f"got a tensor of dtype {ids.dtype}"
         ) from None
     if isinstance(err, IndexError) and ids.numel():
         low, high = int(ids.min()), int(ids.max())
