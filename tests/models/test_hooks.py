@@ -560,3 +560,82 @@ def test_the_short_form_names_a_block_level_point_as_well():
     assert torch.equal(cache["pre", 0, "decoder"], cache["decoder.blocks.0.mlp.hook_pre"])
     with pytest.raises(KeyError, match="names 2 cached points"):  # attn and cross_attn
         cache["pattern", 0, "decoder"]
+
+
+def test_run_with_cache_takes_one_name_as_a_string():
+    """names= is TransformerLens's names_filter: one name, a list of names, or a filter."""
+    name = "decoder pre-norm learned gqa"
+    model, args = build(name), inputs(name)
+    _, listed = model.run_with_cache(**args, names=["blocks.0.hook_resid_post"])
+    _, one = model.run_with_cache(**args, names="blocks.0.hook_resid_post")
+    assert list(one) == ["blocks.0.hook_resid_post"]
+    assert torch.equal(one["blocks.0.hook_resid_post"], listed["blocks.0.hook_resid_post"])
+    _, listed = model.run_with_cache(**args, names=("blocks.1.hook_resid_pre", "hook_embed"))
+    assert list(listed) == ["hook_embed", "blocks.1.hook_resid_pre"]  # the order of the pass
+    with pytest.raises(
+        ValueError,
+        match=r"'resid' is not a hook point of this model; it has \d+, e.g. hook_embed, hook_pos",
+    ):
+        model.run_with_cache(**args, names="resid")
+    with pytest.raises(
+        ValueError,
+        match="names must be a hook point name, a list of names or a filter on the name; got int",
+    ):
+        model.run_with_cache(**args, names=5)
+    with pytest.raises(ValueError, match="names must be hook point names \\(str\\); got int 0"):
+        model.run_with_cache(**args, names=["hook_embed", 0])
+    one_pair = r"got 'hook_embed' \(hooks is a list of them: hooks=\[\(name, fn\)\] for one\)"
+    with pytest.raises(ValueError, match=one_pair):
+        model.run_with_hooks(**args, hooks=("hook_embed", identity))
+    with pytest.raises(ValueError, match="with fn callable; got \\('hook_embed', 3\\)"):
+        model.run_with_hooks(**args, hooks=[("hook_embed", 3)])
+    assert active(model) == []
+
+
+def test_the_short_form_names_the_layers_that_exist():
+    name = "seq2seq pre-norm rotary gqa swiglu"
+    model, args = build(name), inputs(name)
+    _, cache = model.run_with_cache(**args)
+    with pytest.raises(KeyError, match=r"\('z', 5, 'encoder'\): layer 5 is not in the encoder "):
+        cache["z", 5, "encoder"]
+    with pytest.raises(KeyError, match="its layers are 0..1"):
+        cache["z", -1, "decoder"]
+    with pytest.raises(KeyError, match="the layer is a block index, an int; cached layers: 0..1"):
+        cache["z", "1", "decoder"]
+    with pytest.raises(KeyError, match=r"is \(short name, layer\) or \(short name, layer, stack"):
+        cache["z",]
+    name = "decoder pre-norm learned gqa"
+    model, args = build(name), inputs(name)
+    _, cache = model.run_with_cache(**args)
+    with pytest.raises(
+        KeyError, match=r"\('pattern', 5\): layer 5 is not in the cache; its layers are 0..1"
+    ):
+        cache["pattern", 5]
+    _, cache = model.run_with_cache(**args, names=lambda n: n.startswith("blocks.1."))
+    with pytest.raises(KeyError, match="layer 0 is not in the cache; its layers are 1"):
+        cache["pattern", 0]
+
+
+def test_a_hook_that_returns_another_shape_is_refused():
+    """A replacement must have the shape of what it replaces; None keeps the tensor."""
+    name = "decoder pre-norm learned gqa"
+    model, args = build(name), inputs(name)
+    plain = model(**args).logits
+
+    def shorter(tensor, hook):
+        return tensor[:, :2]
+
+    point = "blocks.0.hook_resid_post"
+    with pytest.raises(
+        ValueError,
+        match=r"the hook at blocks.0.hook_resid_post returned a tensor of shape \(3, 2, 16\): "
+        r"the point holds \(3, 7, 16\), and a replacement must have the same shape",
+    ):
+        model.run_with_hooks(**args, hooks=[(point, shorter)])
+    assert active(model) == []
+    with pytest.raises(TypeError, match="the hook at blocks.1.attn.hook_z returned list"):
+        model.run_with_hooks(**args, hooks=[("blocks.1.attn.hook_z", lambda t, hook: [t])])
+    seen = []
+    out = model.run_with_hooks(**args, hooks=[(point, lambda t, hook: seen.append(t.shape))])
+    assert seen == [(3, 7, 16)] and torch.equal(out.logits, plain)  # None: kept as it was
+    assert active(model) == []

@@ -250,3 +250,41 @@ def test_dropout_acts_in_training_only():
     model.eval()
     plain.eval()
     torch.testing.assert_close(model(x).hidden_states, plain(x).hidden_states, rtol=0, atol=0)
+
+
+def test_token_ids_of_the_wrong_rank_or_range_are_refused_with_what_is_allowed():
+    decoder, encoder = DecoderLM(small("tiny")), EncoderMLM(small("tiny-encoder"))
+    seq2seq = EncoderDecoder(small("tiny-seq2seq"))
+    one = torch.tensor([5, 6, 7])
+    shape = r"input_ids must be token ids of shape \(B, T\); got shape \(3,\) \(one sequence: "
+    for model in (decoder, encoder, seq2seq):
+        with pytest.raises(ValueError, match=shape + r"ids\[None\] adds the batch\)"):
+            model(one, decoder_input_ids=ids(1, 2)) if model is seq2seq else model(one)
+    with pytest.raises(ValueError, match=r"decoder_input_ids must be token ids of shape \(B, T\)"):
+        seq2seq(ids(1, 3), decoder_input_ids=one)
+    too_big = torch.tensor([[5, V + 3, 7]])
+    words = f"token id {V + 3} is out of range for the vocabulary of {V} tokens: allowed ids 0..49"
+    with pytest.raises(ValueError, match=words):
+        decoder(too_big)
+    with pytest.raises(ValueError, match=words):
+        encoder(too_big)
+
+
+def test_attention_masks_of_the_wrong_width_are_refused_with_the_shape_expected():
+    decoder, encoder = DecoderLM(small("tiny")).eval(), EncoderMLM(small("tiny-encoder"))
+    seq2seq = EncoderDecoder(small("tiny-seq2seq"))
+    x = ids(2, 5)
+    words = r"attention_mask must be \(B, S\) = \(2, 5\) with 1 = real token, 0 = padding; got "
+    with pytest.raises(ValueError, match=words + r"shape \(2, 3\)"):
+        decoder(x, torch.ones(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match=words + r"shape \(1, 5\)"):
+        encoder(x, torch.ones(1, 5, dtype=torch.long))
+    with pytest.raises(ValueError, match=words + r"shape \(2, 6\)"):
+        seq2seq(x, torch.ones(2, 6, dtype=torch.long), decoder_input_ids=ids(2, 3))
+    with pytest.raises(ValueError, match=r"decoder_attention_mask must be \(B, S\) = \(2, 3\)"):
+        seq2seq(x, decoder_input_ids=ids(2, 3), decoder_attention_mask=torch.ones(2, 5))
+    cache = decoder.new_cache()
+    decoder(x, cache=cache)
+    covers = r"\(B, S\) = \(2, 6\) \(S = 5 cached \+ 1 new positions\)"
+    with pytest.raises(ValueError, match=covers):  # the mask covers the cached positions too
+        decoder(ids(2, 1), torch.ones(2, 1, dtype=torch.long), cache=cache)

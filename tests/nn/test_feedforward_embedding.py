@@ -53,3 +53,40 @@ def test_embedding_scale_and_tied_unembedding():
         Unembedding(5, 10, tie_to=emb)
     with pytest.raises(ValueError, match="vocab_size=0"):
         TokenEmbedding(0, 4)
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda: FeedForward(0, 4), "FeedForward: d_model=0 is not allowed: a positive int"),
+        (lambda: FeedForward(8, 2.5), "FeedForward: d_ff=2.5 is not allowed: a positive int"),
+        (lambda: FeedForward(8, 4, dropout=1.0), "dropout=1.0 is not allowed: a number in [0, 1)"),
+        (lambda: TokenEmbedding(5, -1), "TokenEmbedding: d_model=-1 is not allowed"),
+        (lambda: Unembedding(0, 5), "Unembedding: d_model=0 is not allowed: a positive int"),
+        (lambda: Unembedding(4, 0), "Unembedding: vocab_size=0 is not allowed"),
+    ],
+)
+def test_constructor_arguments_are_refused_by_name(make, words):
+    with pytest.raises(ValueError) as err:
+        make()
+    assert words in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "ids, words",
+    [
+        (
+            [[1, 7, 2]],
+            "token id 7 is out of range for the vocabulary of 5 tokens: allowed ids 0..4",
+        ),
+        ([[-1, 3]], "token id -1 is out of range for the vocabulary of 5 tokens"),
+        ([[1.0, 2.0]], "of dtype torch.long or torch.int; got a tensor of dtype torch.float32"),
+        (torch.tensor([[1, 2]], dtype=torch.int8), "integers in [0, 5) of dtype torch.long or "),
+    ],
+)
+def test_ids_outside_the_vocabulary_are_refused_with_its_size(ids, words):
+    emb = TokenEmbedding(5, 4)
+    with pytest.raises(ValueError) as err:
+        emb(torch.as_tensor(ids))
+    assert words in str(err.value)
+    assert emb(torch.tensor([[0, 4]])).shape == (1, 2, 4)

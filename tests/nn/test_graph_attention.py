@@ -115,3 +115,30 @@ def test_a_mask_that_is_not_a_key_mask_runs_dense_or_is_refused_by_name():
         graph_attention(q, k, v, G.sliding_window(3), query_mask, path="local")
     with pytest.raises(ValueError, match="path must be one of"):
         graph_attention(q, k, v, G.sliding_window(3), path="sparse")
+
+
+def test_a_graph_of_3_nodes_refuses_7_positions_and_runs_on_up_to_3():
+    """A graph given by its edges exists on its nodes only: attention on more positions
+    would give the positions past them nothing to attend to, so it is refused."""
+    from glassformer.nn import MultiHeadAttention
+
+    g = G.from_edge_index(torch.tensor([[0, 1, 2], [1, 2, 0]]), 3)
+    mha = MultiHeadAttention(8, 2)
+    words = "the attention graph has 3 nodes but the sequence has 7 positions: allowed at most 3"
+    for need_weights in (False, True):  # the fused path and the written-out one
+        with pytest.raises(ValueError, match=words):
+            mha(torch.randn(1, 7, 8), graph=g, need_weights=need_weights)
+    with pytest.raises(ValueError, match=words):  # cross-attention: 7 source positions
+        mha(torch.randn(1, 2, 8), torch.randn(1, 7, 8), graph=g)
+    with pytest.raises(ValueError, match=words):  # an intersection has its part's nodes only
+        mha(torch.randn(1, 7, 8), graph=g & G.sliding_window(2))
+    q = torch.randn(1, 2, 7, 4)
+    for path in ("dense", "edges"):
+        with pytest.raises(ValueError, match=words):
+            graph_attention(q, q, q, g, path=path)
+    with pytest.raises(ValueError, match="has 3 nodes but the sequence has 4 positions"):
+        graph_mask(g, 1, 4)
+    x = torch.randn(1, 3, 8)
+    _, weights = mha(x, graph=g, need_weights=True)
+    assert torch.equal(weights[0, 0] > 0, g.mask(3))  # on its 3 nodes: its edges
+    assert mha(torch.randn(1, 7, 8), graph=g | G.sliding_window(2))[0].shape == (1, 7, 8)

@@ -119,3 +119,61 @@ def test_bad_arguments(kwargs, words):
         MultiHeadAttention(**kwargs)
     for word in words:
         assert word in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, words",
+    [
+        ((0, 1), {}, "MultiHeadAttention: d_model=0 is not allowed: a positive int"),
+        ((-4, 2), {}, "MultiHeadAttention: d_model=-4 is not allowed: a positive int"),
+        ((8.0, 2), {}, "MultiHeadAttention: d_model=8.0 is not allowed: a positive int"),
+        ((8, True), {}, "MultiHeadAttention: n_head=True is not allowed: a positive int"),
+        ((8, 2), {"n_kv_head": 0}, "MultiHeadAttention: n_kv_head=0 is not allowed"),
+        ((8, 2), {"dropout": -0.1}, "dropout=-0.1 is not allowed: a number in [0, 1)"),
+        ((10, 4), {}, "allowed n_head: the divisors of 10"),
+    ],
+)
+def test_constructor_arguments_are_refused_by_name(args, kwargs, words):
+    with pytest.raises(ValueError) as err:
+        MultiHeadAttention(*args, **kwargs)
+    assert words in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "x, z, mask, words",
+    [
+        ((5, 8), None, None, "x must be (B, T, C) with C = d_model = 8; got shape (5, 8)"),
+        ((2, 5, 6), None, None, "x must be (B, T, C) with C = d_model = 8; got shape (2, 5, 6)"),
+        ((2, 5, 8), (2, 3, 6), None, "z must be (B, S, C) with B = 2 (x's batch) and C = "),
+        ((2, 5, 8), (3, 4, 8), None, "C = d_model = 8; got shape (3, 4, 8)"),
+        ((2, 5, 8), (4, 8), None, "got shape (4, 8)"),
+        (
+            (2, 5, 8),
+            None,
+            torch.ones(3, 3, dtype=torch.bool),
+            "mask of shape (3, 3) does not broadcast to (B, H, T, S) = (2, 2, 5, 5)",
+        ),
+        (
+            (2, 5, 8),
+            (2, 4, 8),
+            torch.ones(2, 1, 1, 5, dtype=torch.bool),
+            "mask of shape (2, 1, 1, 5) does not broadcast to (B, H, T, S) = (2, 2, 5, 4)",
+        ),
+        (
+            (2, 5, 8),
+            None,
+            torch.ones(1, 1, 1, 5, 5, dtype=torch.bool),
+            "mask of shape (1, 1, 1, 5, 5) does not broadcast",
+        ),
+        ((2, 5, 8), None, torch.ones(5, 5, dtype=torch.long), "mask dtype torch.int64 is not"),
+    ],
+)
+def test_inputs_of_the_wrong_shape_are_refused_with_the_expected_shape(x, z, mask, words):
+    """The mistakes glassformer.nn.attention explains, explained by MultiHeadAttention too."""
+    mha = MultiHeadAttention(8, 2)
+    z = None if z is None else torch.randn(z)
+    with pytest.raises(ValueError) as err:
+        mha(torch.randn(x), z, mask)
+    assert str(err.value).startswith("MultiHeadAttention: ") and words in str(err.value)
+    y, _ = mha(torch.randn(2, 5, 8), mask=torch.ones(5, 5, dtype=torch.bool))
+    assert y.shape == (2, 5, 8)  # (T, S) broadcasts: allowed

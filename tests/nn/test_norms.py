@@ -67,3 +67,18 @@ def test_make_norm_rejects_unknown_kind():
         make_norm("group", 8)
     assert "'group'" in str(err.value) and "'layer'" in str(err.value)
     assert isinstance(make_norm("rms", 8), RMSNorm)
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda: LayerNorm(0), "LayerNorm: d_model=0 is not allowed: a positive int"),
+        (lambda: RMSNorm(8, eps=0.0), "RMSNorm: eps=0.0 is not allowed: a finite number > 0"),
+        (lambda: BatchNorm(8, momentum=2), "BatchNorm: momentum=2 is not allowed: a number in"),
+        (lambda: make_norm("layer", -3), "LayerNorm: d_model=-3 is not allowed"),
+    ],
+)
+def test_constructor_arguments_are_refused_by_name(make, words):
+    with pytest.raises(ValueError) as err:
+        make()
+    assert words in str(err.value)

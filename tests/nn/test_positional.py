@@ -192,3 +192,26 @@ def test_odd_width_and_bad_layouts_are_refused_clearly():
         shift_matrix(8, steps=1.5)
     with pytest.raises(ValueError, match="needs kind='sinusoidal', got kind='learned'"):
         make_positional_encoding("learned", 8, 16, layout="split")
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda: LearnedPositionalEncoding(0, 4), "LearnedPositionalEncoding: d_model=0 is not"),
+        (lambda: SinusoidalPositionalEncoding(4, 0), "max_len=0 is not allowed: a positive int"),
+        (
+            lambda: SinusoidalPositionalEncoding(4, 8, base=-1.0),
+            "SinusoidalPositionalEncoding: base=-1.0 is not allowed: a finite number > 0",
+        ),
+        (lambda: RotaryEmbedding(0, 8), "RotaryEmbedding: head_dim=0 is not allowed"),
+        (
+            lambda: make_positional_encoding("rotary", 12, 8, n_head=5),
+            "d_model=12 must be divisible by n_head=5",
+        ),
+        (lambda: make_positional_encoding("learned", 4, 2.5), "max_len=2.5 is not allowed"),
+    ],
+)
+def test_constructor_arguments_are_refused_by_name(make, words):
+    with pytest.raises(ValueError) as err:
+        make()
+    assert words in str(err.value)

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from ..data.files import read_utf8
-from ..generation import classify, fill_mask
+from ..generation import InputTooLong, classify, fill_mask
+from ..generation.inputs import check_text
 from ..models import EncoderClassifier, EncoderMLM
+from .errors import UsageError
 from .options import add_checkpoint, add_device, positive, utf8_text
 from .runs import load_checkpoint
 
@@ -23,7 +25,9 @@ def add_parser(commands) -> None:
         help="classify texts, or fill <MASK> with a masked-LM checkpoint",
         description="With a classifier checkpoint: the predicted label and its probability for "
         "each text. With a masked-LM checkpoint: the top-k candidates for each <MASK> (written "
-        "literally in the text). One line per input; --json writes JSON lines instead.",
+        "literally in the text). One line per input; --json writes JSON lines instead. An empty "
+        "text, or one longer than the model's max_len, is refused (a classifier's long text is "
+        "cut with --truncate).",
     )
     add_checkpoint(p)
     source = p.add_mutually_exclusive_group(required=True)
@@ -39,6 +43,12 @@ def add_parser(commands) -> None:
         metavar="K",
         help="candidates per <MASK> (default 5) or labels per text (default 1)",
     )
+    p.add_argument(
+        "--truncate",
+        action="store_true",
+        help="classifier checkpoints: cut a text longer than the model's max_len to max_len "
+        "tokens (its start and <EOS>) instead of refusing it",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object per input")
     add_device(p)
     p.set_defaults(handler=run)
@@ -46,26 +56,64 @@ def add_parser(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print one prediction per input text."""
+    texts, where = _inputs(args)
     kinds = (EncoderClassifier, EncoderMLM)
     model, _ = load_checkpoint(args.checkpoint, kinds, "predict", args.device)
-    texts = args.text if args.text is not None else _read_lines(args.file)
-    if isinstance(model, EncoderClassifier):
-        results = classify(model, texts, tokenizer=model.tokenizer)
-        rows = [_classification(t, r, args.top_k or 1) for t, r in zip(texts, results, strict=True)]
-    else:
-        results = fill_mask(model, model.tokenizer, texts, top_k=args.top_k or 5)
-        rows = [_fill(t, r) for t, r in zip(texts, results, strict=True)]
+    if args.truncate and not isinstance(model, EncoderClassifier):
+        raise UsageError(
+            "--truncate is for classifier checkpoints: a masked LM reads the whole text (a "
+            "<MASK> past max_len would be lost); shorten the text instead"
+        )
+    try:
+        if isinstance(model, EncoderClassifier):
+            results = classify(model, texts, tokenizer=model.tokenizer, truncate=args.truncate)
+            top_k = args.top_k or 1
+            rows = [_classification(t, r, top_k) for t, r in zip(texts, results, strict=True)]
+        else:
+            results = fill_mask(model, model.tokenizer, texts, top_k=args.top_k or 5)
+            rows = [_fill(t, r) for t, r in zip(texts, results, strict=True)]
+    except InputTooLong as err:
+        remedy = (
+            f"shorten it, or add --truncate to cut it to {err.max_len} tokens"
+            if isinstance(model, EncoderClassifier)
+            else "shorten it (a masked LM reads the whole text)"
+        )
+        raise UsageError(
+            f"{where[err.index]} has {err.tokens} tokens but the checkpoint's max_len is "
+            f"{err.max_len}: {remedy}"
+        ) from None
     for text, row in zip(texts, rows, strict=True):
         print(json.dumps(row, ensure_ascii=False) if args.json else _line(text, row))
     return 0
 
 
-def _read_lines(path: Path) -> list[str]:
+def _inputs(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The texts, and how a message names each (``--text``, ``text 2 of --text``, ``line 7
+    of PATH``); an empty --text is refused by the rule of the explorer (check_text)."""
+    if args.file is not None:
+        numbered = _read_lines(args.file)
+        if not numbered:
+            raise UsageError(f"--file {args.file} has no text: allowed one input per line")
+        return [t for _, t in numbered], [f"line {n} of {args.file}" for n, _ in numbered]
+    texts = args.text
+    where = (
+        ["--text"] if len(texts) == 1 else [f"text {i} of --text" for i in range(1, len(texts) + 1)]
+    )
+    for text, name in zip(texts, where, strict=True):
+        try:
+            check_text(text, name)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+    return texts, where
+
+
+def _read_lines(path: Path) -> list[tuple[int, str]]:
+    """(line number, text) of each non-blank line."""
     try:
         text = read_utf8(path)
     except ValueError as err:
         raise ValueError(f"--file: {err}") from None
-    return [line for line in text.splitlines() if line.strip()]
+    return [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
 def _classification(text: str, result, top_k: int) -> dict[str, Any]:

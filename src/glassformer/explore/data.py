@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from .. import circuits
+from ..generation.inputs import check_text
 from ..inspect import capture
 from ..inspect.graph_plots import spec_text
 from ..inspect.graph_view import attention_graphs
@@ -61,8 +62,7 @@ def explore_data(model, text: str, target: str | None = None, *, top_k: int = 5)
     message for the user, for an input the model cannot take (longer than ``max_len``)."""
     if not isinstance(model, KINDS):
         raise ValueError(f"the explorer runs glassformer models, not a {type(model).__name__}")
-    if not isinstance(text, str) or not text:
-        raise ValueError("the text is empty: type something for the model to read")
+    check_text(text, "the text")  # the rule of ``predict`` too: empty or blank is refused
     inputs = encode_inputs(model, text, target or None, None, what=WHAT)
     model.eval()
     with torch.inference_mode(), capture(model) as rec:

@@ -24,7 +24,14 @@ from .config import GenerationConfig
 from .decoding import DecoderSession, Seq2SeqSession, Session
 from .logits import apply_temperature, choose_next, top_k_filter, top_p_filter, warp_logits
 from .outputs import GenerationOutput
-from .predict import Candidate, Classification, MaskPrediction, classify, fill_mask
+from .predict import (
+    Candidate,
+    Classification,
+    InputTooLong,
+    MaskPrediction,
+    classify,
+    fill_mask,
+)
 
 __all__ = [
     "Candidate",
@@ -32,6 +39,7 @@ __all__ = [
     "DecoderSession",
     "GenerationConfig",
     "GenerationOutput",
+    "InputTooLong",
     "MaskPrediction",
     "Seq2SeqSession",
     "Session",

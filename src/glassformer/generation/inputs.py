@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-__all__ = ["check_ids", "pad_prompts"]
+__all__ = ["check_ids", "check_text", "pad_prompts"]
 
 
 def pad_prompts(
@@ -87,3 +87,15 @@ def check_ids(ids: Tensor, vocab_size: int, what: str) -> None:
     if lo < 0 or hi >= vocab_size:
         bad = lo if lo < 0 else hi
         raise ValueError(f"{what}: token id {bad} is out of range: allowed 0 .. {vocab_size - 1}")
+
+
+def check_text(text: str, what: str) -> str:
+    """``text``, unless it is empty or only whitespace: then a ValueError naming ``what``.
+    The one rule of every place that runs a model on a user's text (``predict``, the
+    explorer), as of the training files, where a blank text is refused too."""
+    if not isinstance(text, str):
+        raise ValueError(f"{what} must be a str, got {type(text).__name__}")
+    if not text.strip():
+        blank = " (only whitespace)" if text else ""
+        raise ValueError(f"{what} is empty{blank}: give the model some text to read")
+    return text

@@ -6,7 +6,9 @@
   = softmax(W_u h_n) (ETraining's objective); the top-k tokens are the candidates.
 
 Texts are encoded as in training: <BOS> ids <EOS> (``add_bos``), padded on the right and run in
-batches of ``batch_size``. Both run in eval mode under torch.inference_mode.
+batches of ``batch_size``. Both run in eval mode under torch.inference_mode. An empty (or blank)
+text is refused, as the explorer refuses it; a text longer than max_len is refused, or cut by
+``classify(..., truncate=True)`` (a masked LM's text is never cut: a <MASK> could be lost).
 """
 
 from __future__ import annotations
@@ -20,9 +22,25 @@ from torch import Tensor
 
 from ..models import EncoderClassifier, EncoderMLM
 from .decoding import eval_mode
-from .inputs import check_ids, pad_prompts
+from .inputs import check_ids, check_text, pad_prompts
 
-__all__ = ["Candidate", "Classification", "MaskPrediction", "classify", "fill_mask"]
+__all__ = [
+    "Candidate",
+    "Classification",
+    "InputTooLong",
+    "MaskPrediction",
+    "classify",
+    "fill_mask",
+]
+
+
+class InputTooLong(ValueError):
+    """An input with more tokens than the model's max_len: which one (``index``), its
+    ``tokens`` and the ``max_len``, for a caller that words the remedy its own way."""
+
+    def __init__(self, message: str, index: int, tokens: int, max_len: int) -> None:
+        super().__init__(message)
+        self.index, self.tokens, self.max_len = index, tokens, max_len
 
 
 @dataclass
@@ -112,7 +130,7 @@ def fill_mask(
         raise ValueError(f"top_k={top_k!r} is not allowed: an int >= 1")
     single = isinstance(texts, str)
     texts = [texts] if single else list(texts)
-    rows = _encode(model, texts, tokenizer, add_bos, False, allow_special=True)
+    rows = _encode(model, texts, tokenizer, add_bos, None, allow_special=True)
     mask_id = tokenizer.mask_id
     for text, row in zip(texts, rows, strict=True):
         if mask_id not in row:
@@ -139,10 +157,11 @@ def fill_mask(
 
 
 def _encode(model, inputs, tokenizer, add_bos, truncate, *, allow_special) -> list[list[int]]:
-    """Texts or id lists -> id lists that fit max_len."""
+    """Texts or id lists -> id lists that fit max_len; ``truncate`` None: never cut."""
+    single = isinstance(inputs, str)
     if isinstance(inputs, Tensor):
         inputs = [inputs.tolist()] if inputs.dim() == 1 else inputs.tolist()
-    elif isinstance(inputs, str):
+    elif single:
         inputs = [inputs]
     inputs = list(inputs)
     if not inputs:
@@ -150,6 +169,8 @@ def _encode(model, inputs, tokenizer, add_bos, truncate, *, allow_special) -> li
     if all(isinstance(x, str) for x in inputs):
         if tokenizer is None:
             raise ValueError("texts need a tokenizer: pass tokenizer=...")
+        for i, text in enumerate(inputs):
+            check_text(text, "the text" if single else f"inputs[{i}]")
         rows = [
             tokenizer.encode(t, add_bos=add_bos, add_eos=True, allowed_special=allow_special)
             for t in inputs
@@ -161,9 +182,17 @@ def _encode(model, inputs, tokenizer, add_bos, truncate, *, allow_special) -> li
     for i, r in enumerate(rows):
         if len(r) > max_len:
             if not truncate:
-                raise ValueError(
-                    f"inputs[{i}] has {len(r)} tokens but the model's max_len is {max_len}: "
-                    "shorten it or pass truncate=True"
+                remedy = "shorten it" + (
+                    " (a masked LM reads the whole text)" if truncate is None else ""
+                )
+                if truncate is False:
+                    remedy += f" or pass truncate=True (cuts it to {max_len} tokens)"
+                raise InputTooLong(
+                    f"{'the text' if single else f'inputs[{i}]'} has {len(r)} tokens but the "
+                    f"model's max_len is {max_len}: {remedy}",
+                    i,
+                    len(r),
+                    max_len,
                 )
             rows[i] = [*r[: max_len - 1], eos] if eos is not None else r[:max_len]
     return rows

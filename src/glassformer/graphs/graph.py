@@ -62,6 +62,23 @@ class AttentionGraph:
         A causal model with a bounded lookback b needs only the latest b + 1 keys."""
         return None
 
+    def node_count(self) -> int | None:
+        """How many positions the graph is defined on: N for a graph given by its edges
+        among N nodes (an intersection: its smallest part's; a union: its largest part's),
+        None for a rule that holds at every length (and a union with one)."""
+        return None
+
+    def check_positions(self, n: int) -> None:
+        """Refuse to run attention on ``n`` positions when the graph has fewer nodes (a
+        sequence of at most N positions runs on the first ones, as decoding with a KV cache
+        does). ``mask`` and ``edge_index`` answer at any size: no edge beyond the nodes."""
+        nodes = self.node_count()
+        if nodes is not None and n > nodes:
+            raise ValueError(
+                f"the attention graph has {nodes} nodes but the sequence has {n} positions: "
+                f"allowed at most {nodes} (build the graph for {n} nodes, or shorten the input)"
+            )
+
     # What follows from it ----------------------------------------------------------------------
     def mask(
         self, t: int, s: int | None = None, *, query_start: int | None = None, device=None
@@ -193,6 +210,10 @@ class Union(AttentionGraph):
         reach = [p.lookback() for p in self.parts]
         return None if None in reach else max(reach)
 
+    def node_count(self):
+        counts = [p.node_count() for p in self.parts]  # a part that holds everywhere: None
+        return None if None in counts else max(counts)
+
     def edges_at(self, q_pos, k_pos, offset=0):
         edges = torch.cat([p.edges_at(q_pos, k_pos, offset) for p in self.parts], dim=1)
         return unique_edges(edges, k_pos.numel())
@@ -226,6 +247,10 @@ class Intersection(AttentionGraph):
     def lookback(self):
         reach = [r for r in (p.lookback() for p in self.parts) if r is not None]
         return min(reach) if reach else None
+
+    def node_count(self):
+        counts = [n for n in (p.node_count() for p in self.parts) if n is not None]
+        return min(counts) if counts else None
 
     def edges_at(self, q_pos, k_pos, offset=0):
         # the edges of the sparsest part, kept where every other part allows them

@@ -132,6 +132,9 @@ class EdgeGraph(AttentionGraph):
             "num_nodes": num_nodes,
         }
 
+    def node_count(self) -> int:
+        return self.num_nodes
+
     @property
     def edge_list(self) -> Tensor:
         """(2, E) the edges, sorted by target then source, without repeats."""

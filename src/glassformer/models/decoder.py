@@ -25,7 +25,7 @@ from ..config import ModelConfig
 from ..nn import Decoder, DecoderCache
 from .base import GlassformerModel
 from .heads import LMHead
-from .inputs import InputEmbedding, check_length, key_mask, positions_from_mask
+from .inputs import InputEmbedding, check_length, ids_length, key_mask, positions_from_mask
 from .outputs import IGNORE_INDEX, ModelOutput, lm_loss
 
 __all__ = ["DecoderLM"]
@@ -82,8 +82,10 @@ class DecoderLM(GlassformerModel):
         """input_ids (B, T); attention_mask (B, S) with 1 = real token, covering the cached
         positions too (S = cached + T); labels (B, T), -100 = not scored."""
         past = 0 if cache is None else cache.length
-        t = input_ids.shape[1]
-        mask, real = key_mask(attention_mask)  # (B, 1, 1, S) keys, (B, S) real tokens
+        t = ids_length(input_ids)
+        covers = f" (S = {past} cached + {t} new positions)" if past else ""
+        shape = (input_ids.shape[0], past + t)
+        mask, real = key_mask(attention_mask, shape, covers=covers)  # (B, 1, 1, S), (B, S)
         limit = self._length_limit
         if positions is None:
             positions = positions_from_mask(attention_mask, t, past, input_ids.device, limit)

@@ -18,7 +18,7 @@ from ..config import ModelConfig
 from ..nn import Encoder, HookPoint
 from .base import GlassformerModel
 from .heads import ClassificationHead, LMHead, pool
-from .inputs import InputEmbedding, key_mask, positions_from_mask
+from .inputs import InputEmbedding, ids_length, key_mask, positions_from_mask
 from .outputs import ModelOutput, lm_loss
 
 __all__ = ["EncoderClassifier", "EncoderMLM", "EncoderModel"]
@@ -63,10 +63,9 @@ class EncoderModel(GlassformerModel):
         token_type_ids: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """(hidden states (B, T, C), real-token mask (B, T) or None)."""
-        mask, real = key_mask(attention_mask)
-        positions = positions_from_mask(
-            None, input_ids.shape[1], 0, input_ids.device, self.config.max_len
-        )
+        t = ids_length(input_ids)
+        mask, real = key_mask(attention_mask, (input_ids.shape[0], t))
+        positions = positions_from_mask(None, t, 0, input_ids.device, self.config.max_len)
         x, rope = self.embed(input_ids, positions, token_type_ids, token_mask=real)
         return self.encoder(x, mask, token_mask=real, rope=rope), real
 

@@ -21,7 +21,7 @@ from ..config import ModelConfig
 from ..nn import Decoder, DecoderCache, Encoder
 from .base import GlassformerModel
 from .heads import LMHead
-from .inputs import InputEmbedding, check_length, key_mask, positions_from_mask
+from .inputs import InputEmbedding, check_length, ids_length, key_mask, positions_from_mask
 from .outputs import IGNORE_INDEX, ModelOutput, lm_loss
 
 __all__ = ["EncoderDecoder", "shift_right"]
@@ -72,10 +72,9 @@ class EncoderDecoder(GlassformerModel):
 
     def encode(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
         """Source ids (B, S) -> memory Z (B, S, C)."""
-        mask, real = key_mask(attention_mask)
-        positions = positions_from_mask(
-            None, input_ids.shape[1], 0, input_ids.device, self.config.max_len
-        )
+        t = ids_length(input_ids)
+        mask, real = key_mask(attention_mask, (input_ids.shape[0], t))
+        positions = positions_from_mask(None, t, 0, input_ids.device, self.config.max_len)
         x, rope = self.src_embed(input_ids, positions, token_mask=real)
         return self.encoder(x, mask, token_mask=real, rope=rope)
 
@@ -94,9 +93,11 @@ class EncoderDecoder(GlassformerModel):
         attention_mask: the source's (B, S); decoder_attention_mask: the target's (B, T_all),
         covering cached positions too."""
         past = 0 if cache is None else cache.length
-        t = decoder_input_ids.shape[1]
-        memory_mask, _ = key_mask(attention_mask)
-        mask, real = key_mask(decoder_attention_mask)
+        t = ids_length(decoder_input_ids, "decoder_input_ids")
+        memory_mask, _ = key_mask(attention_mask, tuple(memory.shape[:2]))
+        covers = f" (S = {past} cached + {t} new positions)" if past else ""
+        shape = (decoder_input_ids.shape[0], past + t)
+        mask, real = key_mask(decoder_attention_mask, shape, "decoder_attention_mask", covers)
         token_mask = None if real is None else real[:, -t:]
         if positions is None:
             positions = positions_from_mask(

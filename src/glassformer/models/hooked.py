@@ -48,6 +48,11 @@ class ActivationCache(dict):
 
     def __getitem__(self, key: str | tuple) -> Tensor:
         if isinstance(key, tuple):
+            if len(key) not in (2, 3):
+                raise KeyError(
+                    f"{key!r}: the short form is (short name, layer) or (short name, layer, "
+                    "stack), e.g. ('pattern', 0)"
+                )
             key = self._resolve(*key)
         if not dict.__contains__(self, key):
             near = difflib.get_close_matches(str(key), list(self), n=3)
@@ -56,14 +61,47 @@ class ActivationCache(dict):
         return dict.__getitem__(self, key)
 
     def _resolve(self, short: str, layer: int, stack: str = "") -> str:
-        prefix = f"{stack}.blocks.{layer}." if stack else f"blocks.{layer}."
-        found = [n for n in self if n.startswith(prefix) and n.endswith(f".hook_{short}")]
-        if len(found) != 1:
+        prefix = f"{stack}.blocks." if stack else "blocks."
+        if not isinstance(layer, int) or isinstance(layer, bool):
             raise KeyError(
-                f"({short!r}, {layer}{', ' + repr(stack) if stack else ''}) names "
-                f"{len(found)} cached points ({found[:4]}); use a full name"
+                f"({short!r}, {layer!r}): the layer is a block index, an int; cached layers: "
+                f"{_spans(self._layers(prefix))}"
             )
-        return found[0]
+        found = [
+            n for n in self if n.startswith(f"{prefix}{layer}.") and n.endswith(f".hook_{short}")
+        ]
+        if len(found) == 1:
+            return found[0]
+        where = f"({short!r}, {layer}{', ' + repr(stack) if stack else ''})"
+        layers = self._layers(prefix)
+        if not found and layer not in layers:
+            stacks = f"the {stack} stack" if stack else "the cache"
+            raise KeyError(
+                f"{where}: layer {layer} is not in {stacks}; its layers are {_spans(layers)}"
+            )
+        raise KeyError(f"{where} names {len(found)} cached points ({found[:4]}); use a full name")
+
+    def _layers(self, prefix: str) -> list[int]:
+        """The block indices of the cached points named ``{prefix}{layer}.…``, sorted."""
+        found = set()
+        for name in self:
+            index = name[len(prefix) :].partition(".")[0] if name.startswith(prefix) else ""
+            if index.isdigit():
+                found.add(int(index))
+        return sorted(found)
+
+
+def _spans(layers: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0..2, 5"; "none" for no layer."""
+    if not layers:
+        return "none"
+    runs: list[list[int]] = []
+    for n in layers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs)
 
 
 class HookedModel:
@@ -80,7 +118,8 @@ class HookedModel:
         handles = []
         try:
             points = self.hook_points()
-            for name_or_filter, fn in hooks:
+            for hook in hooks:
+                name_or_filter, fn = _pair(hook)
                 for name in _select(points, name_or_filter):
                     handles.append(points[name].add_hook(fn))
             yield
@@ -98,12 +137,13 @@ class HookedModel:
     def run_with_cache(
         self,
         *args: Any,
-        names: Iterable[str] | Callable[[str], bool] | None = None,
+        names: str | Iterable[str] | Callable[[str], bool] | None = None,
         hooks: Iterable[tuple[NameFilter, HookFn]] = (),
         **kwargs: Any,
     ) -> tuple[Any, ActivationCache]:
         """``(self(*args, **kwargs), cache)``: the cache holds what passed each hook point
-        named in ``names`` (all when None; or a filter on the name), after any ``hooks``
+        named in ``names`` (all when None; one name, a list of names, or a filter on the
+        name, as TransformerLens's ``names_filter``), after any ``hooks``
         given here replaced it. Asking for the scores, the pattern or the mask makes attention
         run its written-out path; asking for ``hook_result`` computes each head's term."""
         cache = ActivationCache()
@@ -113,12 +153,7 @@ class HookedModel:
             cache[hook.name] = tensor.detach()
 
         points = self.hook_points()
-        if names is None:
-            wanted = list(points)
-        elif callable(names):
-            wanted = _select(points, names)
-        else:
-            wanted = [n for name in names for n in _select(points, name)]
+        wanted = list(points) if names is None else _wanted(points, names)
         with self.hooks([*hooks, (_one_of(wanted), store)]):
             out = self(*args, **kwargs)
         return out, cache
@@ -129,13 +164,45 @@ def _one_of(names: list[str]) -> Callable[[str], bool]:
     return lambda name: name in chosen
 
 
+def _pair(hook: Any) -> tuple[NameFilter, HookFn]:
+    """One ``(name_or_filter, fn)`` of a ``hooks`` list, or a ValueError saying what it is."""
+    if not isinstance(hook, tuple | list) or len(hook) != 2 or not callable(hook[1]):
+        raise ValueError(
+            f"a hook is (name or filter, fn) with fn callable; got {hook!r:.60} (hooks is a list "
+            "of them: hooks=[(name, fn)] for one)"
+        )
+    return hook[0], hook[1]
+
+
+def _wanted(points: dict[str, HookPoint], names: Any) -> list[str]:
+    """The points ``run_with_cache(names=...)`` asks for: one name, names, or a filter."""
+    if isinstance(names, str) or callable(names):
+        return _select(points, names)
+    if isinstance(names, bytes) or not isinstance(names, Iterable):
+        raise ValueError(
+            f"names must be a hook point name, a list of names or a filter on the name; got "
+            f"{type(names).__name__}"
+        )
+    names = list(names)
+    for name in names:
+        if not isinstance(name, str):
+            raise ValueError(
+                f"names must be hook point names (str); got {type(name).__name__} {name!r:.40}"
+            )
+    return [n for name in names for n in _select(points, name)]
+
+
 def _select(points: dict[str, HookPoint], name_or_filter: NameFilter) -> list[str]:
     """The names ``name_or_filter`` picks, or a ValueError naming the near misses."""
     if isinstance(name_or_filter, str):
         if name_or_filter in points:
             return [name_or_filter]
         near = difflib.get_close_matches(name_or_filter, list(points), n=3)
-        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        if near:
+            hint = f"; did you mean {', '.join(near)}?"
+        else:
+            some = ", ".join(list(points)[:4])
+            hint = f"; it has {len(points)}, e.g. {some}" if points else "; it has none"
         raise ValueError(
             f"{name_or_filter!r} is not a hook point of this model{hint} "
             "(model.hook_points() lists them)"

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from ..config import ModelConfig
 from ..nn import HookPoint, TokenEmbedding, make_norm, make_positional_encoding
 
-__all__ = ["InputEmbedding", "check_length", "key_mask", "positions_from_mask"]
+__all__ = ["InputEmbedding", "check_length", "ids_length", "key_mask", "positions_from_mask"]
 
 
 class InputEmbedding(nn.Module):
@@ -114,14 +114,33 @@ def check_length(t: int, past: int, max_len: int | None) -> None:
         )
 
 
-def key_mask(attention_mask: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
+def ids_length(ids: Tensor, name: str = "input_ids") -> int:
+    """T of the token ids ``ids`` (B, T); a ValueError naming ``name`` for another rank."""
+    if not isinstance(ids, Tensor):
+        raise ValueError(f"{name} must be a tensor of token ids (B, T); got {type(ids).__name__}")
+    if ids.dim() != 2:
+        hint = " (one sequence: ids[None] adds the batch)" if ids.dim() == 1 else ""
+        raise ValueError(
+            f"{name} must be token ids of shape (B, T); got shape {tuple(ids.shape)}{hint}"
+        )
+    return ids.shape[1]
+
+
+def key_mask(
+    attention_mask: Tensor | None,
+    shape: tuple[int, int] | None = None,
+    name: str = "attention_mask",
+    covers: str = "",
+) -> tuple[Tensor | None, Tensor | None]:
     """Hugging Face's attention_mask (B, S), 1 = real token, 0 = padding ->
-    (attention key mask (B, 1, 1, S), real-token mask (B, S)), both bool; (None, None) if None."""
+    (attention key mask (B, 1, 1, S), real-token mask (B, S)), both bool; (None, None) if None.
+    ``shape``: the (B, S) it must have, ``covers`` what S counts (for the message)."""
     if attention_mask is None:
         return None, None
-    if attention_mask.dim() != 2:
+    if attention_mask.dim() != 2 or (shape is not None and attention_mask.shape != shape):
+        want = "(B, S)" if shape is None else f"(B, S) = {shape}{covers}"
         raise ValueError(
-            f"attention_mask must be (B, S) with 1 = real token, 0 = padding; got shape "
+            f"{name} must be {want} with 1 = real token, 0 = padding; got shape "
             f"{tuple(attention_mask.shape)}"
         )
     real = attention_mask.bool()

@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .arguments import positive_int
+
 __all__ = ["TokenEmbedding", "Unembedding"]
 
 
@@ -22,11 +24,8 @@ class TokenEmbedding(nn.Module):
 
     def __init__(self, vocab_size: int, d_model: int, *, scale: bool = False) -> None:
         super().__init__()
-        if vocab_size < 1 or d_model < 1:
-            raise ValueError(
-                f"vocab_size and d_model must be positive, got vocab_size={vocab_size}, "
-                f"d_model={d_model}"
-            )
+        vocab_size = positive_int("TokenEmbedding", "vocab_size", vocab_size)
+        d_model = positive_int("TokenEmbedding", "d_model", d_model)
         self.weight = nn.Parameter(torch.empty(vocab_size, d_model))  # W_e, one row per token
         nn.init.normal_(self.weight, std=0.02)
         self.multiplier = math.sqrt(d_model) if scale else 1.0
@@ -36,8 +35,30 @@ class TokenEmbedding(nn.Module):
         return self.weight.shape[0]
 
     def forward(self, ids: Tensor) -> Tensor:
-        x = F.embedding(ids, self.weight)  # (B, T, C)
+        try:
+            x = F.embedding(ids, self.weight)  # (B, T, C)
+        except (IndexError, RuntimeError) as err:  # the lookup checks the ids: no extra pass
+            _explain(ids, self.vocab_size, err)
+            raise
         return x * self.multiplier if self.multiplier != 1.0 else x
+
+
+def _explain(ids: Tensor, vocab_size: int, err: Exception) -> None:
+    """Raise a ValueError naming what is wrong with ``ids`` when the lookup failed because of
+    them (integers in [0, vocab_size)); return for any other failure."""
+    if ids.dtype not in (torch.long, torch.int):
+        raise ValueError(
+            f"token ids must be integers in [0, {vocab_size}) of dtype torch.long or torch.int; "
+            f"got a tensor of dtype {ids.dtype}"
+        ) from None
+    if isinstance(err, IndexError) and ids.numel():
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= vocab_size:
+            bad = high if high >= vocab_size else low
+            raise ValueError(
+                f"token id {bad} is out of range for the vocabulary of {vocab_size} tokens: "
+                f"allowed ids 0..{vocab_size - 1} (ids given span {low}..{high})"
+            ) from None
 
 
 class Unembedding(nn.Module):
@@ -52,6 +73,8 @@ class Unembedding(nn.Module):
         tie_to: TokenEmbedding | None = None,
     ) -> None:
         super().__init__()
+        d_model = positive_int("Unembedding", "d_model", d_model)
+        vocab_size = positive_int("Unembedding", "vocab_size", vocab_size)
         self.proj = nn.Linear(d_model, vocab_size, bias=bias)
         if tie_to is not None:
             if tie_to.weight.shape != self.proj.weight.shape:

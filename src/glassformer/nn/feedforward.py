@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .arguments import fraction, positive_int
 from .hooks import HookPoint
 
 __all__ = ["ACTIVATIONS", "FeedForward", "activation_fn"]
@@ -59,8 +60,9 @@ class FeedForward(nn.Module):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation {activation!r} is not known; choose one of {ACTIVATIONS}")
-        if d_ff < 1:
-            raise ValueError(f"d_ff must be a positive int, got {d_ff}")
+        d_model = positive_int("FeedForward", "d_model", d_model)
+        d_ff = positive_int("FeedForward", "d_ff", d_ff)
+        dropout = fraction("FeedForward", "dropout", dropout)
         self.activation = activation
         gated = activation == "swiglu"
         self.fc1 = nn.Linear(d_model, 2 * d_ff if gated else d_ff, bias=bias)  # W_1, b_1

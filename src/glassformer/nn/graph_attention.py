@@ -43,6 +43,7 @@ def graph_mask(
     T of the keys, as in self-attention)."""
     g = graph.causal() if causal else graph
     q_pos, k_pos = _positions(t, s, key_start, query_start, device)
+    graph.check_positions(_length(t, s, key_start, query_start))
     return g.allows(q_pos[:, None], k_pos[None, :], key_start + s)  # (T, S)
 
 
@@ -73,6 +74,7 @@ def graph_attention(
     s = k.shape[2]
     g = graph.causal() if causal else graph
     q_pos, k_pos = _positions(t, s, key_start, query_start, q.device)
+    graph.check_positions(_length(t, s, key_start, query_start))
     key_mask = _key_mask(mask, b, t, s)
     n = key_start + s  # key positions there are
     if path == "auto":
@@ -119,6 +121,11 @@ def _positions(t: int, s: int, key_start: int, query_start, device) -> tuple[Ten
     if t > s:
         raise ValueError(f"self-attention on a graph needs T <= S queries, got T={t}, S={s}")
     return k_pos[s - t :], k_pos  # (T,), (S,)
+
+
+def _length(t: int, s: int, key_start: int, query_start: int | None) -> int:
+    """The number of positions the call reaches: past its last key or its last query."""
+    return max(key_start + s, t if query_start is None else query_start + t)
 
 
 def _key_mask(mask: Tensor | None, b: int, t: int, s: int) -> Tensor | None:

@@ -6,7 +6,9 @@ wherever the notes name an intermediate (the residual stream, Q, K, V, the score
 pattern A, ...). With nothing attached it returns its input and costs one attribute test. A
 function attached with ``add_hook`` is called as ``fn(tensor, hook=point)``; when it returns a
 tensor, that tensor replaces the intermediate for the rest of the pass (ablation, patching),
-and when it returns None the pass goes on unchanged (reading, caching). The convention is
+and when it returns None the pass goes on unchanged (reading, caching). A replacement must
+have the shape of the tensor it replaces: anything else is refused with a ValueError naming
+the point and both shapes (the check runs only when a hook is attached). The convention is
 TransformerLens's, whose names glassformer's hook points follow.
 
 Public names: ``hook_points(model)`` walks the module tree and names each point by its path,
@@ -45,7 +47,7 @@ class HookPoint(nn.Module):
         replaces the intermediate. Returns a handle whose ``remove()`` detaches it."""
 
         def forward_hook(module: HookPoint, inputs: tuple, output: Tensor) -> Tensor | None:
-            return fn(output, hook=module)
+            return _checked(fn(output, hook=module), output, module)
 
         return self.register_forward_hook(forward_hook)
 
@@ -59,6 +61,24 @@ class HookPoint(nn.Module):
 
     def extra_repr(self) -> str:
         return "" if self.name is None else repr(self.name)
+
+
+def _checked(new: object, old: Tensor, point: HookPoint) -> Tensor | None:
+    """A hook's answer: None (keep the tensor) or a tensor of the same shape."""
+    if new is None:
+        return None
+    where = point.name or "a hook point"
+    if not isinstance(new, Tensor):
+        raise TypeError(
+            f"the hook at {where} returned {type(new).__name__}: allowed a tensor of shape "
+            f"{tuple(old.shape)} (a replacement) or None (keep the tensor)"
+        )
+    if new.shape != old.shape:
+        raise ValueError(
+            f"the hook at {where} returned a tensor of shape {tuple(new.shape)}: the point "
+            f"holds {tuple(old.shape)}, and a replacement must have the same shape"
+        )
+    return new
 
 
 def hook_points(module: nn.Module) -> dict[str, HookPoint]:

@@ -17,11 +17,19 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..graphs import AttentionGraph
+from .arguments import fraction, positive_int
 from .graph_attention import graph_attention, graph_mask, with_edges
 from .hooks import HookPoint
 from .kv_cache import KVCache
 from .positional import apply_rotary
-from .scaled_dot_product import fused_attention, pattern, scores, weighted_sum, with_causal
+from .scaled_dot_product import (
+    check_mask,
+    fused_attention,
+    pattern,
+    scores,
+    weighted_sum,
+    with_causal,
+)
 
 __all__ = ["MultiHeadAttention"]
 
@@ -54,18 +62,21 @@ class MultiHeadAttention(nn.Module):
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        n_kv_head = n_head if n_kv_head is None else n_kv_head
-        if n_head < 1 or d_model % n_head:
+        who = "MultiHeadAttention"
+        d_model, n_head = positive_int(who, "d_model", d_model), positive_int(who, "n_head", n_head)
+        n_kv_head = n_head if n_kv_head is None else positive_int(who, "n_kv_head", n_kv_head)
+        if d_model % n_head:
             raise ValueError(
-                f"d_model={d_model} must be divisible by n_head={n_head} (a positive int)"
+                f"{who}: d_model={d_model} must be divisible by n_head={n_head} (the head size "
+                f"is d_model / n_head); allowed n_head: the divisors of {d_model}"
             )
-        if n_kv_head < 1 or n_head % n_kv_head:
+        if n_head % n_kv_head:
             raise ValueError(
-                f"n_head={n_head} must be divisible by n_kv_head={n_kv_head} (a positive int "
-                "<= n_head)"
+                f"{who}: n_head={n_head} must be divisible by n_kv_head={n_kv_head} (a positive "
+                "int <= n_head)"
             )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        dropout = fraction(who, "dropout", dropout)
+        self.d_model = d_model
         self.n_head, self.n_kv_head, self.head_dim = n_head, n_kv_head, d_model // n_head
         self.dropout = dropout
         d_q, d_kv = n_head * self.head_dim, n_kv_head * self.head_dim
@@ -106,6 +117,7 @@ class MultiHeadAttention(nn.Module):
         """
         if isinstance(mask, AttentionGraph):
             mask, graph = None, (mask if graph is None else graph & mask)
+        self._check_inputs(x, z, packing)
         t = packing.length if packing is not None else x.shape[1]
         q, k, v = self._project(x, z, rope, cache, packing)  # (B, H, T, D), (B, H_kv, S, D)
         k, v = _hooked(self.hook_keys, k), _hooked(self.hook_values, v)  # all S, cached too
@@ -116,6 +128,8 @@ class MultiHeadAttention(nn.Module):
         q0 = query_start if query_start is not None or z is None else 0
         if start and isinstance(mask, Tensor) and mask.shape[-1] > k.shape[2]:
             mask = mask[..., -k.shape[2] :]  # a rolling cache keeps the latest keys only
+        if mask is not None:
+            check_mask(mask, (q.shape[0], self.n_head, t, k.shape[2]), "MultiHeadAttention")
         weights = None
         if need_weights or self.looked_at():  # Eq. (1) written out, every step hooked
             mask = with_causal(mask, causal, t, k.shape[2], q.device)
@@ -137,6 +151,21 @@ class MultiHeadAttention(nn.Module):
             y = fused_attention(q, k, v, mask, p, causal=causal)  # (B, H, T, D): Eq. (1)
         y = self.hook_z(y.transpose(1, 2))  # (B, T, H, D): head_i
         return self._output(y, packing), (weights if need_weights else None)
+
+    def _check_inputs(self, x: Tensor, z: Tensor | None, packing) -> None:
+        """Refuse inputs of the wrong rank or width (shapes only: Python ints)."""
+        c = self.d_model
+        if x.dim() != (2 if packing is not None else 3) or x.shape[-1] != c:
+            layout = "(N, C), the packed tokens," if packing is not None else "(B, T, C)"
+            raise ValueError(
+                f"MultiHeadAttention: x must be {layout} with C = d_model = {c}; got shape "
+                f"{tuple(x.shape)}"
+            )
+        if z is not None and (z.dim() != 3 or z.shape[-1] != c or z.shape[0] != x.shape[0]):
+            raise ValueError(
+                f"MultiHeadAttention: z must be (B, S, C) with B = {x.shape[0]} (x's batch) and "
+                f"C = d_model = {c}; got shape {tuple(z.shape)}"
+            )
 
     def looked_at(self) -> bool:
         """Does a hook read the mask, the scores or the pattern A?"""

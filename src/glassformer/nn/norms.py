@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .arguments import fraction, positive_int, positive_number
 from .hooks import HookPoint
 
 __all__ = ["NORM_KINDS", "BatchNorm", "LayerNorm", "RMSNorm", "make_norm"]
@@ -31,7 +32,7 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True) -> None:
         super().__init__()
-        self.eps = eps
+        d_model, self.eps = _checked("LayerNorm", d_model, eps)
         self.weight = nn.Parameter(torch.ones(d_model))
         self.bias = nn.Parameter(torch.zeros(d_model)) if bias else None
         self.hook_normalized = HookPoint()
@@ -46,7 +47,7 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5) -> None:
         super().__init__()
-        self.eps = eps
+        d_model, self.eps = _checked("RMSNorm", d_model, eps)
         self.weight = nn.Parameter(torch.ones(d_model))
         self.hook_normalized = HookPoint()
 
@@ -64,7 +65,8 @@ class BatchNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5, momentum: float = 0.1) -> None:
         super().__init__()
-        self.eps, self.momentum = eps, momentum
+        d_model, self.eps = _checked("BatchNorm", d_model, eps)
+        self.momentum = fraction("BatchNorm", "momentum", momentum, closed=True)
         self.weight = nn.Parameter(torch.ones(d_model))
         self.bias = nn.Parameter(torch.zeros(d_model))
         self.register_buffer("running_mean", torch.zeros(d_model))
@@ -91,6 +93,10 @@ class BatchNorm(nn.Module):
                 self.num_batches_tracked += 1
         y = (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias
         return self.hook_normalized(y)
+
+
+def _checked(who: str, d_model: object, eps: object) -> tuple[int, float]:
+    return positive_int(who, "d_model", d_model), positive_number(who, "eps", eps)
 
 
 def make_norm(kind: str, d_model: int, eps: float = 1e-5, bias: bool = True) -> nn.Module:

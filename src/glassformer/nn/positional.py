@@ -31,6 +31,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .arguments import positive_int, positive_number
+
 __all__ = [
     "POSITIONAL_KINDS",
     "POSITIONAL_LAYOUTS",
@@ -100,7 +102,7 @@ class NoPositionalEncoding(PositionalEncoding):
 
     def __init__(self, max_len: int) -> None:
         super().__init__()
-        self.max_len = max_len
+        self.max_len = positive_int("NoPositionalEncoding", "max_len", max_len)
 
 
 class SinusoidalPositionalEncoding(PositionalEncoding):
@@ -112,6 +114,12 @@ class SinusoidalPositionalEncoding(PositionalEncoding):
         self, d_model: int, max_len: int, base: float = 10000.0, layout: str = "interleaved"
     ) -> None:
         super().__init__()
+        who = "SinusoidalPositionalEncoding"
+        d_model, max_len = (
+            positive_int(who, "d_model", d_model),
+            positive_int(who, "max_len", max_len),
+        )
+        base = positive_number(who, "base", base)
         self.d_model, self.max_len, self.base, self.layout = d_model, max_len, base, layout
         table = sinusoid_table(max_len, d_model, base, layout).float()  # (max_len, C)
         self.register_buffer("table", table, persistent=False)
@@ -209,6 +217,11 @@ class LearnedPositionalEncoding(PositionalEncoding):
 
     def __init__(self, d_model: int, max_len: int) -> None:
         super().__init__()
+        who = "LearnedPositionalEncoding"
+        d_model, max_len = (
+            positive_int(who, "d_model", d_model),
+            positive_int(who, "max_len", max_len),
+        )
         self.max_len = max_len
         self.weight = nn.Parameter(torch.empty(max_len, d_model))
         nn.init.normal_(self.weight, std=0.02)
@@ -227,6 +240,12 @@ class RotaryEmbedding(PositionalEncoding):
 
     def __init__(self, head_dim: int, max_len: int, base: float = 10000.0) -> None:
         super().__init__()
+        who = "RotaryEmbedding"
+        head_dim, max_len = (
+            positive_int(who, "head_dim", head_dim),
+            positive_int(who, "max_len", max_len),
+        )
+        base = positive_number(who, "base", base)
         if head_dim % 2:
             raise ValueError(f"rotary positional encoding needs an even head size, got {head_dim}")
         self.max_len, self.base, self.head_dim = max_len, base, head_dim
@@ -279,8 +298,7 @@ def make_positional_encoding(
     """Build the encoding named ``kind`` (one of POSITIONAL_KINDS); ``layout`` (one of
     POSITIONAL_LAYOUTS) places the sinusoid's features, and only "interleaved" is allowed
     for the other kinds."""
-    if max_len < 1:
-        raise ValueError(f"max_len must be a positive int, got {max_len}")
+    max_len = positive_int("make_positional_encoding", "max_len", max_len)
     if kind != "sinusoidal" and layout != "interleaved":
         raise ValueError(
             f"layout={layout!r} lays out the sinusoidal encoding: it needs kind='sinusoidal', "
@@ -291,6 +309,12 @@ def make_positional_encoding(
     if kind == "learned":
         return LearnedPositionalEncoding(d_model, max_len)
     if kind == "rotary":
+        n_head = positive_int("make_positional_encoding", "n_head", n_head)
+        if positive_int("make_positional_encoding", "d_model", d_model) % n_head:
+            raise ValueError(
+                f"make_positional_encoding: d_model={d_model} must be divisible by "
+                f"n_head={n_head} (rotary angles are per head, head size d_model / n_head)"
+            )
         return RotaryEmbedding(d_model // n_head, max_len, base)
     if kind == "none":
         return NoPositionalEncoding(max_len)

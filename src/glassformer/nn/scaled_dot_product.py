@@ -30,7 +30,15 @@ from torch import Tensor
 
 from .masks import causal_mask
 
-__all__ = ["attention", "fused_attention", "pattern", "scores", "weighted_sum", "with_causal"]
+__all__ = [
+    "attention",
+    "check_mask",
+    "fused_attention",
+    "pattern",
+    "scores",
+    "weighted_sum",
+    "with_causal",
+]
 
 
 def attention(
@@ -175,20 +183,31 @@ def _check_inputs(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> None:
         raise ValueError(
             f"attention: the {h} query heads must be a multiple of the {k.shape[1]} key/value heads"
         )
-    if mask is None:
-        return
-    if mask.dtype != torch.bool and not mask.dtype.is_floating_point:
+    if mask is not None:
+        check_mask(mask, (b, h, t, k.shape[2]), "attention")
+
+
+def check_mask(mask: Tensor, full: tuple[int, int, int, int], who: str) -> None:
+    """Refuse a mask that is neither bool nor float, or that does not broadcast to ``full``
+    = (B, H, T, S). Compares shapes only (Python ints): cheap enough for every forward pass."""
+    dtype = mask.dtype
+    if dtype is not torch.bool and not dtype.is_floating_point:
         raise ValueError(
-            f"attention: mask dtype {mask.dtype} is not allowed; use bool (True = may attend) "
+            f"{who}: mask dtype {mask.dtype} is not allowed; use bool (True = may attend) "
             "or a float additive mask"
         )
-    full = (b, h, t, k.shape[2])
-    try:
-        ok = mask.dim() <= 4 and torch.broadcast_shapes(mask.shape, full) == full
-    except RuntimeError:
-        ok = False
-    if not ok:
+    if not _broadcasts(mask.shape, full):
         raise ValueError(
-            f"attention: mask of shape {tuple(mask.shape)} does not broadcast to "
-            f"(B, H, T, S) = {full}"
+            f"{who}: mask of shape {tuple(mask.shape)} does not broadcast to (B, H, T, S) = {full}"
         )
+
+
+def _broadcasts(shape: tuple[int, ...], full: tuple[int, int, int, int]) -> bool:
+    """Does ``shape`` broadcast to ``full`` (each size 1 or the same, aligned on the right)?"""
+    skip = 4 - len(shape)
+    if skip < 0:
+        return False
+    for i, n in enumerate(shape):  # noqa: SIM110 (a loop: faster than all() of a generator)
+        if n != 1 and n != full[skip + i]:
+            return False
+    return True

@@ -50,8 +50,8 @@ def _final_norm(final_norm: bool | None, options: dict, d_model: int) -> nn.Modu
 
 
 def _check_layers(n_layer: int) -> None:
-    if n_layer < 0:
-        raise ValueError(f"n_layer must be >= 0, got {n_layer}")
+    if isinstance(n_layer, bool) or not isinstance(n_layer, int) or n_layer < 0:
+        raise ValueError(f"n_layer must be >= 0 (an int), got {n_layer!r}")
 
 
 Graphs = "AttentionGraph | list[AttentionGraph | None] | None"
