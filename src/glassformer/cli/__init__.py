@@ -45,7 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line ``argv`` (default: sys.argv[1:]); returns the exit status."""
+    """Run the command line ``argv`` (default: sys.argv[1:]); returns the exit status. Run as
+    the ``glassformer`` command (``argv`` None), ``train`` and ``eval`` give PyTorch a thread
+    per core that other work leaves free (threads.py)."""
     if asks_version(sys.argv[1:] if argv is None else argv):
         print(f"glassformer {__version__}")
         return 0
@@ -60,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "choose a command: train, eval, generate, predict, inspect, trace, explore, config "
                 "(see --help)"
             )
+        args.free_cores = argv is None  # a command, not a Python caller: threads.py
         return args.handler(args)
 
     return guarded(command)

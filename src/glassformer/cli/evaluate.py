@@ -42,6 +42,7 @@ from .plan import is_builtin
 from .runs import RUN_FILE, load_checkpoint, read_run, write_json
 from .scale import note_scale, scaled_batches
 from .settings import parse_assignment
+from .threads import use_free_cores
 
 __all__ = ["add_parser", "run"]
 
@@ -124,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
     examples = min(n_batches * stream.batch_size, len(stream.dataset))
     n_generate = examples if "exact_match" in TASKS[task].metrics else 0
     device = next(model.parameters()).device
+    if getattr(args, "free_cores", False):  # run as a command: threads.py
+        use_free_cores()
     shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
     metrics = evaluate(
         model, task, stream, n_batches, device, generate_examples=n_generate, progress=shown

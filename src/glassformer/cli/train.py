@@ -39,6 +39,7 @@ from .runs import checkpoint_step, holds_run, write_run
 from .scale import note_scale
 from .settings import builtin_config_path, to_toml
 from .textgen import continue_text
+from .threads import use_free_cores
 from .train_args import DEMO, gather_settings
 from .train_args import add_parser as _add_parser
 
@@ -118,6 +119,8 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
     architecture = model_class(TASKS[plan.task].model_class)
     check_fits(plan, model_cfg, architecture)  # before anything is allocated
     built.update(plan=plan, config=model_cfg, architecture=architecture)
+    if getattr(args, "free_cores", False):  # run as a command: threads.py
+        use_free_cores()
     torch.manual_seed(plan.train.seed)
     model = architecture(model_cfg)
     shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
