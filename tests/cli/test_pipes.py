@@ -5,10 +5,12 @@ interpreter's exit."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 
+ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
 PROGRESS = re.compile(r"scoring: \d+/\d+ examples \(\d+%\), (done in \S+|.* left)")
 
 
@@ -24,6 +26,7 @@ def test_a_closed_pipe_ends_generate_and_eval_quietly(lm_run, tmp_path):
             [sys.executable, "-m", "glassformer", *map(str, argv)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            env=ONE_THREAD,  # the two run side by side: no note that the other is busy
         )
         procs[name].stdout.close()  # the reader is gone before the first write
     for name, proc in procs.items():
