@@ -8,13 +8,13 @@ import pytest
 import torch
 
 from glassformer.cli import build_parser
-from glassformer.cli.plan import make_plan
-from glassformer.cli.settings import RunSettings
 from glassformer.data import TextDataset, list_datasets, load_dataset, make_loader
 from glassformer.data.files import COLUMNS
 from glassformer.data.registry import FILE_SUFFIXES
 from glassformer.models.registry import model_class
 from glassformer.presets import PRESETS, preset
+from glassformer.runs.plan import make_plan
+from glassformer.runs.settings import RunSettings
 from glassformer.tasks import (
     DATA_KINDS,
     TASK_NAMES,

@@ -20,9 +20,9 @@ import textwrap
 from pathlib import Path
 
 from glassformer.cli import build_parser, config_cmd
-from glassformer.cli.settings import DERIVED, SECTIONS, builtin_config_names, builtin_config_path
 from glassformer.cli.train_args import DEMO, gather_settings
 from glassformer.presets import PRESETS
+from glassformer.runs.settings import DERIVED, SECTIONS, builtin_config_names, builtin_config_path
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = {"cli": "docs/reference/cli.md", "config": "docs/reference/config.md"}

@@ -2,8 +2,9 @@
 
     <run>/checkpoints/step-000500/   one complete checkpoint per saved step (training/state.py)
 
-Nothing here imports torch or the models, so both the model loader (``load_pretrained``
-accepts a run folder) and the trainer can use it.
+This module is the one place that names the checkpoints folder (``CHECKPOINTS``). Nothing here
+imports torch or the models, so the model loader (``load_pretrained`` accepts a run folder), the
+trainer and ``glassformer.runs`` can all use it.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from pathlib import Path
 
 from .structured import loads_json
 
-PREFIX = "step-"
+CHECKPOINTS, PREFIX = "checkpoints", "step-"
 
 
 def checkpoints(run_dir: Path) -> list[Path]:
     """Complete checkpoints of a run, oldest first."""
-    root = Path(run_dir) / "checkpoints"
+    root = Path(run_dir) / CHECKPOINTS
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(PREFIX))
@@ -38,7 +39,7 @@ def best_or_latest(run_dir: Path) -> Path | None:
     except (OSError, ValueError):
         best = None
     if isinstance(best, dict) and isinstance(best.get("step"), int):
-        candidate = Path(run_dir) / "checkpoints" / f"{PREFIX}{best['step']:06d}"
+        candidate = Path(run_dir) / CHECKPOINTS / f"{PREFIX}{best['step']:06d}"
         if candidate.is_dir():
             return candidate
     return found[-1]

@@ -9,13 +9,13 @@ from typing import Any, ClassVar
 
 import pytest
 
-from glassformer.cli import settings
 from glassformer.cli.config_cmd import section_keys
-from glassformer.cli.datasets import DEFAULT_OVERFLOW
 from glassformer.cli.errors import UsageError
-from glassformer.cli.plan import VAL_FRACTION
 from glassformer.data.registry import dataset_options
 from glassformer.limits import Range
+from glassformer.runs import settings
+from glassformer.runs.datasets import DEFAULT_OVERFLOW
+from glassformer.runs.plan import VAL_FRACTION
 
 CHECKED = [s for s, cls in settings.SECTIONS.items() if cls is not None]
 

@@ -13,10 +13,10 @@ import re
 import pytest
 
 from glassformer.cli import main
-from glassformer.cli.datasets import load_splits, validation_options
-from glassformer.cli.plan import make_plan
-from glassformer.cli.settings import load_config
 from glassformer.data import load_dataset
+from glassformer.runs.datasets import load_splits, validation_options
+from glassformer.runs.plan import make_plan
+from glassformer.runs.settings import load_config
 
 ARGS = ["--batch-size", "8"]
 

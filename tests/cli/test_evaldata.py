@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from glassformer.cli.evaldata import short_list
+from glassformer.runs.evaldata import short_list
 
 SENTINEL = b'{"metrics": "of an earlier evaluation"}\n'
 

@@ -9,11 +9,11 @@ import json
 import pytest
 
 from glassformer.cli import build_parser
-from glassformer.cli.datasets import load_split, load_splits
-from glassformer.cli.plan import make_plan
-from glassformer.cli.runs import read_run
 from glassformer.cli.train import gather_settings
 from glassformer.models import load_model
+from glassformer.runs.datasets import load_split, load_splits
+from glassformer.runs.plan import make_plan
+from glassformer.runs.record import read_run
 
 from .conftest import LM_TEXT
 

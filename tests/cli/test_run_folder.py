@@ -9,11 +9,11 @@ import stat
 
 import pytest
 
-import glassformer.cli.train as train_cmd
+import glassformer.runs.run as train_cmd
 from glassformer.cli import build_parser
-from glassformer.cli.plan import make_plan, model_config
-from glassformer.cli.runs import write_run
 from glassformer.cli.train_args import gather_settings
+from glassformer.runs.plan import make_plan, model_config
+from glassformer.runs.record import write_run
 
 
 @pytest.fixture

@@ -85,20 +85,22 @@ def test_the_lock_is_held_from_run_json_to_the_last_file(cli, lm_files, tmp_path
     """run.json, the checkpoints, metrics.jsonl, loss.png and the TensorBoard logs are all
     written while this run holds the lock."""
     import glassformer.cli.train as train_cmd
+    import glassformer.runs.run as run_module
 
     out = tmp_path / "run"
     holder = {"pid": os.getpid(), "host": socket.gethostname()}
     seen = []
 
-    def spy(name, write):
+    def spy(module, name, write):
         def wrapped(*args, **kwargs):
             seen.append((name, json.loads((out / LOCK_FILE).read_text()) == holder))
             return write(*args, **kwargs)
 
-        monkeypatch.setattr(train_cmd, name, wrapped)
+        monkeypatch.setattr(module, name, wrapped)
 
     for name in ("write_run", "write_loss_plot", "write_tensorboard"):
-        spy(name, getattr(train_cmd, name))
+        module = run_module if name == "write_run" else train_cmd
+        spy(module, name, getattr(module, name))
     result = cli.run("train", "--data", lm_files[0], "--out", out, "--steps", "2", *cli.TINY)
     assert result.code == 0, result.err
     assert seen == [("write_run", True), ("write_loss_plot", True), ("write_tensorboard", True)]

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from glassformer.cli.scale import scaled
+from glassformer.runs.scale import scaled
 
 from .conftest import assert_user_error, run_cli
 

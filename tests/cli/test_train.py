@@ -7,12 +7,12 @@ import json
 import pytest
 
 from glassformer.cli import build_parser
-from glassformer.cli.plan import make_plan
-from glassformer.cli.settings import load_config, parse_value
 from glassformer.cli.train import gather_settings
 from glassformer.data import load_dataset
 from glassformer.generation import generate_text
 from glassformer.models import load_model
+from glassformer.runs.plan import make_plan
+from glassformer.runs.settings import load_config, parse_value
 
 
 def test_lm_run_directory_and_falling_loss(cli, lm_run):

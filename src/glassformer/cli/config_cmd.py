@@ -23,9 +23,9 @@ from ..data.examples import OVERFLOW
 from ..data.registry import dataset_options
 from ..data.synthetic import DEFAULT_SIZES
 from ..presets import PRESETS
-from .datasets import DEFAULT_OVERFLOW
-from .plan import VAL_FRACTION
-from .settings import DERIVED, SECTIONS, _toml_value
+from ..runs.datasets import DEFAULT_OVERFLOW
+from ..runs.plan import VAL_FRACTION
+from ..runs.settings import DERIVED, SECTIONS, _toml_value
 
 __all__ = ["Key", "add_parser", "data_keys", "run", "section_keys"]
 

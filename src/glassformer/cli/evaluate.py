@@ -31,17 +31,17 @@ from torch.utils.data import Subset
 
 from ..data import TextDataset
 from ..models.registry import model_class
+from ..runs.datasets import align_labels, load_split, validation_options
+from ..runs.evaldata import check_dataset, check_header
+from ..runs.plan import is_builtin
+from ..runs.record import RUN_FILE, load_checkpoint, read_run, write_json
+from ..runs.scale import note_scale, scaled_batches
+from ..runs.settings import parse_assignment
 from ..structured import loads_json
 from ..tasks import TASKS, task_for_model
 from ..training import BatchStream, evaluate
-from .datasets import align_labels, load_split, validation_options
 from .errors import UsageError
-from .evaldata import check_dataset, check_header
 from .options import add_checkpoint, add_device, non_negative, output_file, positive
-from .plan import is_builtin
-from .runs import RUN_FILE, load_checkpoint, read_run, write_json
-from .scale import note_scale, scaled_batches
-from .settings import parse_assignment
 from .threads import use_free_cores
 
 __all__ = ["add_parser", "run"]

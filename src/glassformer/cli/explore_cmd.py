@@ -14,10 +14,10 @@ import contextlib
 from pathlib import Path
 
 from ..files import write_text
+from ..runs.record import load_checkpoint
 from ..structured import loads_json
 from .errors import UsageError
 from .options import add_checkpoint, add_device, output_file, positive_up_to, utf8_text
-from .runs import load_checkpoint
 
 __all__ = ["add_parser", "run_explore"]
 

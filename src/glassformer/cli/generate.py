@@ -19,9 +19,9 @@ from ..generation import GenerationConfig, encode_prompt, generate_text
 from ..generation.config import MAX_BEAMS
 from ..generation.job import max_new_tokens_allowed
 from ..models import DecoderLM, EncoderDecoder
+from ..runs.record import load_checkpoint
 from .errors import UsageError
 from .options import add_checkpoint, add_device, non_negative, positive_up_to, utf8_text
-from .runs import load_checkpoint
 from .textgen import continue_text
 
 __all__ = ["DEFAULT_NEW_TOKENS", "MAX_NEW_TOKENS", "add_parser", "run"]

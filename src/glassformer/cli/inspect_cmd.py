@@ -24,10 +24,10 @@ from ..inspect.inputs import analysed_position, corrupt_ids, encode_inputs
 from ..inspect.readout import format_prediction
 from ..inspect.trace import format_trace, trace
 from ..models import DecoderLM, EncoderDecoder, EncoderModel
+from ..runs.record import load_checkpoint
 from . import inspect_circuits
 from .inspect_graphs import draw_graphs, receptive_positions
 from .options import add_checkpoint, add_device, non_negative, output_dir, positive, utf8_text
-from .runs import load_checkpoint
 
 __all__ = ["add_parser", "run", "run_inspect", "run_trace"]
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
-from .errors import UsageError
+from ..runs.folder import output_dir, output_file
 
 __all__ = [
     "DEVICES",
@@ -89,34 +88,3 @@ def add_checkpoint(parser: argparse.ArgumentParser) -> None:
         help="a checkpoint folder (with config.json) or a run folder (its best checkpoint "
         "when trainer.json records one, else its newest)",
     )
-
-
-def output_dir(path: Path, option: str) -> None:
-    """``UsageError`` unless ``path`` is a directory, or can be made one, that this user may
-    write into; checked before a command loads or computes anything."""
-    if os.path.lexists(path) and not path.is_dir():  # a file, or a link to nothing
-        raise UsageError(
-            f"{option} {path}: exists and is not a directory; allowed: a new or existing directory"
-        )
-    _writable_parent(path, option)
-
-
-def output_file(path: Path, option: str) -> None:
-    """``UsageError`` unless ``path`` names a file this user may create or replace."""
-    if path.is_dir():
-        raise UsageError(
-            f"{option} {path}: is a directory; allowed: a file name (a new file, or one to replace)"
-        )
-    _writable_parent(path.parent, option, path)
-
-
-def _writable_parent(path: Path, option: str, named: Path | None = None) -> None:
-    """The nearest existing folder at or above ``path`` must be a writable directory."""
-    existing = path.absolute()
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    shown = named or path
-    if not existing.is_dir():
-        raise UsageError(f"{option} {shown}: {existing} is a file, not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"{option} {shown}: the directory {existing} is not writable")

@@ -12,9 +12,9 @@ from ..data.files import read_utf8
 from ..generation import InputTooLong, classify, fill_mask
 from ..generation.inputs import check_text
 from ..models import EncoderClassifier, EncoderMLM
+from ..runs.record import load_checkpoint
 from .errors import UsageError
 from .options import add_checkpoint, add_device, positive, utf8_text
-from .runs import load_checkpoint
 
 __all__ = ["add_parser", "run"]
 

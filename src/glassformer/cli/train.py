@@ -19,28 +19,25 @@ from typing import Any
 import torch
 
 from ..generation import GenerationConfig
-from ..models.checkpoint import check_vocabulary
-from ..models.registry import model_class
+from ..run_folder import CHECKPOINTS
+from ..runs import Run, RunInterrupted
+from ..runs.data_identity import ACCEPT_FLAG
+from ..runs.datasets import held_out_line, overflow_line
+from ..runs.fits import memory_advice
+from ..runs.folder import differences
+from ..runs.plan import RunPlan, make_plan
+from ..runs.record import holds_run
+from ..runs.scale import note_scale
+from ..runs.settings import builtin_config_path, to_toml
 from ..tasks import TASKS
-from ..tokenizers import load_tokenizer
-from ..training import DiskFullError, Trainer, TrainingError, lr_at
-from ..training.lock import RunLock, StaleLockWarning
+from ..training import DiskFullError, Trainer, TrainingError
+from ..training.lock import StaleLockWarning
 from ..training.runtime import SlowBfloat16Warning
-from ..training.state import latest_checkpoint
-from .data_identity import ACCEPT_FLAG, check_same_data, data_identity
-from .datasets import held_out_line, load_splits, overflow_line, train_tokenizer
 from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Interrupted, UsageError
-from .fits import check_fits, memory_advice
-from .plan import RunPlan, make_plan, model_config
 from .plots import write_loss_plot, write_tensorboard
-from .resume import nothing_to_do, resumed_plan
-from .run_folder import check_out, differences, refuse_kept_run, take_lock
-from .runs import checkpoint_step, holds_run, write_run
-from .scale import note_scale
-from .settings import builtin_config_path, to_toml
 from .textgen import continue_text
 from .threads import use_free_cores
-from .train_args import DEMO, gather_settings
+from .train_args import DEFINES_RUN, DEMO, gather_settings
 from .train_args import add_parser as _add_parser
 
 __all__ = ["add_parser", "run"]
@@ -76,7 +73,6 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
     settings, builtin = gather_settings(args)
     note_scale()
-    model_cfg = None
     if _rerun_of_demo(args, builtin, settings):
         print(
             f"glassformer: {make_plan(settings).out} holds the demo run; continuing it (delete "
@@ -85,93 +81,46 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
         args.resume = True
     if args.resume:
         out = Path(args.out) if args.out else make_plan(settings).out
-        check_out(out)
-        plan, model_cfg = resumed_plan(args, out)
-        settings, builtin = plan.settings, None
-        ckpt = latest_checkpoint(plan.out)
-        if ckpt is not None and checkpoint_step(ckpt) >= plan.train.steps:
-            return nothing_to_do(plan, checkpoint_step(ckpt))
+        given = None  # the options that define a run, checked against the run's own
+        if any(getattr(args, name) not in (None, []) for name in DEFINES_RUN):
+            given = lambda own: gather_settings(args, base=own)[0]  # noqa: E731
+        changes = {k: getattr(args, k) for k in ("steps", "device", "strategy")}
+        run = Run.resume_with(out, given, changes, data_changed_ok=args.data_changed_ok)
+        settings, builtin = run.plan.settings, None
+        if run.done:
+            print(
+                f"{run.plan.out} has already reached step {run.step}; to train on: glassformer "
+                f"train --out {run.plan.out} --resume --steps N, with N above {run.step}"
+            )
+            return 0
     else:
         if args.data_changed_ok:
             raise UsageError(f"{ACCEPT_FLAG} applies to --resume, which is not given")
-        plan = make_plan(settings)
-        check_out(plan.out)
-        refuse_kept_run(plan)
-        ckpt = None
-    if plan.train.steps == 0:
-        raise UsageError(
-            "--steps 0 (train.steps = 0) trains nothing; nothing was written; give --steps N "
-            "with N >= 1"
-        )
-    train_data, val_data = load_splits(plan)
-    identity = data_identity(plan, train_data, val_data)
-    if args.resume:
-        check_same_data(plan, identity, accept=args.data_changed_ok)
-    plan.data_identity = identity  # recorded in run.json
-    if ckpt is not None:
-        tokenizer = load_tokenizer(ckpt / "tokenizer.json")
-    else:
-        tokenizer = train_tokenizer(plan, train_data)
-    if model_cfg is None:
-        model_cfg = model_config(plan, tokenizer.vocab_size, train_data.labels)
-    if ckpt is not None:  # --resume: the run's config and the checkpoint's tokenizer
-        check_vocabulary(tokenizer, model_cfg, where=str(ckpt / "tokenizer.json"))
-    architecture = model_class(TASKS[plan.task].model_class)
-    check_fits(plan, model_cfg, architecture)  # before anything is allocated
-    built.update(plan=plan, config=model_cfg, architecture=architecture)
+        run = Run.from_settings(settings)
+    plan = run.plan
+    run.load()
+    built.update(plan=plan, config=run.model_config, architecture=run.architecture)
     if getattr(args, "free_cores", False):  # run as a command: threads.py
         use_free_cores()
-    torch.manual_seed(plan.train.seed)
-    model = architecture(model_cfg)
     shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
-    trainer = Trainer(model, tokenizer, train_data, val_data, plan.train, plan.out, progress=shown)
-    _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt)
-    lock = RunLock(plan.out)  # taken before anything is written, held until the last file
-    error = None
-    if main:
-        try:
-            with _notes():
-                take_lock(lock, plan, new=not args.resume)
-        except (ValueError, UsageError) as err:
-            error = err
-    trainer.cluster.raise_together(error)
+    trainer = run.build(progress=shown)
+    _print_header(run, builtin, settings)
     try:
-        if main:
-            write_run(plan, model_cfg)
-            _note_warmup(plan.train)
-        try:
-            with _notes():
-                last = trainer.fit(resume=ckpt is not None, lock=lock if main else None)
-        except DiskFullError as err:
-            raise TrainingError(
-                f"{err}; free some space, then continue with: glassformer train --out "
-                f"{plan.out} --resume"
-            ) from None
-        if trainer.interrupted:
-            terminated = trainer.stop_signal == signal.SIGTERM
-            raise Interrupted(
-                f"{'terminated' if terminated else 'interrupted'} at step {trainer.step}; saved "
-                f"in {plan.out}; continue with: glassformer train --out {plan.out} --resume",
-                EXIT_TERMINATED if terminated else EXIT_INTERRUPTED,
-            )
-        _print_summary(plan, trainer, last, main)
-    finally:
-        lock.release()
+        with _notes():
+            run.fit(then=lambda last: _print_summary(plan, trainer, last, main))
+    except DiskFullError as err:
+        raise TrainingError(
+            f"{err}; free some space, then continue with: glassformer train --out "
+            f"{plan.out} --resume"
+        ) from None
+    except RunInterrupted as stop:
+        terminated = stop.signal == signal.SIGTERM
+        raise Interrupted(
+            f"{'terminated' if terminated else 'interrupted'} at step {trainer.step}; saved "
+            f"in {plan.out}; continue with: glassformer train --out {plan.out} --resume",
+            EXIT_TERMINATED if terminated else EXIT_INTERRUPTED,
+        ) from None
     return 0
-
-
-def _note_warmup(train) -> None:
-    """A warmup longer than the run: the learning rate never reaches train.lr (optim.py)."""
-    if train.warmup > train.steps:
-        peak = lr_at(train.steps - 1, train)
-        print(
-            f"glassformer: note: train.warmup={train.warmup} is longer than the run's "
-            f"{train.steps} steps: the learning rate only rises, to {peak:.3g} at the last "
-            f"step, and never reaches train.lr={train.lr:g} (--set train.warmup=N with "
-            f"N <= {train.steps} reaches it)",
-            file=sys.stderr,
-            flush=True,
-        )
 
 
 @contextlib.contextmanager
@@ -210,7 +159,8 @@ def _rerun_of_demo(args: argparse.Namespace, builtin, settings) -> bool:
     return holds_run(plan.out) and differences(plan) == []
 
 
-def _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt) -> None:
+def _print_header(run: Run, builtin, settings) -> None:
+    plan, trainer, train_data, val_data = run.plan, run.trainer, run.train_data, run.val_data
     if builtin is not None:
         print(f"glassformer: built-in config {builtin!r} ({builtin_config_path(builtin)})")
     print(to_toml(settings).rstrip() + "\n")
@@ -230,7 +180,7 @@ def _print_header(plan, builtin, settings, trainer, train_data, val_data, ckpt) 
     for line in (held_out_line(plan, val_data), overflow_line(encoded, model.config.max_len)):
         if line is not None:
             print(line)
-    start = f"resuming at step {checkpoint_step(ckpt)}" if ckpt is not None else "training"
+    start = f"resuming at step {run.step}" if run.checkpoint is not None else "training"
     print(f"{start} to step {plan.train.steps}; run directory: {plan.out}", flush=True)
 
 
@@ -258,7 +208,7 @@ def _print_summary(plan: RunPlan, trainer: Trainer, last: dict[str, Any], main: 
     tb = write_tensorboard(plan.out)
     if tb is not None:
         print(f"TensorBoard logs: {tb} (tensorboard --logdir {tb})")
-    print(f"checkpoints: {plan.out / 'checkpoints'}")
+    print(f"checkpoints: {plan.out / CHECKPOINTS}")
 
 
 def _print_sample(plan: RunPlan, trainer: Trainer) -> None:

@@ -10,10 +10,10 @@ import argparse
 from typing import Any
 
 from ..presets import PRESETS
+from ..runs.settings import builtin_config_names, load_config, merge, parse_assignment
 from ..tasks import TASKS
 from ..training.config import STRATEGIES
 from .options import add_device, non_negative, positive
-from .settings import builtin_config_names, load_config, merge, parse_assignment
 
 __all__ = ["CHOOSES_RUN", "DEFINES_RUN", "DEMO", "add_parser", "gather_settings"]
 

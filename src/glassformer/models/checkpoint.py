@@ -21,6 +21,7 @@ from safetensors.torch import save_file
 
 from ..config import ModelConfig
 from ..files import replace_file, write_text
+from ..run_folder import CHECKPOINTS, best_or_latest
 from ..structured import loads_json
 from .budget import check_memory
 from .registry import model_class
@@ -80,9 +81,7 @@ def load_pretrained(directory: str | Path, *, device=None) -> GlassformerModel:
     directory = Path(directory)
     if not directory.is_dir():
         raise ValueError(f"{directory}: not a checkpoint directory (no such directory)")
-    if not (directory / CONFIG_FILE).exists() and (directory / "checkpoints").is_dir():
-        from ..run_folder import best_or_latest
-
+    if not (directory / CONFIG_FILE).exists() and (directory / CHECKPOINTS).is_dir():
         found = best_or_latest(directory)
         if found is None:
             raise ValueError(f"{directory}: a run folder with no checkpoint yet")

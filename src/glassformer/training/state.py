@@ -30,7 +30,7 @@ from safetensors.torch import load_file, save_file
 from ..files import replace_dir, replace_file, write_text
 from ..models import GlassformerModel
 from ..models.budget import format_bytes
-from ..run_folder import PREFIX, best_or_latest, checkpoints, latest_checkpoint
+from ..run_folder import CHECKPOINTS, PREFIX, best_or_latest, checkpoints, latest_checkpoint
 from ..structured import loads_json
 from .errors import DiskFullError
 from .state_check import check_training_state
@@ -71,7 +71,7 @@ def save_checkpoint(
     it) and, where ``write``, write it."""
     dcp, full = _state_dicts()
     model_sd, optim_sd = dcp.get_state_dict(model, optimizer, options=full)
-    ckpt_root = Path(run_dir) / "checkpoints"
+    ckpt_root = Path(run_dir) / CHECKPOINTS
     final = ckpt_root / f"{PREFIX}{step:06d}"
     if not write:
         return final
@@ -176,7 +176,7 @@ def _read(file: Path, reader: Callable[[Path], Any]) -> Any:
 def remove_partial_checkpoints(run_dir: Path) -> list[Path]:
     """Delete the hidden temporary folders (``.step-*``) of checkpoint writes that a kill
     interrupted; they are never loaded. Call only while holding the run's lock."""
-    root = Path(run_dir) / "checkpoints"
+    root = Path(run_dir) / CHECKPOINTS
     found = sorted(root.glob(f".{PREFIX}*")) if root.is_dir() else []
     for path in found:
         shutil.rmtree(path, ignore_errors=True)

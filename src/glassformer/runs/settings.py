@@ -36,7 +36,7 @@ from ..limits import Range, check_fields
 from ..structured import NestingError, loads_json, loads_toml
 from ..tasks import TASK_NAMES
 from ..training import TrainConfig
-from .errors import UsageError
+from .errors import RunError
 
 __all__ = [
     "SECTIONS",
@@ -103,7 +103,7 @@ def _check(section: str, settings: Any) -> None:
     try:
         check_fields(settings)
     except ValueError as err:
-        raise UsageError(f"{section}.{err}") from None
+        raise RunError(f"{section}.{err}") from None
 
 
 # Keys the data decides (ModelConfig) or another table holds (TrainConfig.task).
@@ -138,7 +138,7 @@ def _configs():
 
 
 def builtin_config_names() -> list[str]:
-    """Configs shipped in glassformer/cli/configs/ (usable as ``--config NAME``)."""
+    """Configs shipped in glassformer/runs/configs/ (usable as ``--config NAME``)."""
     return sorted(p.name[: -len(".toml")] for p in _configs().iterdir() if p.name.endswith(".toml"))
 
 
@@ -160,7 +160,7 @@ def load_config(name_or_path: str) -> Settings:
                 what = "is a folder"
             elif source.exists():
                 what = "is not a regular file"
-            raise UsageError(
+            raise RunError(
                 f"--config {name_or_path}: {what}, and not a built-in config; allowed: a TOML "
                 f"file (e.g. my-run.toml) or a built-in config ({names})"
             )
@@ -168,31 +168,31 @@ def load_config(name_or_path: str) -> Settings:
     try:
         data = loads_toml(source.read_text(encoding="utf-8"), where)
     except UnicodeDecodeError as err:
-        raise UsageError(f"{where}: not valid TOML ({err})") from None
+        raise RunError(f"{where}: not valid TOML ({err})") from None
     except ValueError as err:
-        raise UsageError(str(err)) from None
+        raise RunError(str(err)) from None
     for key, value in data.items():
         if not isinstance(value, dict):
-            raise UsageError(
+            raise RunError(
                 f"{where}: {key!r} must be a table [{key}]; the file holds the tables "
                 f"{', '.join(f'[{s}]' for s in SECTIONS)}"
             )
     try:
         check_settings(data)
-    except UsageError as err:
-        raise UsageError(f"{where}: {err}") from None
+    except RunError as err:
+        raise RunError(f"{where}: {err}") from None
     return data
 
 
 def parse_value(text: str, where: str = "the value") -> Any:
     """A TOML literal, else a JSON literal, else the text itself; a value nested too deeply
-    is refused (``UsageError`` naming ``where``)."""
+    is refused (``RunError`` naming ``where``)."""
     readings = (lambda: loads_toml(f"v = {text}", where)["v"], lambda: loads_json(text, where))
     for read in readings:
         try:
             return read()
         except NestingError as err:
-            raise UsageError(str(err)) from None
+            raise RunError(str(err)) from None
         except ValueError:
             pass
     return text
@@ -203,10 +203,10 @@ def parse_assignment(text: str) -> tuple[str, str, Any]:
     name, eq, raw = text.partition("=")
     name = name.strip()
     if not eq or not name:
-        raise UsageError(f"--set {text!r}: expected SECTION.KEY=VALUE, e.g. train.lr=1e-3")
+        raise RunError(f"--set {text!r}: expected SECTION.KEY=VALUE, e.g. train.lr=1e-3")
     section, dot, key = name.partition(".")
     if not dot or not key:
-        raise UsageError(
+        raise RunError(
             f"--set {text!r}: the key needs a section; allowed sections: {', '.join(SECTIONS)} "
             f"(e.g. model.d_model=64)"
         )
@@ -231,7 +231,7 @@ def check_settings(settings: Settings) -> None:
     """Refuse unknown tables, unknown or derived keys, and values of the wrong type."""
     for section, table in settings.items():
         if section not in SECTIONS:
-            raise UsageError(f"unknown settings table {section!r}; allowed: {', '.join(SECTIONS)}")
+            raise RunError(f"unknown settings table {section!r}; allowed: {', '.join(SECTIONS)}")
         cls = SECTIONS[section]
         if cls is None:
             continue
@@ -242,18 +242,18 @@ def check_settings(settings: Settings) -> None:
             if key in other_names:
                 right = f"{section}.{other_names[key]}"
                 if right in DERIVED:
-                    raise UsageError(f"{where} cannot be set: {DERIVED[right]}")
-                raise UsageError(f"{where} is not a {cls.__name__} field; use {right}")
+                    raise RunError(f"{where} cannot be set: {DERIVED[right]}")
+                raise RunError(f"{where} is not a {cls.__name__} field; use {right}")
             if where in DERIVED:
-                raise UsageError(f"{where} cannot be set: {DERIVED[where]}")
+                raise RunError(f"{where} cannot be set: {DERIVED[where]}")
             if key not in fields:
-                raise UsageError(
+                raise RunError(
                     f"unknown key {where}; allowed in [{section}]: "
                     f"{', '.join(allowed_keys(section))}"
                 )
             kind = str(fields[key].type)
             if not _has_type(value, kind):
-                raise UsageError(f"{where}={value!r} must be of type {kind}")
+                raise RunError(f"{where}={value!r} must be of type {kind}")
 
 
 def _has_type(value: Any, annotation: str) -> bool:

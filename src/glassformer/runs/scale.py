@@ -28,7 +28,7 @@ from typing import Any
 from ..data.registry import dataset_options
 from ..data.synthetic import DEFAULT_SIZES
 from ..training import TrainConfig
-from .errors import UsageError
+from .errors import RunError
 from .settings import SampleSettings
 
 __all__ = [
@@ -57,7 +57,7 @@ def scale_from_env() -> float | None:
     except ValueError:
         factor = math.nan
     if not 0 < factor <= 1:
-        raise UsageError(f"{VARIABLE}={text}: allowed a number F with 0 < F <= 1, e.g. 0.002")
+        raise RunError(f"{VARIABLE}={text}: allowed a number F with 0 < F <= 1, e.g. 0.002")
     return factor
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import TextDataset
-from .errors import UsageError
+from .errors import RunError
 from .plan import RunPlan, is_builtin
 
 __all__ = ["ACCEPT_FLAG", "check_same_data", "data_identity"]
@@ -60,7 +60,7 @@ def data_identity(
 
 
 def check_same_data(plan: RunPlan, now: dict[str, Any], accept: bool) -> None:
-    """Compare ``now`` with the identity recorded in the resumed ``plan``: a ``UsageError``
+    """Compare ``now`` with the identity recorded in the resumed ``plan``: a ``RunError``
     on a difference unless ``accept`` (then a note); a note when nothing was recorded."""
     then = plan.data_identity
     if then is None:
@@ -80,7 +80,7 @@ def check_same_data(plan: RunPlan, now: dict[str, Any], accept: bool) -> None:
         if accept:
             _note(f"{what}; continuing on the changed data ({ACCEPT_FLAG})")
             continue
-        raise UsageError(
+        raise RunError(
             f"{what}; to train on it, start a new run with another --out, or continue "
             f"{plan.out} on the changed data with --resume {ACCEPT_FLAG}"
         )

@@ -24,7 +24,7 @@ from ..data import TextDataset
 from ..data.files import COLUMNS
 from ..tasks import TASKS
 from ..tokenizers import Tokenizer
-from .errors import UsageError
+from .errors import RunError
 
 __all__ = ["check_dataset", "check_header", "short_list"]
 
@@ -49,7 +49,7 @@ def check_header(path: Path, task: str) -> None:
     fields = tuple(f.strip().strip('"').lower() for f in re.split("[,\t]", first))
     other, want = HEADERS.get(fields), TASKS[task]
     if other is not None and other != want.data:
-        raise UsageError(
+        raise RunError(
             f"{path}: its header {first.strip()!r} names {other} columns; the checkpoint "
             f"is a {want.model_noun}: allowed {want.data_format}"
         )
@@ -70,7 +70,7 @@ def check_pairs(dataset: TextDataset) -> None:
     few = len(kinds) <= min(MAX_LABELS, n // 4) and all(len(s.split()) == 1 for s in kinds)
     varied = len({target for _, target in dataset.examples}) * 2 >= n
     if n >= MIN_PAIRS and few and varied:
-        raise UsageError(
+        raise RunError(
             f"{dataset.name}: its first column holds {len(kinds)} values over {n} rows, "
             f"{short_list(kinds)}, like classification labels; the checkpoint is a seq2seq "
             f"model: allowed {TASKS['seq2seq'].data_format}"
@@ -91,7 +91,7 @@ def check_vocabulary(dataset: TextDataset, tokenizer: Tokenizer) -> None:
         if chars >= SAMPLE_CHARS:
             break
     if unknown * 2 > total:
-        raise UsageError(
+        raise RunError(
             f"{dataset.name}: {unknown} of its first {total} tokens ({unknown / total:.0%}) "
             f"are <UNK> for the checkpoint's tokenizer: allowed data in the model's vocabulary"
         )

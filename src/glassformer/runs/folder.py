@@ -1,8 +1,8 @@
-"""``glassformer train`` claiming its run folder: checked before any data is loaded, locked
+"""A run claiming its folder: checked before any data is loaded, locked
 before anything is written into it.
 
     check_out          the folder can be a run folder: a directory (or none yet) this user may
-                       write, with no symbolic link where the run writes (see runs.WRITTEN),
+                       write, with no symbolic link where the run writes (see record.WRITTEN),
                        on a UTF-8 path (safetensors opens no other, so its checkpoints could
                        not be read back)
     refuse_kept_run    a new run does not start over a run that has a checkpoint
@@ -12,25 +12,32 @@ before anything is written into it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..training.lock import RunLock
-from .errors import UsageError
-from .options import output_dir
+from .errors import RunError
 from .plan import RunPlan
+from .record import RUN_FILE, check_no_links, holds_run, read_run
 from .resume import comparable
-from .runs import RUN_FILE, check_no_links, holds_run, read_run
 
-__all__ = ["check_out", "differences", "refuse_kept_run", "take_lock"]
+__all__ = [
+    "check_out",
+    "differences",
+    "output_dir",
+    "output_file",
+    "refuse_kept_run",
+    "take_lock",
+]
 
 
 def check_out(out: Path) -> None:
-    """``UsageError`` unless ``out`` can be a run folder (see the module docstring)."""
+    """``RunError`` unless ``out`` can be a run folder (see the module docstring)."""
     output_dir(out, "--out")
     try:
         str(out.absolute()).encode("utf-8")
     except UnicodeEncodeError:
-        raise UsageError(
+        raise RunError(
             f"--out {out}: the path is not UTF-8, and safetensors, which holds the checkpoints, "
             "opens UTF-8 paths only; allowed: a folder whose path is UTF-8"
         ) from None
@@ -42,7 +49,7 @@ def differences(plan: RunPlan) -> list[str] | None:
     "key A there, B here" texts; None when its run.json cannot be read."""
     try:
         stored, _ = read_run(plan.out)
-    except UsageError:
+    except RunError:
         return None
     before, now = comparable(stored), comparable(plan)
     keys = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
@@ -54,18 +61,18 @@ def _shown(value) -> str:
 
 
 def refuse_kept_run(plan: RunPlan) -> None:
-    """``UsageError`` when ``plan.out`` holds a run (see holds_run), saying whether that run
+    """``RunError`` when ``plan.out`` holds a run (see holds_run), saying whether that run
     has the same settings and how to continue it."""
     if not holds_run(plan.out):
         return
     differ = differences(plan)
     if differ == []:
-        raise UsageError(
+        raise RunError(
             f"{plan.out} already holds a run with these settings; continue it with --resume "
             "(a larger --steps extends it), or choose another --out"
         )
     why = f"its {RUN_FILE} is unreadable" if differ is None else differ[0]
-    raise UsageError(
+    raise RunError(
         f"{plan.out} already holds a run with other settings ({why}); continue that run with "
         f"--out {plan.out} --resume, or choose another --out for this one"
     )
@@ -79,6 +86,37 @@ def take_lock(lock: RunLock, plan: RunPlan, new: bool) -> None:
     if new:
         try:
             refuse_kept_run(plan)
-        except UsageError:
+        except RunError:
             lock.release()
             raise
+
+
+def output_dir(path: Path, option: str) -> None:
+    """``RunError`` unless ``path`` is a directory, or can be made one, that this user may
+    write into; checked before a command loads or computes anything."""
+    if os.path.lexists(path) and not path.is_dir():  # a file, or a link to nothing
+        raise RunError(
+            f"{option} {path}: exists and is not a directory; allowed: a new or existing directory"
+        )
+    _writable_parent(path, option)
+
+
+def output_file(path: Path, option: str) -> None:
+    """``RunError`` unless ``path`` names a file this user may create or replace."""
+    if path.is_dir():
+        raise RunError(
+            f"{option} {path}: is a directory; allowed: a file name (a new file, or one to replace)"
+        )
+    _writable_parent(path.parent, option, path)
+
+
+def _writable_parent(path: Path, option: str, named: Path | None = None) -> None:
+    """The nearest existing folder at or above ``path`` must be a writable directory."""
+    existing = path.absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    shown = named or path
+    if not existing.is_dir():
+        raise RunError(f"{option} {shown}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise RunError(f"{option} {shown}: the directory {existing} is not writable")

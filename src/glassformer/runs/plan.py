@@ -30,7 +30,7 @@ from ..data.registry import FILE_SUFFIXES
 from ..presets import PRESETS
 from ..tasks import TASKS, task_for_data
 from ..training import TrainConfig
-from .errors import UsageError
+from .errors import RunError
 from .scale import scaled_run
 from .settings import RunSettings, SampleSettings, Settings, merge
 
@@ -93,7 +93,7 @@ def make_plan(settings: Settings) -> RunPlan:
         held_out = data_options.setdefault("val_fraction", VAL_FRACTION)
         validation = data if held_out else None
     elif data_options.get("val_fraction"):
-        raise UsageError(
+        raise RunError(
             f"data.val_fraction={data_options['val_fraction']} holds out part of --data for "
             f"validation, but --val-data {run.val_data} is given; use one of them"
         )
@@ -135,7 +135,7 @@ def model_config(plan: RunPlan, vocab_size: int, labels: tuple[str, ...] = ()) -
     try:
         return ModelConfig.from_dict({**base, **plan.model_overrides, **sized})
     except (TypeError, ValueError) as err:
-        raise UsageError(f"model settings: {err}") from None
+        raise RunError(f"model settings: {err}") from None
 
 
 def default_out(data: str, task: str, tokenizer: str) -> Path:
@@ -152,7 +152,7 @@ def _task_of(data: str) -> str:
             return task_for_data(info.task).name
     kind = FILE_SUFFIXES.get(Path(data).suffix.lower(), "lm")
     if kind is None:
-        raise UsageError(
+        raise RunError(
             f"--data {data}: a .tsv file holds seq2seq pairs or labelled texts; "
             "say which with --task seq2seq or --task classify"
         )
@@ -164,7 +164,7 @@ def _path(name: str, option: str) -> str:
     if not path.is_file():
         names = ", ".join(info.name for info in list_datasets())
         what = "is a directory" if path.is_dir() else "does not exist"
-        raise UsageError(
+        raise RunError(
             f"{option} {name}: the file {what}; allowed a built-in dataset ({names}) "
             "or a .txt, .tsv or .csv file"
         )
@@ -173,11 +173,11 @@ def _path(name: str, option: str) -> str:
 
 def _check_preset(name: str, task: str) -> None:
     if name not in PRESETS:
-        raise UsageError(f"--model {name}: no such preset; choose one of {sorted(PRESETS)}")
+        raise RunError(f"--model {name}: no such preset; choose one of {sorted(PRESETS)}")
     family, need = PRESETS[name].family, TASKS[task].family
     if family != need:
         fits = sorted(n for n, c in PRESETS.items() if c.family == need)
-        raise UsageError(
+        raise RunError(
             f"--model {name} is a {family} preset but --task {task} needs a {need} model; "
             f"choose one of {fits}"
         )
@@ -187,13 +187,13 @@ def _train_config(table: dict[str, Any], task: str) -> TrainConfig:
     try:
         return TrainConfig.from_dict({**table, "task": task})
     except (TypeError, ValueError) as err:
-        raise UsageError(f"train settings: {err}") from None
+        raise RunError(f"train settings: {err}") from None
 
 
 def _tokenizer_options(kind: str, vocab_size: int | None) -> dict[str, Any]:
     if kind == "char":
         if vocab_size is not None:
-            raise UsageError(
+            raise RunError(
                 "--vocab-size applies to the bpe and word tokenizers; a char tokenizer keeps "
                 "every character of the training data"
             )

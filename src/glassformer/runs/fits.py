@@ -17,7 +17,7 @@ from ..config import ModelConfig
 from ..models.budget import check_memory, describe_size, memory_bytes, what_to_lower
 from ..models.size import activation_bytes
 from ..training.runtime import resolve_device
-from .errors import UsageError
+from .errors import RunError
 from .plan import RunPlan
 
 __all__ = ["check_fits", "memory_advice"]
@@ -29,7 +29,7 @@ BATCH_ADVICE = (
 
 
 def check_fits(plan: RunPlan, config: ModelConfig, architecture: type) -> None:
-    """Refuse (UsageError) a model whose training does not fit, naming what to lower."""
+    """Refuse (RunError) a model whose training does not fit, naming what to lower."""
     device = resolve_device(plan.train.device)
     if device.type == "cuda":  # under torchrun, process i uses GPU LOCAL_RANK
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
@@ -45,7 +45,7 @@ def check_fits(plan: RunPlan, config: ModelConfig, architecture: type) -> None:
             setting=setting_name(plan),
         )
     except ValueError as err:
-        raise UsageError(str(err)) from None
+        raise RunError(str(err)) from None
 
 
 def memory_advice(

@@ -1,4 +1,4 @@
-"""Run directories and checkpoints, as the command line finds and writes them.
+"""Run folders and their checkpoints: run.json written and read, a checkpoint found and loaded.
 
     <run>/run.json          the plan and the model config: everything to rebuild the run
     <run>/metrics.jsonl     one JSON object per logged step (written by the trainer)
@@ -25,11 +25,11 @@ from typing import Any
 from ..config import ModelConfig
 from ..files import write_text
 from ..models import GlassformerModel, load_model
+from ..run_folder import CHECKPOINTS, best_or_latest, checkpoints
 from ..structured import loads_json
 from ..training import resolve_device
 from ..training.lock import LOCK_FILE
-from ..training.state import best_or_latest, checkpoints
-from .errors import UsageError
+from .errors import RunError
 from .plan import RunPlan
 
 __all__ = [
@@ -48,7 +48,7 @@ RUN_FILE, FORMAT, VERSION = "run.json", "glassformer-run", 1
 WRITTEN = (
     RUN_FILE,
     "metrics.jsonl",
-    "checkpoints",
+    CHECKPOINTS,
     "loss.png",
     "tensorboard",
     "eval.json",
@@ -64,12 +64,12 @@ def holds_run(path: Path) -> bool:
 
 
 def check_no_links(run_dir: Path) -> None:
-    """``UsageError`` when a name the run writes in ``run_dir`` is a symbolic link: nothing is
+    """``RunError`` when a name the run writes in ``run_dir`` is a symbolic link: nothing is
     written through a link that may lead out of the run folder."""
     for name in WRITTEN:
         path = run_dir / name
         if path.is_symlink():
-            raise UsageError(
+            raise RunError(
                 f"{path} is a symbolic link (to {os.readlink(path)}); a run writes nothing "
                 "through a link in its folder: remove the link (to keep a run on another disk, "
                 "link the run folder itself)"
@@ -95,7 +95,7 @@ def read_run(run_dir: Path) -> tuple[RunPlan, ModelConfig]:
     """The plan and model config recorded in <run_dir>/run.json."""
     path = run_dir / RUN_FILE
     if not path.is_file():
-        raise UsageError(
+        raise RunError(
             f"nothing to resume in {run_dir}: it has no {RUN_FILE} "
             "(start a new run there without --resume)"
         )
@@ -108,7 +108,7 @@ def read_run(run_dir: Path) -> tuple[RunPlan, ModelConfig]:
             data.pop(key)
         return RunPlan.from_dict(data), model
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
-        raise UsageError(f"{path} is not a readable run file ({err})") from None
+        raise RunError(f"{path} is not a readable run file ({err})") from None
 
 
 def checkpoint_step(path: Path) -> int:
@@ -118,15 +118,15 @@ def checkpoint_step(path: Path) -> int:
 def resolve_checkpoint(path: Path) -> Path:
     """A checkpoint folder from a checkpoint or run folder (see the module docstring)."""
     if not path.exists():
-        raise UsageError(f"--checkpoint {path}: no such directory")
+        raise RunError(f"--checkpoint {path}: no such directory")
     if (path / "config.json").is_file():
         return path
-    if (path / "checkpoints").is_dir() or (path / RUN_FILE).is_file():
+    if (path / CHECKPOINTS).is_dir() or (path / RUN_FILE).is_file():
         found = best_or_latest(path)
         if found is None:
-            raise UsageError(f"--checkpoint {path}: the run has no checkpoint yet")
+            raise RunError(f"--checkpoint {path}: the run has no checkpoint yet")
         return found
-    raise UsageError(
+    raise RunError(
         f"--checkpoint {path}: neither a checkpoint (no config.json) nor a run directory "
         "(no checkpoints/)"
     )
@@ -140,10 +140,10 @@ def load_checkpoint(
     model = load_model(folder)
     if not isinstance(model, kinds):
         names = " or ".join(k.__name__ for k in kinds)
-        raise UsageError(
+        raise RunError(
             f"{folder} holds a model of class {type(model).__name__}; glassformer {command} "
             f"takes {names}"
         )
     if model.tokenizer is None:
-        raise UsageError(f"{folder} has no tokenizer.json; glassformer {command} needs one")
+        raise RunError(f"{folder} has no tokenizer.json; glassformer {command} needs one")
     return model.to(resolve_device(device)), folder

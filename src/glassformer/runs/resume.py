@@ -1,38 +1,51 @@
-"""``glassformer train --resume``: the run's own plan, checked against the options given."""
+"""Resuming a run: its own plan from run.json, checked against the settings given."""
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from ..config import ModelConfig
+from .errors import RunError
 from .plan import RunPlan, make_plan
-from .runs import read_run
+from .record import read_run
 from .scale import scaled_steps
-from .train_args import DEFINES_RUN, gather_settings
+from .settings import Settings
 
-__all__ = ["comparable", "nothing_to_do", "resumed_plan"]
+__all__ = ["MAY_CHANGE", "check_reached", "comparable", "resumed_plan"]
+
+# what a resumed run may change: it moves between machines and strategies, and extends
+MAY_CHANGE = ("steps", "device", "strategy")
 
 
-def resumed_plan(args: argparse.Namespace, out: Path) -> tuple[RunPlan, Any]:
-    """The plan in <out>/run.json, with a new --steps / --device / --strategy, after checking
-    that the other options given (on top of the run's own settings) do not change it."""
+def resumed_plan(
+    out: Path,
+    given: Callable[[Settings], Settings] | None = None,
+    changes: dict[str, Any] | None = None,
+) -> tuple[RunPlan, ModelConfig]:
+    """The plan in <out>/run.json with ``changes`` to what may change (steps, device,
+    strategy), after checking that the settings ``given`` makes on top of the run's own do not
+    change the rest (only the [sample] table may change)."""
     stored, model_cfg = read_run(out)
-    if any(getattr(args, name) not in (None, []) for name in DEFINES_RUN):
-        given = make_plan(gather_settings(args, base=stored.settings)[0])
-        before, now = comparable(stored), comparable(given)
+    if given is not None:
+        now_plan = make_plan(given(stored.settings))
+        before, now = comparable(stored), comparable(now_plan)
         for key in sorted(set(before) | set(now)):
             if before.get(key) != now.get(key):
-                raise UsageError(
+                raise RunError(
                     f"--resume continues {out} as it was started, with {key}="
                     f"{before.get(key)!r}, but the options give {now.get(key)!r}; leave that "
                     "option out, or start a new run with another --out"
                 )
-        stored.sample = given.sample  # what to print at the end may change
-        stored.settings["sample"] = dict(given.settings.get("sample", {}))
-    may_change = ("steps", "device", "strategy")  # a run moves between machines and strategies
-    changes = {k: getattr(args, k) for k in may_change if getattr(args, k) is not None}
+        stored.sample = now_plan.sample  # what to print at the end may change
+        stored.settings["sample"] = dict(now_plan.settings.get("sample", {}))
+    changes = {k: v for k, v in (changes or {}).items() if v is not None}
+    unknown = sorted(set(changes) - set(MAY_CHANGE))
+    if unknown:
+        raise RunError(
+            f"a resumed run cannot change {', '.join(unknown)}; allowed: {', '.join(MAY_CHANGE)}"
+        )
     if "steps" in changes:
         changes["steps"] = scaled_steps(changes["steps"])  # GLASSFORMER_TEST_SCALE, scale.py
     stored.train = stored.train.replace(**changes)
@@ -65,14 +78,9 @@ def comparable(plan: RunPlan) -> dict[str, Any]:
     return flat
 
 
-def nothing_to_do(plan: RunPlan, step: int) -> int:
-    """A run resumed at ``step`` >= its --steps: refuse a smaller --steps, else say so."""
+def check_reached(plan: RunPlan, step: int) -> None:
+    """A run resumed at ``step``: refuse a --steps below it."""
     if step > plan.train.steps:
-        raise UsageError(
+        raise RunError(
             f"--steps {plan.train.steps} is below step {step}, which {plan.out} has reached"
         )
-    print(
-        f"{plan.out} has already reached step {step}; to train on: glassformer train --out "
-        f"{plan.out} --resume --steps N, with N above {step}"
-    )
-    return 0

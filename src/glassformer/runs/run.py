@@ -1,0 +1,246 @@
+"""A training run as a Python object: what ``glassformer train`` does, step by step.
+
+    run = Run.plan(data="shakespeare", out="runs/py", steps=200)   # a new run
+    run = Run.plan(config="shakespeare-char", out="runs/demo")      # a built-in or TOML config
+    metrics = run.train()                 # the final metrics, as metrics.jsonl's last record
+    run = Run.resume("runs/py", steps=400)
+    run.train()                           # continues from the newest checkpoint
+
+``train()`` is ``load()`` (the data, checked against run.json's record when resuming; the
+tokenizer; the model config, checked to fit the device), ``build()`` (the model and its
+Trainer) and ``fit()`` (the folder locked, run.json written, the steps trained and saved); the
+command line calls the three itself to print between them. Mistakes are ``RunError``
+(a ``ValueError``) naming what is wrong; Ctrl-C or SIGTERM ends ``fit()`` with ``RunInterrupted``
+after saving.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..models.checkpoint import check_vocabulary
+from ..models.registry import model_class
+from ..run_folder import latest_checkpoint
+from ..tasks import TASKS
+from ..tokenizers import load_tokenizer
+from ..training import Trainer, lr_at
+from ..training.lock import RunLock
+from .data_identity import check_same_data, data_identity
+from .datasets import load_splits, train_tokenizer
+from .errors import RunError, RunInterrupted
+from .fits import check_fits
+from .folder import check_out, refuse_kept_run, take_lock
+from .plan import RunPlan, make_plan, model_config
+from .record import checkpoint_step, write_run
+from .resume import check_reached, resumed_plan
+from .settings import Settings, check_settings, load_config, merge
+
+__all__ = ["Run"]
+
+RUN_KEYS = ("task", "data", "val_data", "tokenizer", "vocab_size", "model")
+TRAIN_KEYS = ("steps", "seed", "device", "strategy")
+
+
+class Run:
+    """A run's plan, and once loaded and built its data, tokenizer, model and Trainer."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        model_config=None,
+        checkpoint: Path | None = None,
+        *,
+        resumed: bool = False,
+        data_changed_ok: bool = False,
+    ) -> None:
+        """Use ``Run.plan`` or ``Run.resume``, which check the plan and the folder first."""
+        self.plan, self.model_config, self.checkpoint = plan, model_config, checkpoint
+        self.resumed, self.data_changed_ok = resumed, data_changed_ok
+        self.train_data = self.val_data = self.tokenizer = self.architecture = None
+        self.model = self.trainer = None
+
+    # Making a run --------------------------------------------------------------------------
+    @classmethod
+    def plan(
+        cls,
+        config: str | Path | None = None,
+        *,
+        settings: Settings | None = None,
+        out: str | Path | None = None,
+        **options: Any,
+    ) -> Run:
+        """A new run: the settings layered as the command line layers them (``config``, a
+        built-in config name or a TOML file; then ``settings``, tables such as
+        ``{"model": {"n_layer": 2}}``; then ``options``: task, data, val_data, tokenizer,
+        vocab_size, model (a preset), steps, seed, device, strategy). ``RunError`` when a
+        setting is wrong or ``out`` already holds a run."""
+        unknown = sorted(set(options) - set(RUN_KEYS) - set(TRAIN_KEYS))
+        if unknown:
+            raise RunError(
+                f"Run.plan got {', '.join(unknown)}; allowed: config, settings, out, "
+                f"{', '.join(RUN_KEYS + TRAIN_KEYS)}"
+            )
+        flags = {
+            "run": {k: v for k, v in options.items() if k in RUN_KEYS and v is not None},
+            "train": {k: v for k, v in options.items() if k in TRAIN_KEYS and v is not None},
+        }
+        if out is not None:
+            flags["run"]["out"] = str(out)
+        check_settings(settings or {})
+        check_settings(flags)
+        base = load_config(str(config)) if config is not None else {}
+        return cls.from_settings(merge(base, settings or {}, flags))
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Run:
+        """A new run from checked, layered settings (``glassformer train`` gathers them from
+        its options)."""
+        plan = make_plan(settings)
+        check_out(plan.out)
+        refuse_kept_run(plan)
+        return cls(plan)
+
+    @classmethod
+    def resume(
+        cls,
+        out: str | Path,
+        *,
+        steps: int | None = None,
+        device: str | None = None,
+        strategy: str | None = None,
+        settings: Settings | None = None,
+        data_changed_ok: bool = False,
+    ) -> Run:
+        """The run kept in ``out``, to continue from its newest checkpoint; ``steps`` extends
+        it. ``settings`` given must not change the run (only its [sample] may); the data must
+        be those it was trained on unless ``data_changed_ok``."""
+        if settings is not None:
+            check_settings(settings)
+        return cls.resume_with(
+            Path(out),
+            None if settings is None else (lambda own: merge(own, settings)),
+            {"steps": steps, "device": device, "strategy": strategy},
+            data_changed_ok=data_changed_ok,
+        )
+
+    @classmethod
+    def resume_with(cls, out: Path, given, changes: dict[str, Any], *, data_changed_ok=False):
+        """``resume`` with ``given(run's settings) -> settings`` to check (resume.py)."""
+        check_out(out)
+        plan, config = resumed_plan(out, given, changes)
+        ckpt = latest_checkpoint(plan.out)
+        if ckpt is not None:
+            check_reached(plan, checkpoint_step(ckpt))
+        return cls(plan, config, ckpt, resumed=True, data_changed_ok=data_changed_ok)
+
+    @property
+    def step(self) -> int:
+        """The step of the checkpoint the run continues from (0 for a new run)."""
+        return 0 if self.checkpoint is None else checkpoint_step(self.checkpoint)
+
+    @property
+    def done(self) -> bool:
+        """Has the run reached its steps already (a resumed run with nothing to train)?"""
+        return self.checkpoint is not None and self.step >= self.plan.train.steps
+
+    # Training ------------------------------------------------------------------------------
+    def train(self, progress: bool | str = False) -> dict[str, Any]:
+        """Load, build and fit; the final metrics (step, loss, lr, and val_* when the run
+        validates). ``progress`` as Trainer takes it (False, "lines" or "bar")."""
+        if self.done:
+            raise RunError(
+                f"{self.plan.out} has already reached step {self.step}; resume it with more "
+                "steps to train on"
+            )
+        self.load()
+        self.build(progress)
+        return self.fit()
+
+    def load(self) -> None:
+        """The data, the tokenizer (trained, or the checkpoint's) and the model config,
+        checked to fit the device before anything is allocated."""
+        plan = self.plan
+        if plan.train.steps == 0:
+            raise RunError(
+                "--steps 0 (train.steps = 0) trains nothing; nothing was written; give --steps "
+                "N with N >= 1"
+            )
+        self.train_data, self.val_data = load_splits(plan)
+        identity = data_identity(plan, self.train_data, self.val_data)
+        if self.resumed:
+            check_same_data(plan, identity, accept=self.data_changed_ok)
+        plan.data_identity = identity  # recorded in run.json
+        ckpt = self.checkpoint
+        if ckpt is not None:
+            self.tokenizer = load_tokenizer(ckpt / "tokenizer.json")
+        else:
+            self.tokenizer = train_tokenizer(plan, self.train_data)
+        if self.model_config is None:
+            vocab, labels = self.tokenizer.vocab_size, self.train_data.labels
+            self.model_config = model_config(plan, vocab, labels)
+        if ckpt is not None:  # resuming: the run's config and the checkpoint's tokenizer
+            check_vocabulary(self.tokenizer, self.model_config, where=str(ckpt / "tokenizer.json"))
+        self.architecture = model_class(TASKS[plan.task].model_class)
+        check_fits(plan, self.model_config, self.architecture)
+
+    def build(self, progress: bool | str = False) -> Trainer:
+        """The model (seeded by train.seed) and its Trainer."""
+        torch.manual_seed(self.plan.train.seed)
+        self.model = self.architecture(self.model_config)
+        data = (self.train_data, self.val_data)
+        self.trainer = Trainer(
+            self.model, self.tokenizer, *data, self.plan.train, self.plan.out, progress=progress
+        )
+        return self.trainer
+
+    def fit(self, then: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """Lock the folder, write run.json, train to the plan's steps; the final metrics.
+        ``then(metrics)`` runs before the lock is released (the command line writes loss.png
+        and the TensorBoard logs there). Under torchrun only the first process (RANK 0)
+        writes."""
+        plan, trainer = self.plan, self.trainer
+        main = int(os.environ.get("RANK", "0")) == 0
+        lock = RunLock(plan.out)  # taken before anything is written, held until the last file
+        error = None
+        if main:
+            try:
+                take_lock(lock, plan, new=not self.resumed)
+            except ValueError as err:
+                error = err
+        trainer.cluster.raise_together(error)
+        try:
+            if main:
+                write_run(plan, self.model_config)
+                _note_warmup(plan.train)
+            last = trainer.fit(resume=self.checkpoint is not None, lock=lock if main else None)
+            if trainer.interrupted:
+                raise RunInterrupted(
+                    f"stopped at step {trainer.step}; saved in {plan.out}; continue with "
+                    f"Run.resume({str(plan.out)!r})",
+                    trainer.stop_signal,
+                )
+            if then is not None:
+                then(last)
+        finally:
+            lock.release()
+        return last
+
+
+def _note_warmup(train) -> None:
+    """A warmup longer than the run: the learning rate never reaches train.lr (optim.py)."""
+    if train.warmup > train.steps:
+        peak = lr_at(train.steps - 1, train)
+        print(
+            f"glassformer: note: train.warmup={train.warmup} is longer than the run's "
+            f"{train.steps} steps: the learning rate only rises, to {peak:.3g} at the last "
+            f"step, and never reaches train.lr={train.lr:g} (--set train.warmup=N with "
+            f"N <= {train.steps} reaches it)",
+            file=sys.stderr,
+            flush=True,
+        )
