@@ -1,0 +1,118 @@
+"""``glassformer.runs.Run``: a run planned, trained and resumed from Python is the run the
+command line makes with the same settings, and its mistakes are ``RunError`` lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from glassformer.cli import main
+from glassformer.runs import Run, RunError
+
+TEXT = "the cat sat on the mat.\n" * 60
+TINY = {
+    "model": {"d_model": 32, "n_layer": 1, "n_head": 2, "max_len": 16},
+    "train": {"batch_size": 8, "warmup": 2, "lr": 1e-2, "log_every": 1, "eval_batches": 2},
+}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def text(tmp_path: Path) -> Path:
+    path = tmp_path / "cats.txt"
+    path.write_text(TEXT, encoding="utf-8")
+    return path
+
+
+def losses(run_dir: Path) -> list[tuple[int, float]]:
+    records = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [(r["step"], r["loss"]) for r in records if "loss" in r]
+
+
+def without_out(run_json: Path) -> dict:
+    data = json.loads(run_json.read_text())
+    data.pop("out")
+    data["settings"]["run"].pop("out")
+    return data
+
+
+def test_a_run_from_python_is_the_run_the_command_line_makes(tmp_path, text, capsys):
+    run = Run.plan(data=str(text), out=tmp_path / "py", steps=3, settings=TINY)
+    last = run.train()
+    argv = ["train", "--data", str(text), "--out", str(tmp_path / "cli"), "--steps", "3"]
+    for section, table in TINY.items():
+        for key, value in table.items():
+            argv += ["--set", f"{section}.{key}={value}"]
+    argv += ["--set", "sample.max_new_tokens=0"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    py, cli = without_out(tmp_path / "py" / "run.json"), without_out(tmp_path / "cli" / "run.json")
+    py["settings"].pop("sample", None), cli["settings"].pop("sample")
+    py.pop("sample"), cli.pop("sample")
+    assert py == cli
+    assert losses(tmp_path / "py") == losses(tmp_path / "cli")
+    assert last["step"] == 3 and last["loss"] == losses(tmp_path / "py")[-1][1]
+    assert "val_loss" in last
+    assert (tmp_path / "py" / "checkpoints" / "step-000003" / "model.safetensors").is_file()
+
+
+def test_a_run_resumed_from_python_extends_it(tmp_path, text):
+    out = tmp_path / "run"
+    Run.plan(data=str(text), out=out, steps=2, settings=TINY).train()
+    run = Run.resume(out, steps=4)
+    assert run.step == 2 and not run.done
+    assert run.train()["step"] == 4
+    assert [s for s, _ in losses(out)] == [1, 2, 3, 4]
+    again = Run.resume(out)
+    assert again.done
+    with pytest.raises(RunError, match="already reached step 4"):
+        again.train()
+    with pytest.raises(RunError, match="--steps 3 is below step 4"):
+        Run.resume(out, steps=3)
+    with pytest.raises(RunError, match="already holds a run with these settings"):
+        Run.plan(data=str(text), out=out, steps=4, settings=TINY)
+    with pytest.raises(RunError, match=r"train.seed=1337, but the options give 5"):
+        Run.resume(out, settings={"train": {"seed": 5}})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"dta": "x"}, "Run.plan got dta; allowed: config, settings, out, task, data"),
+        ({"settings": {"model": {"n_layr": 2}}}, "unknown key model.n_layr; allowed in [model]"),
+        ({"settings": {"train": {"lr": "fast"}}}, "train.lr='fast' must be of type float"),
+        ({"settings": {"modle": {}}}, "unknown settings table 'modle'"),
+        ({"tokenizer": "bytes"}, "run.tokenizer="),
+        ({"data": "no-such-file.txt"}, "--data no-such-file.txt: the file does not exist"),
+        ({"config": "no-such-config"}, "--config no-such-config: no such file"),
+        ({"model": "tiny-encoder"}, "--model tiny-encoder is a encoder preset"),
+    ],
+)
+def test_a_mistake_is_a_run_error_naming_it(tmp_path, kwargs, words):
+    with pytest.raises(RunError) as caught:
+        Run.plan(out=tmp_path / "run", **kwargs)
+    assert isinstance(caught.value, ValueError)
+    assert words in str(caught.value)
+    assert not (tmp_path / "run").exists()
+
+
+def test_resuming_a_folder_without_a_run_is_a_run_error(tmp_path):
+    with pytest.raises(RunError, match="nothing to resume in .*: it has no run.json"):
+        Run.resume(tmp_path)
+
+
+def test_a_run_of_zero_steps_is_refused_before_anything_is_written(tmp_path, text):
+    run = Run.plan(data=str(text), out=tmp_path / "run", steps=0, settings=TINY)
+    with pytest.raises(RunError, match="trains nothing"):
+        run.train()
+    assert not (tmp_path / "run").exists()
