@@ -92,7 +92,7 @@ class Run:
         }
         if out is not None:
             flags["run"]["out"] = str(out)
-        check_settings(settings or {})
+        _check_tables(settings or {})
         check_settings(flags)
         base = load_config(str(config)) if config is not None else {}
         return cls.from_settings(merge(base, settings or {}, flags))
@@ -121,7 +121,7 @@ class Run:
         it. ``settings`` given must not change the run (only its [sample] may); the data must
         be those it was trained on unless ``data_changed_ok``."""
         if settings is not None:
-            check_settings(settings)
+            _check_tables(settings)
         return cls.resume_with(
             Path(out),
             None if settings is None else (lambda own: merge(own, settings)),
@@ -230,6 +230,16 @@ class Run:
         finally:
             lock.release()
         return last
+
+
+def _check_tables(settings: Any) -> None:
+    """``settings`` as tables, ``{"model": {"n_layer": 2}, ...}``, checked (settings.py)."""
+    if not isinstance(settings, dict) or not all(isinstance(t, dict) for t in settings.values()):
+        raise RunError(
+            f"settings={settings!r}: allowed a dict of tables, e.g. "
+            '{"model": {"n_layer": 2}, "train": {"lr": 1e-3}}'
+        )
+    check_settings(settings)
 
 
 def _note_warmup(train) -> None:

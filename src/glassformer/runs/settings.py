@@ -39,16 +39,8 @@ from ..training import TrainConfig
 from .errors import RunError
 
 __all__ = [
-    "SECTIONS",
-    "RunSettings",
-    "SampleSettings",
-    "builtin_config_names",
-    "check_settings",
-    "load_config",
-    "merge",
-    "parse_assignment",
-    "parse_value",
-    "to_toml",
+    "SECTIONS", "RunSettings", "SampleSettings", "builtin_config_names", "check_settings",
+    "load_config", "merge", "parse_assignment", "parse_value", "to_toml",
 ]
 
 Settings = dict[str, dict[str, Any]]
