@@ -10,6 +10,7 @@ import argparse
 from typing import Any
 
 from ..presets import PRESETS
+from ..runs.plan import RUN_OPTIONS, TRAIN_OPTIONS, option_tables
 from ..runs.settings import builtin_config_names, load_config, merge, parse_assignment
 from ..tasks import TASKS
 from ..training.config import STRATEGIES
@@ -157,15 +158,7 @@ def gather_settings(
     for text in args.set:
         section, key, value = parse_assignment(text)
         overrides.setdefault(section, {})[key] = value
-    run_flags = {
-        k: getattr(args, k)
-        for k in ("task", "data", "val_data", "tokenizer", "vocab_size", "model", "out")
-    }
-    train_flags = {k: getattr(args, k) for k in ("steps", "seed", "device", "strategy")}
-    flags = {
-        "run": {k: v for k, v in run_flags.items() if v is not None},
-        "train": {k: v for k, v in train_flags.items() if v is not None},
-    }
+    flags = option_tables({k: getattr(args, k) for k in RUN_OPTIONS + TRAIN_OPTIONS})
     shown = config_name if config_name in builtin_config_names() else None
     return merge(*layers, overrides, flags), shown
 

@@ -34,10 +34,13 @@ from .errors import RunError
 from .scale import scaled_run
 from .settings import RunSettings, SampleSettings, Settings, merge
 
-__all__ = ["RunPlan", "make_plan"]
+__all__ = ["RUN_OPTIONS", "TRAIN_OPTIONS", "RunPlan", "make_plan", "option_tables"]
 
 VAL_FRACTION = 0.1  # of a user file held out for validation when no --val-data is given
 BPE_VOCAB = 512
+# what a run is given by name: glassformer train's flags, Run.plan's keywords
+RUN_OPTIONS = ("task", "data", "val_data", "tokenizer", "vocab_size", "model", "out")
+TRAIN_OPTIONS = ("steps", "seed", "device", "strategy")
 
 
 @dataclass
@@ -75,6 +78,16 @@ class RunPlan:
         if not isinstance(d.get("data_identity"), dict | None):
             raise ValueError("data_identity is not a JSON object")
         return cls(**d)
+
+
+def option_tables(options: dict[str, Any]) -> Settings:
+    """The options named in RUN_OPTIONS and TRAIN_OPTIONS as the [run] and [train] tables,
+    the last layer of the settings; None values left out."""
+    given = {k: v for k, v in options.items() if v is not None}
+    return {
+        "run": {k: v for k, v in given.items() if k in RUN_OPTIONS},
+        "train": {k: v for k, v in given.items() if k in TRAIN_OPTIONS},
+    }
 
 
 def is_builtin(name: str) -> bool:

@@ -36,15 +36,12 @@ from .datasets import load_splits, train_tokenizer
 from .errors import RunError, RunInterrupted
 from .fits import check_fits
 from .folder import check_out, refuse_kept_run, take_lock
-from .plan import RunPlan, make_plan, model_config
+from .plan import RUN_OPTIONS, TRAIN_OPTIONS, RunPlan, make_plan, model_config, option_tables
 from .record import checkpoint_step, write_run
 from .resume import check_reached, resumed_plan
 from .settings import Settings, check_settings, load_config, merge
 
 __all__ = ["Run"]
-
-RUN_KEYS = ("task", "data", "val_data", "tokenizer", "vocab_size", "model")
-TRAIN_KEYS = ("steps", "seed", "device", "strategy")
 
 
 class Run:
@@ -80,19 +77,14 @@ class Run:
         ``{"model": {"n_layer": 2}}``; then ``options``: task, data, val_data, tokenizer,
         vocab_size, model (a preset), steps, seed, device, strategy). ``RunError`` when a
         setting is wrong or ``out`` already holds a run."""
-        unknown = sorted(set(options) - set(RUN_KEYS) - set(TRAIN_KEYS))
+        unknown = sorted(set(options) - set(RUN_OPTIONS) - set(TRAIN_OPTIONS))
         if unknown:
             raise RunError(
                 f"Run.plan got {', '.join(unknown)}; allowed: config, settings, out, "
-                f"{', '.join(RUN_KEYS + TRAIN_KEYS)}"
+                f"{', '.join(RUN_OPTIONS[:-1] + TRAIN_OPTIONS)}"
             )
-        flags = {
-            "run": {k: v for k, v in options.items() if k in RUN_KEYS and v is not None},
-            "train": {k: v for k, v in options.items() if k in TRAIN_KEYS and v is not None},
-        }
-        if out is not None:
-            flags["run"]["out"] = str(out)
-        _check_tables(settings or {})
+        flags = option_tables({**options, "out": None if out is None else str(out)})
+        _check_tables({} if settings is None else settings)
         check_settings(flags)
         base = load_config(str(config)) if config is not None else {}
         return cls.from_settings(merge(base, settings or {}, flags))
