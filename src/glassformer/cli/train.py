@@ -81,11 +81,14 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
         args.resume = True
     if args.resume:
         out = Path(args.out) if args.out else make_plan(settings).out
-        given = None  # the options that define a run, checked against the run's own
-        if any(getattr(args, name) not in (None, []) for name in DEFINES_RUN):
-            given = lambda own: gather_settings(args, base=own)[0]  # noqa: E731
+        def given(own):  # the options on top of the run's own settings, checked against them
+            return gather_settings(args, base=own)[0]
+
+        defines = any(getattr(args, name) not in (None, []) for name in DEFINES_RUN)
         changes = {k: getattr(args, k) for k in ("steps", "device", "strategy")}
-        run = Run.resume_with(out, given, changes, data_changed_ok=args.data_changed_ok)
+        run = Run.resume_with(
+            out, given if defines else None, changes, data_changed_ok=args.data_changed_ok
+        )
         settings, builtin = run.plan.settings, None
         if run.done:
             print(
