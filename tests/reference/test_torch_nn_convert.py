@@ -251,8 +251,8 @@ def test_dtype_requires_grad_and_mode_carry_over():
     adapter = from_torch(m)
     params = dict(adapter.module.named_parameters())
     assert all(p.dtype == torch.float64 for p in params.values())
-    assert params["ffn.fc1.weight"].requires_grad is False
-    assert params["ffn.fc2.weight"].requires_grad is True
+    assert params["mlp.fc1.weight"].requires_grad is False
+    assert params["mlp.fc2.weight"].requires_grad is True
     assert not adapter.training and not adapter.module.training
     assert to_torch(adapter).linear1.weight.dtype == torch.float64
 

@@ -126,40 +126,18 @@ class EncoderBlock(_Block):
         """x (B, T, C); mask broadcastable to (B, H, T, T), True = may attend -> (B, T, C).
         With ``packing``, x holds the real tokens only, (N, C) -> (N, C)
         (glassformer.fast.packing). ``token_mask`` (B, T): the real tokens, for the norms."""
+        attn_args = dict(mask=mask, causal=causal, graph=self.graph, rope=rope, packing=packing)
         resid_pre = self.hook_resid_pre(x)
-        if self.norm_first:  # pre-norm: X ← X + F(layer_norm(X))
-            attn_in = self.ln1(resid_pre, token_mask)
-            attn_out = self.hook_attn_out(
-                self._drop(
-                    self.attn(
-                        attn_in,
-                        mask=mask,
-                        causal=causal,
-                        graph=self.graph,
-                        rope=rope,
-                        packing=packing,
-                    )[0]
-                )
-            )
+        if self.norm_first:  # pre-norm, the notes: X ← X + F(layer_norm(X))
+            attn_out = self.attn(self.ln1(resid_pre, token_mask), **attn_args)[0]
+            attn_out = self.hook_attn_out(self._drop(attn_out))
             resid_mid = self.hook_resid_mid(self._add(resid_pre, attn_out, self.hook_attn_out))
             mlp_out = self.hook_mlp_out(self._drop(self.mlp(self.ln2(resid_mid, token_mask))))
             resid_post = self._add(resid_mid, mlp_out, self.hook_mlp_out)
-        else:  # post-norm: X ← layer_norm(X + F(X))
-            attn_out = self.hook_attn_out(
-                self._drop(
-                    self.attn(
-                        resid_pre,
-                        mask=mask,
-                        causal=causal,
-                        graph=self.graph,
-                        rope=rope,
-                        packing=packing,
-                    )[0]
-                )
-            )
-            resid_mid = self.hook_resid_mid(
-                self.ln1(self._add(resid_pre, attn_out, self.hook_attn_out), token_mask)
-            )
+        else:  # post-norm, Vaswani et al.: X ← layer_norm(X + F(X))
+            attn_out = self.hook_attn_out(self._drop(self.attn(resid_pre, **attn_args)[0]))
+            resid_mid = self._add(resid_pre, attn_out, self.hook_attn_out)
+            resid_mid = self.hook_resid_mid(self.ln1(resid_mid, token_mask))
             mlp_out = self.hook_mlp_out(self._drop(self.mlp(resid_mid)))
             resid_post = self.ln2(self._add(resid_mid, mlp_out, self.hook_mlp_out), token_mask)
         return self.hook_resid_post(resid_post)
@@ -200,74 +178,33 @@ class DecoderBlock(_Block):
                 f"(cross_attention={self.cross_attn is not None}, "
                 f"memory given={memory is not None})"
             )
-        resid_pre = self.hook_resid_pre(x)
-        if self.norm_first:  # pre-norm: X ← X + F(layer_norm(X))
-            attn_in = self.ln1(resid_pre, token_mask)
-            attn_out = self.hook_attn_out(
-                self._drop(
-                    self.attn(
-                        attn_in,
-                        mask=mask,
-                        causal=causal,
-                        graph=self.graph,
-                        rope=rope,
-                        cache=cache,
-                    )[0]
-                )
+        attn_args = dict(mask=mask, causal=causal, graph=self.graph, rope=rope, cache=cache)
+        if self.cross_attn is not None:  # the target positions query the memory Z
+            q0 = 0 if cache is None else cache.position  # x's first position, not yet cached
+            cross_args = dict(
+                mask=memory_mask, graph=self.cross_graph, query_start=q0, cache=memory_cache
             )
+        resid_pre = self.hook_resid_pre(x)
+        if self.norm_first:  # pre-norm, the notes: X ← X + F(layer_norm(X))
+            attn_out = self.attn(self.ln1(resid_pre, token_mask), **attn_args)[0]
+            attn_out = self.hook_attn_out(self._drop(attn_out))
             resid = self.hook_resid_mid(self._add(resid_pre, attn_out, self.hook_attn_out))
-            if self.cross_attn is not None:  # Z attended from the target positions
-                q0 = 0 if cache is None else cache.position - x.shape[1]
-                cross_out = self.hook_cross_attn_out(
-                    self._drop(
-                        self.cross_attn(
-                            self.ln2(resid, token_mask),
-                            memory,
-                            memory_mask,
-                            graph=self.cross_graph,
-                            query_start=q0,
-                            cache=memory_cache,
-                        )[0]
-                    )
-                )
-                resid = self.hook_resid_mid_cross(
-                    self._add(resid, cross_out, self.hook_cross_attn_out)
-                )
+            if self.cross_attn is not None:
+                cross_out = self.cross_attn(self.ln2(resid, token_mask), memory, **cross_args)[0]
+                cross_out = self.hook_cross_attn_out(self._drop(cross_out))
+                resid = self._add(resid, cross_out, self.hook_cross_attn_out)
+                resid = self.hook_resid_mid_cross(resid)
             mlp_out = self.hook_mlp_out(self._drop(self.mlp(self.ln_mlp(resid, token_mask))))
             resid_post = self._add(resid, mlp_out, self.hook_mlp_out)
-        else:  # post-norm: X ← layer_norm(X + F(X))
-            attn_out = self.hook_attn_out(
-                self._drop(
-                    self.attn(
-                        resid_pre,
-                        mask=mask,
-                        causal=causal,
-                        graph=self.graph,
-                        rope=rope,
-                        cache=cache,
-                    )[0]
-                )
-            )
-            resid = self.hook_resid_mid(
-                self.ln1(self._add(resid_pre, attn_out, self.hook_attn_out), token_mask)
-            )
-            if self.cross_attn is not None:  # Z attended from the target positions
-                q0 = 0 if cache is None else cache.position - x.shape[1]
-                cross_out = self.hook_cross_attn_out(
-                    self._drop(
-                        self.cross_attn(
-                            resid,
-                            memory,
-                            memory_mask,
-                            graph=self.cross_graph,
-                            query_start=q0,
-                            cache=memory_cache,
-                        )[0]
-                    )
-                )
-                resid = self.hook_resid_mid_cross(
-                    self.ln2(self._add(resid, cross_out, self.hook_cross_attn_out), token_mask)
-                )
+        else:  # post-norm, Vaswani et al.: X ← layer_norm(X + F(X))
+            attn_out = self.hook_attn_out(self._drop(self.attn(resid_pre, **attn_args)[0]))
+            resid = self._add(resid_pre, attn_out, self.hook_attn_out)
+            resid = self.hook_resid_mid(self.ln1(resid, token_mask))
+            if self.cross_attn is not None:
+                cross_out = self.cross_attn(resid, memory, **cross_args)[0]
+                cross_out = self.hook_cross_attn_out(self._drop(cross_out))
+                resid = self._add(resid, cross_out, self.hook_cross_attn_out)
+                resid = self.hook_resid_mid_cross(self.ln2(resid, token_mask))
             mlp_out = self.hook_mlp_out(self._drop(self.mlp(resid)))
             resid_post = self.ln_mlp(self._add(resid, mlp_out, self.hook_mlp_out), token_mask)
         return self.hook_resid_post(resid_post)
