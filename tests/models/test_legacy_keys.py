@@ -77,3 +77,17 @@ def test_a_checkpoint_with_a_tensor_under_both_names_is_refused(tmp_path):
         r"'decoder\.blocks\.0\.ln1\.weight'",
     ):
         load_model(tmp_path)
+
+
+def test_a_name_no_module_has_is_refused_as_the_file_spells_it(tmp_path):
+    model = load_model(LEGACY / "encoder-decoder")
+    model.save_pretrained(tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    tensors["decoder.layers.0.gate.weight"] = torch.zeros(2)
+    tensors["stray.cross_norm.weight"] = torch.zeros(2)
+    save_file(tensors, tmp_path / "model.safetensors")
+    with pytest.raises(
+        ValueError,
+        match=r"unexpected \['decoder\.layers\.0\.gate\.weight', 'stray\.cross_norm\.weight'\]",
+    ):
+        load_model(tmp_path)

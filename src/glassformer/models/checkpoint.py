@@ -169,7 +169,8 @@ def read_weights(model: GlassformerModel, path: Path) -> dict[str, torch.Tensor]
             except ValueError as err:
                 raise ValueError(f"{path}: {err}") from None
             names = set(stored)
-            missing, unexpected = sorted(set(expected) - names), sorted(names - set(expected))
+            missing = sorted(set(expected) - names)
+            unexpected = sorted(stored[name] for name in names - set(expected))  # as in the file
             if missing or unexpected:
                 raise ValueError(
                     f"{path}: weights do not match the config: missing {missing[:5]}, "

@@ -38,8 +38,7 @@ def current_names(stored: Iterable[str]) -> dict[str, str]:
 def _block_of(name: str) -> str:
     """'decoder.layers.0.cross_norm.weight' -> 'decoder.layers.0'."""
     parts = name.split(".")
-    i = parts.index("layers")
-    return ".".join(parts[: i + 2])
+    return ".".join(parts[:3]) if len(parts) > 3 and parts[1] == "layers" else ""
 
 
 def _rename(name: str, cross: set[str]) -> str:
