@@ -81,16 +81,17 @@ class Stack:
 
 def find_stack(model: nn.Module, stack: str | None) -> Stack:
     """The block stack ``stack`` names (``"encoder"`` | ``"decoder"``; None: the decoder when
-    the model has one, else the encoder)."""
-    aliases = getattr(model, "hook_aliases", {})
-    found = {}
+    the model has one, else the encoder). Hook names start with the stack's name only where
+    the model has two stacks (an encoder-decoder), as TransformerLens's names."""
+    stacks = {}
     for name in ("encoder", "decoder"):
         module = getattr(model, name, None)
         if isinstance(module, nn.Module) and hasattr(module, "blocks"):
-            prefix = aliases.get(name, name)
-            found[name] = Stack(name, f"{prefix}." if prefix else "", module)
+            stacks[name] = module
+    paired = len(stacks) == 2
+    found = {name: Stack(name, f"{name}." if paired else "", m) for name, m in stacks.items()}
     for found_stack in found.values():
-        found_stack.paired = len(found) == 2
+        found_stack.paired = paired
     if not found:
         raise ValueError(f"{type(model).__name__} has no encoder or decoder block stack")
     if stack is None:
