@@ -321,15 +321,18 @@ def _rename(key: str, stack: str) -> str:
         ("embed.token.", "tok."),
         ("embed.pos.", "pos."),
         ("embed.segment.", "segment."),
-        ("embed.norm.", "norm."),
+        ("embed.ln_embed.", "norm."),
+        ("blocks.", "layers."),
         ("decoder.", f"{stack}."),
         ("encoder.", f"{stack}."),
+        (".attn.", ".self_attn."),
         ("in_proj.weight", "in_proj_weight"),
         ("in_proj.bias", "in_proj_bias"),
-        ("ffn.fc1.", "linear1."),
-        ("ffn.fc2.", "linear2."),
-        ("attn_norm.", "norm1."),
-        ("ff_norm.", "norm2."),
+        ("mlp.fc1.", "linear1."),
+        ("mlp.fc2.", "linear2."),
+        ("ln1.", "norm1."),
+        ("ln2.", "norm2."),
+        ("ln_final.", "norm."),
     ):
         key = key.replace(ours, theirs)
     return key

@@ -54,8 +54,8 @@ def attention(model, stack: str | None, kind: str, layer: int):
     """The MultiHeadAttention module of ``layer`` of ``stack`` (None: the model's only or
     decoder stack)."""
     body = getattr(model, stack) if stack else getattr(model, "decoder", None) or model.encoder
-    block = body.layers[layer]
-    return block.self_attn if kind == "self" else block.cross_attn
+    block = body.blocks[layer]
+    return block.attn if kind == "self" else block.cross_attn
 
 
 # Zero ablation of a head = the head's columns of W^O zeroed ----------------------------------
@@ -85,7 +85,7 @@ def test_zero_ablating_a_head_removes_its_term_z_h_w_o_h(family, stack, kind):
 def test_ablating_a_head_that_writes_nothing_changes_nothing():
     model, args = build("decoder"), inputs("decoder")
     with torch.no_grad():
-        model.decoder.layers[1].self_attn.out_proj.weight[:, 1 * D : 2 * D] = 0.0
+        model.decoder.blocks[1].attn.out_proj.weight[:, 1 * D : 2 * D] = 0.0
     expected = model(**args).logits
     for how in ("zero", "mean", "resample"):
         out = ablate(model, args, heads=[(1, 1)], how=how, reference=inputs("decoder", seed=7))
@@ -99,10 +99,10 @@ def test_zero_ablating_a_feed_forward_is_zeroing_w_2_and_b_2(family, stack):
     model, args = build(family), inputs(family)
     hooks = ablation_hooks(model, mlps=[1], stack=stack)
     ablated = model.run_with_hooks(**args, hooks=hooks).logits
-    block = (getattr(model, stack) if stack else model.decoder).layers[1]
+    block = (getattr(model, stack) if stack else model.decoder).blocks[1]
     with torch.no_grad():
-        block.ffn.fc2.weight.zero_()
-        block.ffn.fc2.bias.zero_()
+        block.mlp.fc2.weight.zero_()
+        block.mlp.fc2.bias.zero_()
     torch.testing.assert_close(ablated, model(**args).logits)
 
 

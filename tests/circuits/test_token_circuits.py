@@ -89,7 +89,7 @@ def planted(sign: float) -> DecoderLM:
     """Head 0 of layer 0 with W_V = P, W_O = sign · Pᵀ (P: E×D, orthonormal columns) and tied
     embeddings: W_E S W_Eᵀ = sign · (W_E P)(W_E P)ᵀ, whose eigenvalues all have that sign."""
     model = build(DecoderLM, family="decoder")
-    attn = model.decoder.layers[0].self_attn
+    attn = model.decoder.blocks[0].attn
     p, _ = torch.linalg.qr(torch.randn(E, D, dtype=torch.float64))
     with torch.no_grad():
         attn.in_proj.weight[2 * E : 2 * E + D] = p.T  # W_V of head 0 (torch layout: Pᵀ)

@@ -74,7 +74,7 @@ def heads(model):
     stacks = ["encoder", "decoder"] if isinstance(model, EncoderDecoder) else [None]
     for stack in stacks:
         prefix = f"{stack}.blocks" if stack else "blocks"
-        n_layer = len(stack_module(model, stack).layers)
+        n_layer = len(stack_module(model, stack).blocks)
         kinds = ["self", "cross"] if stack == "decoder" else ["self"]
         for layer in range(n_layer):
             for kind in kinds:
@@ -160,7 +160,7 @@ def test_grouped_query_heads_share_their_key_value_head():
     """n_head 4, n_kv_head 2: query heads 0, 1 read key/value head 0; 2, 3 read head 1."""
     model = build("decoder pre-norm gqa")
     w = head_weights(model, 0)
-    wk = model.decoder.layers[0].self_attn.projection_weights()[1][0]  # (H_kv D, E)
+    wk = model.decoder.blocks[0].attn.projection_weights()[1][0]  # (H_kv D, E)
     for h, kv in enumerate([0, 0, 1, 1]):
         assert torch.equal(w.W_K[h], wk[kv * 4 : (kv + 1) * 4].T)
     assert torch.equal(w.W_V[0], w.W_V[1]) and not torch.equal(w.W_V[1], w.W_V[2])
@@ -193,9 +193,9 @@ def test_every_layer_at_once():
 def test_detached_and_default_stack():
     model = build("seq2seq pre-norm gqa")
     assert not ov_matrix(model, 0).A.requires_grad
-    dec = model.decoder.layers[1].self_attn.out_proj.weight
+    dec = model.decoder.blocks[1].attn.out_proj.weight
     assert torch.equal(ov_matrix(model, 1, 3).B, dec[:, 12:16].T)  # default: the decoder
-    enc = model.encoder.layers[1].self_attn.out_proj.weight
+    enc = model.encoder.blocks[1].attn.out_proj.weight
     assert torch.equal(ov_matrix(model, 1, 3, stack="encoder").B, enc[:, 12:16].T)
 
 

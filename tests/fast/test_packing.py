@@ -123,7 +123,7 @@ def test_no_packing_while_a_hook_is_attached():
     token_mask = torch.arange(T) < LENGTHS[:, None]
     mask = padding_mask(LENGTHS, T)
     shapes = []
-    handle = enc.layers[1].hook_resid_pre.add_hook(lambda t, hook: shapes.append(t.shape))
+    handle = enc.blocks[1].hook_resid_pre.add_hook(lambda t, hook: shapes.append(t.shape))
     with torch.no_grad():
         hooked = enc(x, mask, token_mask=token_mask)
     handle.remove()

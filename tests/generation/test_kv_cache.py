@@ -56,7 +56,7 @@ def test_cross_attention_keys_values_are_computed_once(make_seq2seq, monkeypatch
     """The source's K/V (Eq. 5) are projected at the first decoder step only."""
     model = make_seq2seq()
     calls = []
-    for layer in model.decoder.layers:
+    for layer in model.decoder.blocks:
         original = layer.cross_attn.forward
 
         def spy(x, z=None, mask=None, *, cache=None, _orig=original, **kw):
@@ -65,7 +65,7 @@ def test_cross_attention_keys_values_are_computed_once(make_seq2seq, monkeypatch
 
         monkeypatch.setattr(layer.cross_attn, "forward", spy)
     generate(model, [[5, 6, 7, 2]], max_new_tokens=10, temperature=0)
-    n_layers = len(model.decoder.layers)
+    n_layers = len(model.decoder.blocks)
     assert calls[:n_layers] == [False] * n_layers  # first step: computed and cached
     assert all(calls[n_layers:]) and len(calls) == 10 * n_layers  # later steps: reused
 

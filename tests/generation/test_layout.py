@@ -16,7 +16,7 @@ def test_layout_is_restored_exactly(make_decoder):
         name: (p.data_ptr(), p.stride(), p.detach().clone()) for name, p in model.named_parameters()
     }
     with input_major_weights(model):
-        w = model.decoder.layers[0].ffn.fc1.weight
+        w = model.decoder.blocks[0].mlp.fc1.weight
         assert w.shape == (128, 32) and w.stride() == (1, 128)  # same shape, transposed storage
         tied = model.head.unembed.proj.weight
         assert tied is model.embed.token.weight and tied.stride() == (1, 64)  # re-laid once

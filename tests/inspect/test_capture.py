@@ -69,9 +69,9 @@ def test_attention_rows_sum_to_one_zero_where_masked_and_equal_eq1(kit, family):
 
 def test_queries_and_keys_are_the_projections_of_the_normed_stream(kit):
     model, rec, _, _, _ = _run(kit, "llama")
-    block, r = model.decoder.layers[1], rec.records()[1]
-    x = block.attn_norm(rec.stream()[2].before)  # pre-norm: Q, K from Norm(X), Eq. (4)
-    (wq, _), (wk, _), _ = block.self_attn.projection_weights()
+    block, r = model.decoder.blocks[1], rec.records()[1]
+    x = block.ln1(rec.stream()[2].before)  # pre-norm: Q, K from Norm(X), Eq. (4)
+    (wq, _), (wk, _), _ = block.attn.projection_weights()
     q = (x @ wq.T).view(2, 7, 4, 4).transpose(1, 2)  # (B, H, T, D)
     k = (x @ wk.T).view(2, 7, 2, 4).transpose(1, 2)  # (B, H_kv, T, D)
     positions = (rec.records()[0].allowed[:, 0, -1].long().cumsum(-1) - 1).clamp(min=0)
@@ -90,24 +90,24 @@ def test_each_update_is_the_sublayer_output(kit, family, norm_first):
         keys = src_mask if stack_name == "encoder" else tgt_mask
         mask = None if keys is None else keys.bool()[:, None, None, :]
         steps = rec.stream(stack_name)
-        assert len(steps) == len(stack.layers) * (
+        assert len(steps) == len(stack.blocks) * (
             3 if stack_name == "decoder" and memory is not None else 2
         )
         for r, nxt in zip(steps, [*steps[1:], None], strict=True):
-            block = stack.layers[r.layer]
+            block = stack.blocks[r.layer]
             norm = {
-                "self_attn": block.attn_norm,
-                "cross_attn": block.cross_norm,
-                "ff": block.ff_norm,
+                "self_attn": block.ln1,
+                "cross_attn": block.ln2,
+                "ff": block.ln_mlp,
             }
             u = norm[r.sublayer](r.before) if norm_first else r.before
             if r.sublayer == "self_attn":
-                want = block.self_attn(u, mask=mask, causal=stack_name == "decoder")[0]
+                want = block.attn(u, mask=mask, causal=stack_name == "decoder")[0]
             elif r.sublayer == "cross_attn":
                 memory_mask = src_mask.bool()[:, None, None, :]
                 want = block.cross_attn(u, memory, memory_mask)[0]
             else:
-                want = block.ffn(u)
+                want = block.mlp(u)
             assert_close(r.update, want, atol=1e-12, rtol=0)
             if norm_first:
                 assert torch.equal(r.after, r.before + r.update)
@@ -129,9 +129,9 @@ def test_last_entry_relates_exactly_to_hidden_states(kit, family, norm_first):
         last, end, stack = rec.stream(name)[-1], rec.output(name), getattr(model, name)
         assert torch.equal(end.last, last.after)  # the stream before any final norm
         assert torch.equal(end.output, hidden[name])
-        assert end.final_norm == (stack.norm is not None) == norm_first  # presets' default
+        assert end.final_norm == (stack.ln_final is not None) == norm_first  # presets' default
         if norm_first:  # hidden_states = FinalNorm(last residual entry)
-            assert torch.equal(stack.norm(last.after), hidden[name])
+            assert torch.equal(stack.ln_final(last.after), hidden[name])
         else:  # post-norm: no final norm, the last entry is hidden_states itself
             assert torch.equal(last.after, hidden[name])
         assert torch.equal(rec.states(name)[-1], last.after)

@@ -45,13 +45,13 @@ def test_weighted_edges_needs_one_matrix():
 def test_each_family_shows_the_graph_it_applies(kit):
     lm = kit.build(DecoderLM, "tiny", double=False)
     assert attention_graphs(lm) == [causal(), causal()]  # no graph: the causal graph
-    lm.decoder.layers[0].graph = sliding_window(3)
+    lm.decoder.blocks[0].graph = sliding_window(3)
     assert attention_graphs(lm) == [sliding_window(3, causal=True), causal()]
     mlm = kit.build(EncoderMLM, "bert-base", type_vocab_size=0, pooler=False)
-    mlm.encoder.layers[1].graph = sliding_window(2)
+    mlm.encoder.blocks[1].graph = sliding_window(2)
     assert attention_graphs(mlm) == [full(), sliding_window(2)]  # an encoder is not causal
     s2s = kit.build(EncoderDecoder, "tiny-seq2seq")
-    s2s.decoder.layers[1].cross_graph = sliding_window(2)
+    s2s.decoder.blocks[1].cross_graph = sliding_window(2)
     assert attention_graphs(s2s, "decoder", "cross") == [full(), sliding_window(2)]
     assert attention_graphs(s2s, "encoder") == [full(), full()]
     with pytest.raises(ValueError, match=r"stack=None is ambiguous.*'encoder', 'decoder'"):

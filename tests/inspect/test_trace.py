@@ -94,7 +94,7 @@ def test_each_step_follows_its_formula(kit, case):
     assert len(attentions) == (6 if cls is EncoderDecoder else 2)
     for where in attentions:
         stack, _, layer, part = where.split(".")
-        attn = getattr(getattr(model, stack).layers[int(layer)], part)
+        attn = getattr(getattr(model, stack).blocks[int(layer)], part)
         step = _by_name(steps, where)
         rotated = step.get("rotary positions") or step["Q, K, V projections"]
         q, k, v = rotated["Q"], rotated["K"], step["Q, K, V projections"]["V"]
@@ -112,7 +112,7 @@ def test_each_step_follows_its_formula(kit, case):
         assert_close(step["output projection"]["out"], attn.out_proj(concat), atol=1e-12, rtol=0)
     for where in sorted({s.where for s in steps if s.name == "first layer"}):
         stack, _, layer, _ = where.split(".")
-        ffn = getattr(model, stack).layers[int(layer)].ffn
+        ffn = getattr(model, stack).blocks[int(layer)].mlp
         step = _by_name(steps, where)
         hidden, act = step["first layer"]["H"], step["activation"]["a"]
         if ffn.activation == "swiglu":
@@ -126,7 +126,7 @@ def test_each_step_follows_its_formula(kit, case):
 def test_one_block_is_walked_in_the_order_of_the_notes(kit):
     model = kit.build(DecoderLM, "tiny")
     steps = trace(model, kit.ids(), layer=1)
-    block = [s for s in steps if s.where.startswith("decoder.layers.")]
+    block = [s for s in steps if s.where.startswith("decoder.blocks.")]
     assert {s.where.split(".")[2] for s in block} == {"1"}
     assert [s.name for s in block] == [
         "norm", "Q, K, V projections", "scores", "mask", "softmax", "weighted sum",
@@ -147,11 +147,11 @@ def test_text_shows_formulas_and_shapes(kit):
     model = kit.build(EncoderDecoder, "tiny-seq2seq")
     args, kwargs = _inputs(kit, EncoderDecoder)
     text = format_trace(trace(model, *args, **kwargs, layer=0))
-    assert "decoder.layers.0.cross_attn · Q, K, V projections" in text
+    assert "decoder.blocks.0.cross_attn · Q, K, V projections" in text
     assert "(Eq. 5: Q from X, K and V from the encoder output Z)" in text
     assert "Q (2, 4, 5, 4)  K (2, 4, 7, 4)  V (2, 4, 7, 4)" in text  # T = 5 queries, S = 7 keys
     assert "A (2, 4, 5, 7)" in text and "logits (2, 5, 40)" in text
-    assert "layers.1" not in text
+    assert "blocks.1" not in text
 
 
 def test_bad_arguments_are_named(kit):

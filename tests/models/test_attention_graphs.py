@@ -16,11 +16,11 @@ SMALL = dict(vocab_size=40, d_model=32, n_head=4, max_len=24, init_std=0.2)
 
 def test_each_family_builds_its_blocks_with_the_graphs_of_the_config():
     dec = DecoderLM(ModelConfig(**SMALL, n_layer=3, attention_graph="window:4*2,full"))
-    assert [b.graph for b in dec.decoder.layers] == [G.sliding_window(4)] * 2 + [None]
+    assert [b.graph for b in dec.decoder.blocks] == [G.sliding_window(4)] * 2 + [None]
     enc = EncoderMLM(
         ModelConfig(**SMALL, family="encoder", n_layer=2, attention_graph=["full", "dilated:3:2"])
     )
-    assert [b.graph for b in enc.encoder.layers] == [None, G.dilated(3, 2)]
+    assert [b.graph for b in enc.encoder.blocks] == [None, G.dilated(3, 2)]
     s2s = EncoderDecoder(
         ModelConfig(
             **SMALL,
@@ -32,10 +32,10 @@ def test_each_family_builds_its_blocks_with_the_graphs_of_the_config():
             cross_attention_graph="window:2|global:0",
         )
     )
-    assert [b.graph for b in s2s.encoder.layers] == [G.sliding_window(5)]
-    assert [b.graph for b in s2s.decoder.layers] == [None, G.sliding_window(3)]
+    assert [b.graph for b in s2s.encoder.blocks] == [G.sliding_window(5)]
+    assert [b.graph for b in s2s.decoder.blocks] == [None, G.sliding_window(3)]
     cross = G.sliding_window(2) | G.global_tokens(0)
-    assert [b.cross_graph for b in s2s.decoder.layers] == [cross, cross]
+    assert [b.cross_graph for b in s2s.decoder.blocks] == [cross, cross]
 
 
 def test_a_window_graph_makes_a_decoder_local():
@@ -119,7 +119,7 @@ def test_a_checkpoint_keeps_the_graphs(tmp_path):
     for a, b in zip(loaded.modules(), model.modules(), strict=True):
         assert getattr(a, "graph", None) == getattr(b, "graph", None)
         assert getattr(a, "cross_graph", None) == getattr(b, "cross_graph", None)
-    assert [b.graph for b in loaded.decoder.layers] == [G.sliding_window(4), None]
+    assert [b.graph for b in loaded.decoder.blocks] == [G.sliding_window(4), None]
     src, tgt = torch.randint(5, 40, (2, 9)), torch.randint(5, 40, (2, 7))
     with torch.no_grad():
         assert torch.equal(

@@ -119,7 +119,7 @@ def test_config_that_does_not_match_the_weights(saved):
     meta["config"]["d_model"] = 32
     meta["config"]["n_layer"] = 3
     (saved / "config.json").write_text(json.dumps(meta))
-    with pytest.raises(ValueError, match="missing \\['decoder.layers.2"):
+    with pytest.raises(ValueError, match="missing \\['decoder.blocks.2"):
         load_model(saved)
 
 
@@ -269,7 +269,7 @@ def test_a_bad_tokenizer_file_is_named(saved):
 def test_weights_with_nan_or_inf_are_refused_naming_the_tensor(saved, values, held):
     path = saved / "model.safetensors"
     tensors = load_file(path)
-    name = "decoder.layers.1.self_attn.in_proj.weight"
+    name = "decoder.blocks.1.attn.in_proj.weight"
     tensors[name].view(-1)[5 : 5 + len(values)] = torch.tensor(values)
     save_file(tensors, path, metadata={"format": "pt"})
     with pytest.raises(ValueError) as err:

@@ -108,8 +108,8 @@ def attentions(model, args: dict) -> list[tuple[str, torch.nn.Module, torch.Tens
     for prefix, stack in stacks(model):
         causal = prefix == "decoder." or isinstance(model, DecoderLM)
         keys = args["decoder_attention_mask" if prefix == "decoder." else "attention_mask"]
-        for i, block in enumerate(stack.layers):
-            found.append((f"{prefix}blocks.{i}.attn", block.self_attn, keys, causal))
+        for i, block in enumerate(stack.blocks):
+            found.append((f"{prefix}blocks.{i}.attn", block.attn, keys, causal))
             if block.cross_attn is not None:
                 memory = args["attention_mask"]
                 found.append((f"{prefix}blocks.{i}.cross_attn", block.cross_attn, memory, False))
@@ -129,8 +129,8 @@ def test_residual_stream_is_continuous_and_ends_in_the_hidden_states(name):
     hidden = {"": out.hidden_states, "decoder.": out.hidden_states}
     hidden["encoder."] = getattr(out, "encoder_hidden_states", None)
     for prefix, stack in stacks(model):
-        n = len(stack.layers)
-        for i, block in enumerate(stack.layers):
+        n = len(stack.blocks)
+        for i, block in enumerate(stack.blocks):
             at = f"{prefix}blocks.{i}."
             pre, mid, post = (cache[at + f"hook_resid_{s}"] for s in ("pre", "mid", "post"))
             after_attn = cache[at + "hook_resid_mid_cross"] if block.cross_attn else mid
@@ -139,19 +139,19 @@ def test_residual_stream_is_continuous_and_ends_in_the_hidden_states(name):
             if model.config.norm_first:  # X + F(Norm(X)), exactly the sums of the stream
                 assert torch.equal(mid, pre + cache[at + "hook_attn_out"])
                 assert torch.equal(post, after_attn + cache[at + "hook_mlp_out"])
-                assert torch.equal(cache[at + "ln1.hook_normalized"], block.attn_norm(pre))
+                assert torch.equal(cache[at + "ln1.hook_normalized"], block.ln1(pre))
                 if block.cross_attn is not None:
                     cross = cache[at + "hook_cross_attn_out"]
                     assert torch.equal(after_attn, mid + cross)
             else:  # Norm(X + F(X)): the stream is each norm's output
                 assert torch.equal(mid, cache[at + "ln1.hook_normalized"])
-                assert torch.equal(mid, block.attn_norm(pre + cache[at + "hook_attn_out"]))
+                assert torch.equal(mid, block.ln1(pre + cache[at + "hook_attn_out"]))
                 last_norm = "ln3" if block.cross_attn is not None else "ln2"
                 assert torch.equal(post, cache[at + f"{last_norm}.hook_normalized"])
         last = cache[f"{prefix}blocks.{n - 1}.hook_resid_post"]
-        if stack.norm is not None:  # pre-norm: hidden states = ln_final(last resid_post)
+        if stack.ln_final is not None:  # pre-norm: hidden states = ln_final(last resid_post)
             assert torch.equal(cache[prefix + "ln_final.hook_normalized"], hidden[prefix])
-            assert torch.equal(stack.norm(last), hidden[prefix])
+            assert torch.equal(stack.ln_final(last), hidden[prefix])
         else:
             assert torch.equal(last, hidden[prefix])
     assert torch.equal(cache["hook_logits"], out.logits)
@@ -171,7 +171,7 @@ def test_embeddings_sum_to_the_first_residual_stream(name):
         if model.config.type_vocab_size:
             x = x + cache[prefix + "hook_token_type_embed"]
         if model.config.embed_norm:
-            assert torch.equal(cache[prefix + "ln_embed.hook_normalized"], model.embed.norm(x))
+            assert torch.equal(cache[prefix + "ln_embed.hook_normalized"], model.embed.ln_embed(x))
             x = cache[prefix + "ln_embed.hook_normalized"]
         assert torch.equal(x, cache[prefix + "blocks.0.hook_resid_pre"])
 
@@ -303,7 +303,7 @@ def test_zeroing_one_head_changes_only_what_that_head_feeds(name, which):
     model = build(name, torch.float64)
     args = inputs(name)
     prefix, stack = stacks(model)[-1]
-    at = f"{prefix}blocks.{len(stack.layers) - 1}.{which}"
+    at = f"{prefix}blocks.{len(stack.blocks) - 1}.{which}"
     head, others = 1, [0, 2, 3]
 
     def zero_head(z, hook):
@@ -393,7 +393,7 @@ def test_cached_decoding_sees_the_rows_of_the_full_pass(name):
     source = args["attention_mask"]
     memory = model.encode(args["input_ids"], source) if seq2seq else None
     kv = model.new_cache()
-    n_layer = len(stacks(model)[-1][1].layers)
+    n_layer = len(stacks(model)[-1][1].blocks)
     t = ids.shape[1]
     for a, b in [(0, 3), *((s, s + 1) for s in range(3, t))]:
         if seq2seq:  # forward() has no cache: the step is decode(), with the hooks attached

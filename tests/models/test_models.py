@@ -203,10 +203,10 @@ def test_flops_per_token_follows_6n_plus_attention():
 
 def test_init_scales_residual_projections():
     model = DecoderLM(preset("tiny", vocab_size=V, n_layer=8))
-    std = model.decoder.layers[0].ffn.fc2.weight.std().item()
+    std = model.decoder.blocks[0].mlp.fc2.weight.std().item()
     assert std == pytest.approx(0.02 / math.sqrt(16), rel=0.1)
-    assert model.decoder.layers[0].ffn.fc1.weight.std().item() == pytest.approx(0.02, rel=0.1)
-    assert model.decoder.layers[0].ffn.fc1.bias.abs().max().item() == 0
+    assert model.decoder.blocks[0].mlp.fc1.weight.std().item() == pytest.approx(0.02, rel=0.1)
+    assert model.decoder.blocks[0].mlp.fc1.bias.abs().max().item() == 0
 
 
 def test_model_refuses_config_of_another_family():

@@ -27,13 +27,13 @@ def x_(b=3, t=6):
 def test_encoder_block_is_residual_around_each_sublayer(norm_first):
     blk = EncoderBlock(C, H, FF, norm_first=norm_first, activation="gelu").double()
     x = x_()
-    attn = lambda u: blk.self_attn(u)[0]  # noqa: E731
+    attn = lambda u: blk.attn(u)[0]  # noqa: E731
     if norm_first:  # X + F(Norm(X)), the notes' pseudocode
-        y = x + attn(blk.attn_norm(x))
-        y = y + blk.ffn(blk.ff_norm(y))
+        y = x + attn(blk.ln1(x))
+        y = y + blk.mlp(blk.ln2(y))
     else:  # Norm(X + F(X)), Vaswani et al.
-        y = blk.attn_norm(x + attn(x))
-        y = blk.ff_norm(y + blk.ffn(y))
+        y = blk.ln1(x + attn(x))
+        y = blk.ln2(y + blk.mlp(y))
     torch.testing.assert_close(blk(x), y)
 
 
@@ -42,10 +42,10 @@ def test_decoder_block_order_self_cross_ff(norm_first):
     blk = DecoderBlock(C, H, FF, norm_first=norm_first).double()
     x, z = x_(t=4), x_(t=7)
     mm = padding_mask(torch.tensor([7, 3, 5]))
-    sa = lambda u: blk.self_attn(u, causal=True)[0]  # noqa: E731
+    sa = lambda u: blk.attn(u, causal=True)[0]  # noqa: E731
     ca = lambda u: blk.cross_attn(u, z, mm)[0]  # noqa: E731
     y = x
-    for norm, f in ((blk.attn_norm, sa), (blk.cross_norm, ca), (blk.ff_norm, blk.ffn)):
+    for norm, f in ((blk.ln1, sa), (blk.ln2, ca), (blk.ln3, blk.mlp)):
         y = y + f(norm(y)) if norm_first else norm(y + f(y))
     torch.testing.assert_close(blk(x, z, memory_mask=mm), y)
 
@@ -146,9 +146,9 @@ def test_decoder_cache_equals_full_recompute(cross):
 
 
 def test_final_norm_defaults_to_pre_norm_and_memory_is_checked():
-    assert Encoder(1, C, H, FF, norm_first=True).norm is not None
-    assert Encoder(1, C, H, FF, norm_first=False).norm is None
-    assert Decoder(1, C, H, FF, final_norm=True).norm is not None
+    assert Encoder(1, C, H, FF, norm_first=True).ln_final is not None
+    assert Encoder(1, C, H, FF, norm_first=False).ln_final is None
+    assert Decoder(1, C, H, FF, final_norm=True).ln_final is not None
     with pytest.raises(ValueError, match="memory given=False"):
         Decoder(1, C, H, FF)(torch.randn(1, 2, C))
     with pytest.raises(ValueError, match="memory given=True"):

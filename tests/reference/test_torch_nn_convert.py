@@ -235,12 +235,12 @@ def test_options_carry_over():
     block = adapter.module
     assert adapter.batch_first is True
     assert block.norm_first is True
-    assert block.ffn.activation == "gelu"
-    assert block.ffn.fc1.out_features == 24 and block.ffn.fc1.bias is None
-    assert block.self_attn.n_head == 4 and block.cross_attn.n_head == 4
-    assert block.self_attn.dropout == block.cross_attn.dropout == 0.3
-    assert block.dropout.p == block.ffn.dropout.p == 0.3
-    for norm in (block.attn_norm, block.cross_norm, block.ff_norm):
+    assert block.mlp.activation == "gelu"
+    assert block.mlp.fc1.out_features == 24 and block.mlp.fc1.bias is None
+    assert block.attn.n_head == 4 and block.cross_attn.n_head == 4
+    assert block.attn.dropout == block.cross_attn.dropout == 0.3
+    assert block.dropout.p == block.mlp.dropout.p == 0.3
+    for norm in (block.ln1, block.ln2, block.ln3):
         assert norm.eps == 1e-3 and norm.bias is None
     assert adapter.training
 
@@ -251,8 +251,8 @@ def test_dtype_requires_grad_and_mode_carry_over():
     adapter = from_torch(m)
     params = dict(adapter.module.named_parameters())
     assert all(p.dtype == torch.float64 for p in params.values())
-    assert params["ffn.fc1.weight"].requires_grad is False
-    assert params["ffn.fc2.weight"].requires_grad is True
+    assert params["mlp.fc1.weight"].requires_grad is False
+    assert params["mlp.fc2.weight"].requires_grad is True
     assert not adapter.training and not adapter.module.training
     assert to_torch(adapter).linear1.weight.dtype == torch.float64
 
@@ -267,17 +267,17 @@ def test_weights_are_copied_not_shared():
 
 def test_key_map_encoder_decoder_layers():
     enc = torch_key_map(nn.TransformerEncoderLayer(D, H, FF))
-    assert enc["self_attn.in_proj_weight"] == "self_attn.in_proj.weight"
-    assert enc["linear1.weight"] == "ffn.fc1.weight"
-    assert enc["norm2.bias"] == "ff_norm.bias"
+    assert enc["self_attn.in_proj_weight"] == "attn.in_proj.weight"
+    assert enc["linear1.weight"] == "mlp.fc1.weight"
+    assert enc["norm2.bias"] == "ln2.bias"
     dec = torch_key_map(nn.Transformer(D, H, 1, 2, FF))
     assert (
         dec["decoder.layers.1.multihead_attn.out_proj.bias"]
-        == "decoder.layers.1.cross_attn.out_proj.bias"
+        == "decoder.blocks.1.cross_attn.out_proj.bias"
     )
-    assert dec["decoder.layers.0.norm2.weight"] == "decoder.layers.0.cross_norm.weight"
-    assert dec["decoder.layers.0.norm3.weight"] == "decoder.layers.0.ff_norm.weight"
-    assert dec["encoder.norm.weight"] == "encoder.norm.weight"
+    assert dec["decoder.layers.0.norm2.weight"] == "decoder.blocks.0.ln2.weight"
+    assert dec["decoder.layers.0.norm3.weight"] == "decoder.blocks.0.ln3.weight"
+    assert dec["encoder.norm.weight"] == "encoder.ln_final.weight"
 
 
 def test_projection_layout_matches_torch():
@@ -456,7 +456,7 @@ def test_from_torch_rejects_mixed_layers():
 
 def _heterogeneous_encoder() -> Encoder:
     enc = Encoder(2, D, H, FF)
-    enc.layers[1] = EncoderBlock(D, H, FF, activation="gelu")
+    enc.blocks[1] = EncoderBlock(D, H, FF, activation="gelu")
     return enc
 
 
@@ -466,15 +466,15 @@ def _transformer_without_final_norm() -> TorchStyleTransformer:
 
 TO_TORCH_ERRORS = [
     (lambda: MultiHeadAttention(D, 4, n_kv_head=2), "n_kv_head=2"),
-    (lambda: EncoderBlock(D, H, FF, norm="rms"), "attn_norm is RMSNorm.*norm='layer'"),
+    (lambda: EncoderBlock(D, H, FF, norm="rms"), "ln1 is RMSNorm.*norm='layer'"),
     (lambda: EncoderBlock(D, H, FF, norm="batch"), "BatchNorm"),
     (lambda: EncoderBlock(D, H, FF, activation="swiglu"), "activation='swiglu'"),
     (lambda: EncoderBlock(D, H, FF, activation="gelu_tanh"), "activation='gelu_tanh'"),
-    (lambda: EncoderBlock(D, H, FF, dropout=0.1, attn_dropout=0.2), "self_attn.dropout=0.2"),
+    (lambda: EncoderBlock(D, H, FF, dropout=0.1, attn_dropout=0.2), "attn.dropout=0.2"),
     (lambda: DecoderBlock(D, H, FF, cross_attention=False), "cross_attention=False"),
     (lambda: Decoder(1, D, H, FF, cross_attention=False), "cross_attention=False"),
-    (_heterogeneous_encoder, r"layers\.1 differs .*activation"),
-    (_transformer_without_final_norm, r"encoder\.norm is None"),
+    (_heterogeneous_encoder, r"blocks\.1 differs .*activation"),
+    (_transformer_without_final_norm, r"encoder\.ln_final is None"),
     (lambda: nn.Linear(D, D), "cannot convert Linear"),
 ]
 

@@ -85,7 +85,7 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     good = (tmp_path / "checkpoints" / "step-000004" / "model.safetensors").read_bytes()
     trainer.config.steps = 12
     with torch.no_grad():
-        trainer.model.decoder.layers[0].ffn.fc1.weight[0, 0] = float("nan")
+        trainer.model.decoder.blocks[0].mlp.fc1.weight[0, 0] = float("nan")
     with pytest.raises(TrainingError, match="step 5: the loss .* not finite"):
         trainer.fit(resume=False)
     assert [p.name for p in checkpoints(tmp_path)] == ["step-000004"]
@@ -213,3 +213,50 @@ def test_a_training_set_smaller_than_a_batch_must_split_over_the_processes(tmp_p
             f"the 2 processes: allowed at least 4 training examples, or a number of processes "
             f"that divides {n}"
         )
+
+
+EARLIER_NAMES = (  # today's module names -> those of checkpoints written before them
+    (".blocks.", ".layers."),
+    (".attn.", ".self_attn."),
+    (".ln1.", ".attn_norm."),
+    (".ln2.", ".ff_norm."),
+    (".mlp.", ".ffn."),
+    ("decoder.ln_final.", "decoder.norm."),
+)
+
+
+def _earlier(text: str) -> str:
+    for today, earlier in EARLIER_NAMES:
+        text = text.replace(today, earlier)
+    return text
+
+
+def test_a_run_saved_under_the_earlier_module_names_resumes_exactly(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    whole = make("lm", tmp_path / "whole")
+    whole.fit()
+    crashed = make("lm", tmp_path / "half")
+    step = crashed.train_step
+
+    def crash_in_step_10():
+        if crashed.step == 9:
+            raise RuntimeError("killed")  # step 8 was saved
+        return step()
+
+    crashed.train_step = crash_in_step_10
+    with pytest.raises(RuntimeError, match="killed"):
+        crashed.fit()
+    ckpt = tmp_path / "half" / "checkpoints" / "step-000008"
+    for name in ("model.safetensors", "trainer.safetensors"):
+        tensors = load_file(ckpt / name)
+        save_file({_earlier(k): v.clone() for k, v in tensors.items()}, ckpt / name)
+    meta = (ckpt / "trainer.json").read_text()
+    assert "decoder.layers.0.self_attn.in_proj.weight" in _earlier(meta)
+    (ckpt / "trainer.json").write_text(_earlier(meta))
+    again = make("lm", tmp_path / "half")
+    again.fit(resume=True)
+    assert again.step == 12
+    for (name, p), q in zip(whole.model.named_parameters(), again.model.parameters(), strict=True):
+        assert torch.equal(p, q), name
+    assert losses(tmp_path / "half") == losses(tmp_path / "whole")

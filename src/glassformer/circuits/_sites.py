@@ -28,12 +28,12 @@ class Stack:
     encoder-decoder) and its blocks."""
 
     def __init__(self, name: str, prefix: str, module: nn.Module) -> None:
-        self.name, self.prefix, self.layers = name, prefix, module.layers
-        self.cross = any(getattr(b, "cross_attn", None) is not None for b in self.layers)
+        self.name, self.prefix, self.blocks = name, prefix, module.blocks
+        self.cross = any(getattr(b, "cross_attn", None) is not None for b in self.blocks)
         self.paired = False  # one of an encoder-decoder's two stacks
 
     def __len__(self) -> int:
-        return len(self.layers)
+        return len(self.blocks)
 
     def point(self, layer: int, short: str, arg: str = "hook") -> str:
         """``{prefix}blocks.{layer}.hook_{short}``, after checking ``short`` (the argument
@@ -49,14 +49,14 @@ class Stack:
         return f"{self.prefix}blocks.{self.check_layer(layer)}.{attn}.hook_z"
 
     def n_head(self, layer: int, kind: str) -> int:
-        block = self.layers[self.check_layer(layer)]
-        return (block.self_attn if kind == "self" else block.cross_attn).n_head
+        block = self.blocks[self.check_layer(layer)]
+        return (block.attn if kind == "self" else block.cross_attn).n_head
 
     def check_layer(self, layer: Any) -> int:
-        if not isinstance(layer, int) or not 0 <= layer < len(self.layers):
+        if not isinstance(layer, int) or not 0 <= layer < len(self.blocks):
             raise ValueError(
                 f"layer {layer!r} is out of range: the {self.name} stack has "
-                f"{len(self.layers)} layers (0 to {len(self.layers) - 1})"
+                f"{len(self.blocks)} layers (0 to {len(self.blocks) - 1})"
             )
         return layer
 
@@ -81,16 +81,17 @@ class Stack:
 
 def find_stack(model: nn.Module, stack: str | None) -> Stack:
     """The block stack ``stack`` names (``"encoder"`` | ``"decoder"``; None: the decoder when
-    the model has one, else the encoder)."""
-    aliases = getattr(model, "hook_aliases", {})
-    found = {}
+    the model has one, else the encoder). Hook names start with the stack's name only where
+    the model has two stacks (an encoder-decoder), as TransformerLens's names."""
+    stacks = {}
     for name in ("encoder", "decoder"):
         module = getattr(model, name, None)
-        if isinstance(module, nn.Module) and hasattr(module, "layers"):
-            prefix = aliases.get(name, name)
-            found[name] = Stack(name, f"{prefix}." if prefix else "", module)
+        if isinstance(module, nn.Module) and hasattr(module, "blocks"):
+            stacks[name] = module
+    paired = len(stacks) == 2
+    found = {name: Stack(name, f"{name}." if paired else "", m) for name, m in stacks.items()}
     for found_stack in found.values():
-        found_stack.paired = len(found) == 2
+        found_stack.paired = paired
     if not found:
         raise ValueError(f"{type(model).__name__} has no encoder or decoder block stack")
     if stack is None:

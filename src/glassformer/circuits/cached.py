@@ -128,7 +128,7 @@ def stack_view(model: nn.Module, stack: str | None, what: str) -> StackView:
         )
     embed, body = stacks[name]
     prefix = f"{name}." if prefixed else ""
-    return StackView(name, prefix, embed, body.layers, body.norm)
+    return StackView(name, prefix, embed, body.blocks, body.ln_final)
 
 
 def require(cache: ActivationCache, names: list[str], what: str) -> None:

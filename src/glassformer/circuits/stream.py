@@ -140,8 +140,8 @@ class _Walk:
         ]
         for label, name in embeds:
             self.add([label], cache[name][None])
-        if view.embed.norm is not None:  # BERT, BART: x^(0) = Norm(W_e[:, x[n]] + W_p[:, n])
-            self.through(view.embed.norm, _embedding_sum(cache, view), "ln_embed_bias")
+        if view.embed.ln_embed is not None:  # BERT, BART: x^(0) = Norm(W_e[:, x[n]] + W_p[:, n])
+            self.through(view.embed.ln_embed, _embedding_sum(cache, view), "ln_embed_bias")
         for i in range(layer):
             self.block(i)
         return stacked(self.parts)
@@ -149,23 +149,23 @@ class _Walk:
     def block(self, i: int) -> None:
         block, p, cache = self.view.blocks[i], self.view.block_prefix(i), self.cache
         post = not block.norm_first
-        names = block.hook_aliases
         before = cache[f"{p}hook_resid_pre"] if post else None
-        self.heads(block.self_attn, f"{p}attn.", f"L{i}H", f"L{i}.attn_bias")
+        self.heads(block.attn, f"{p}attn.", f"L{i}H", f"L{i}.attn_bias")
         if post:  # X ← Norm(X + MultiHead(X))
             y = before + cache[f"{p}hook_attn_out"]
-            self.through(block.attn_norm, y, f"L{i}.{names['attn_norm']}_bias")
+            self.through(block.ln1, y, f"L{i}.ln1_bias")
             before = cache[f"{p}hook_resid_mid"]
         if block.cross_attn is not None:
             self.heads(block.cross_attn, f"{p}cross_attn.", f"L{i}XH", f"L{i}.cross_bias")
             if post:
                 y = before + cache[f"{p}hook_cross_attn_out"]
-                self.through(block.cross_norm, y, f"L{i}.{names['cross_norm']}_bias")
+                self.through(block.ln2, y, f"L{i}.ln2_bias")
                 before = cache[f"{p}hook_resid_mid_cross"]
         self.add([f"L{i}.mlp"], cache[f"{p}hook_mlp_out"][None])
         if post:
             y = before + cache[f"{p}hook_mlp_out"]
-            self.through(block.ff_norm, y, f"L{i}.{names['ff_norm']}_bias")
+            ln = "ln2" if block.cross_attn is None else "ln3"
+            self.through(block.ln_mlp, y, f"L{i}.{ln}_bias")
 
     def heads(self, attn, prefix: str, label: str, bias_label: str) -> None:
         """Σ_h z_h W^O_h + b^O: one term per head (hook_result (B, T, H, C)), one for b^O."""
@@ -209,7 +209,7 @@ def stream_names(view: StackView, layer: int) -> list[str]:
         return [f"{view.block_prefix(layer)}hook_resid_pre"]
     if n:
         return [f"{view.block_prefix(n - 1)}hook_resid_post"]
-    if view.embed.norm is not None:
+    if view.embed.ln_embed is not None:
         return [f"{view.prefix}ln_embed.hook_normalized"]
     return [view.prefix + hook for _, hook in _EMBEDS if hasattr(view.embed, hook)]
 
@@ -221,7 +221,7 @@ def stream_at(cache: ActivationCache, view: StackView, layer: int) -> Tensor:
         return cache[f"{view.block_prefix(layer)}hook_resid_pre"]
     if n:
         return cache[f"{view.block_prefix(n - 1)}hook_resid_post"]
-    if view.embed.norm is not None:
+    if view.embed.ln_embed is not None:
         return cache[f"{view.prefix}ln_embed.hook_normalized"]
     return _embedding_sum(cache, view)
 

@@ -132,7 +132,7 @@ def head_weights(
     leading (H,) when ``head`` is None, of every layer with a leading (L,) when ``layer`` is
     None; detached from autograd, the model's dtype."""
     if layer is None:
-        n_layer = len(stack_module(model, stack).layers)
+        n_layer = len(stack_module(model, stack).blocks)
         if n_layer == 0:
             raise ValueError(f"layer=None: the {stack or 'model'}'s stack has no layers")
         per_layer = [head_weights(model, i, head, kind=kind, stack=stack) for i in range(n_layer)]
@@ -168,7 +168,7 @@ def attention_layer(
     model: nn.Module, layer: int, *, kind: str = "self", stack: str | None = None
 ) -> MultiHeadAttention:
     """The MultiHeadAttention of block ``layer`` of ``stack``: its self- or cross-attention."""
-    blocks = stack_module(model, stack).layers
+    blocks = stack_module(model, stack).blocks
     if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < len(blocks):
         raise ValueError(
             f"layer must be an int in 0..{len(blocks) - 1} (or None for every layer, where "
@@ -176,7 +176,7 @@ def attention_layer(
         )
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    attn = blocks[layer].self_attn if kind == "self" else blocks[layer].cross_attn
+    attn = blocks[layer].attn if kind == "self" else blocks[layer].cross_attn
     if attn is None:
         raise ValueError(
             f"kind='cross': block {layer} has no cross-attention (only the decoder blocks of an "
@@ -192,7 +192,7 @@ def stack_module(model: nn.Module, stack: str | None = None) -> nn.Module:
     if stack not in STACKS:
         raise ValueError(f"stack must be one of {STACKS} or None, got {stack!r}")
     module = getattr(model, stack, None)
-    if not isinstance(module, nn.Module) or not hasattr(module, "layers"):
+    if not isinstance(module, nn.Module) or not hasattr(module, "blocks"):
         has = [s for s in STACKS if isinstance(getattr(model, s, None), nn.Module)]
         raise ValueError(
             f"stack={stack!r}: this {type(model).__name__} has no {stack}; it has {has}"

@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 # trace ---------------------------------------------------------------------------------------
 def run_trace(args: argparse.Namespace) -> int:
     model, _ = load_checkpoint(args.checkpoint, KINDS, "trace", args.device)
-    depth = max(len(s.layers) for s in _stacks(model))
+    depth = max(len(s.blocks) for s in _stacks(model))
     if args.layer is not None and args.layer >= depth:
         raise ValueError(f"--layer {args.layer} is out of range: allowed 0..{depth - 1}")
     inputs = encode_inputs(model, args.text, args.target, None)
@@ -156,7 +156,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--cross needs an encoder-decoder checkpoint; this one holds a {type(model).__name__}"
         )
-    layers = _checked("--layers", args.layers, min(len(s.layers) for s in _stacks(model)))
+    layers = _checked("--layers", args.layers, min(len(s.blocks) for s in _stacks(model)))
     heads = _checked("--heads", args.heads, model.config.n_head)
     inputs = encode_inputs(model, args.text, args.target, args.pad_to)
     mask = inputs.kwargs.get("attention_mask")

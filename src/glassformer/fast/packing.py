@@ -54,9 +54,9 @@ def encode(encoder, x: Tensor, mask, causal: bool, token_mask, rope) -> Tensor |
         return None
     packing = Packing.from_mask(token_mask)
     x = packing.pack(x)  # (N, C): every row real, so the norms need no token_mask
-    for layer in encoder.layers:
-        x = layer(x, mask, causal=causal, rope=rope, packing=packing)
-    return packing.unpack(x if encoder.norm is None else encoder.norm(x, None))
+    for block in encoder.blocks:
+        x = block(x, mask, causal=causal, rope=rope, packing=packing)
+    return packing.unpack(x if encoder.ln_final is None else encoder.ln_final(x, None))
 
 
 def _applies(encoder, x: Tensor, mask, token_mask) -> bool:

@@ -159,7 +159,7 @@ def _pictures(out: Path, steps: int, per_class: int) -> list[Path]:
     names = [f"{i}{'ab'[int(c)]}" for i, c in enumerate(labels)]  # id + faction (a: Mr. Hi)
     with torch.no_grad(), capture(model) as rec:
         model(torch.eye(len(labels)))
-    last = len(model.encoder.layers) - 1
+    last = len(model.encoder.blocks) - 1
     return [
         plot_graph(graph, out / "karate_graph.png", t=len(labels), tokens=names).path,
         plot_attention_graph(rec, out / "karate_attention.png", layers=[last], tokens=names).path,

@@ -54,15 +54,15 @@ def attention_graphs(
     module = stacks[stack]
     if kind == "self":
         is_causal = isinstance(module, Decoder)
-        graphs = [b.graph for b in module.layers]
+        graphs = [b.graph for b in module.blocks]
         if is_causal:
             return [causal() if g is None else g.causal() for g in graphs]
         return [full() if g is None else g for g in graphs]
     if kind != "cross":
         raise ValueError(f"kind={kind!r} is not known; allowed ('self', 'cross')")
-    if not all(getattr(b, "cross_attn", None) is not None for b in module.layers):
+    if not all(getattr(b, "cross_attn", None) is not None for b in module.blocks):
         raise ValueError(f"kind='cross': the {stack} has no cross-attention")
-    return [full() if b.cross_graph is None else b.cross_graph for b in module.layers]
+    return [full() if b.cross_graph is None else b.cross_graph for b in module.blocks]
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ ACTIVATIONS = {
 
 @dataclass(frozen=True)
 class Step:
-    """One step of the forward pass: where it happens (e.g. "decoder.layers.0.self_attn"),
+    """One step of the forward pass: where it happens (e.g. "decoder.blocks.0.attn"),
     its name, its formula as the notes write it, and the tensors it produced (by name)."""
 
     where: str
@@ -100,8 +100,8 @@ class Steps:
         if emb.segment is not None:
             s = self.at(emb.hook_token_type_embed)
             x = self.emit(where, "segment embedding", "x_n ← x_n + W_s[:, s[n]]", X=x + s)
-        if emb.norm is not None:
-            self.norm(emb.norm, where, "embedding norm")
+        if emb.ln_embed is not None:
+            self.norm(emb.ln_embed, where, "embedding norm")
 
     def norm(self, module, where: str, name: str = "norm") -> Tensor:
         """LayerNorm, RMSNorm or BatchNorm (running statistics): its output."""
@@ -109,30 +109,30 @@ class Steps:
 
     # Stacks and blocks -------------------------------------------------------------------------
     def stack(self, stack, name: str, masking: Masking, cross: Masking | None = None) -> None:
-        for i, block in enumerate(stack.layers):
+        for i, block in enumerate(stack.blocks):
             self.show = self.layer is None or self.layer == i
-            self.block(block, f"{name}.layers.{i}", masking, cross)
+            self.block(block, f"{name}.blocks.{i}", masking, cross)
         self.show = True
-        if stack.norm is not None:
-            self.norm(stack.norm, name, "final norm")
+        if stack.ln_final is not None:
+            self.norm(stack.ln_final, name, "final norm")
 
     def block(self, block, where: str, masking: Masking, cross: Masking | None) -> None:
         """One EncoderBlock or DecoderBlock: each sub-layer inside residual + norm."""
-        parts = [("self_attn", block.attn_norm, block.hook_attn_out, block.hook_resid_mid, masking)]
+        parts = [("attn", block.ln1, block.hook_attn_out, block.hook_resid_mid, masking)]
         if block.cross_attn is not None:
             parts.append(
-                ("cross_attn", block.cross_norm, block.hook_cross_attn_out,
+                ("cross_attn", block.ln2, block.hook_cross_attn_out,
                  block.hook_resid_mid_cross, cross or Masking(False, False))
             )  # fmt: skip
-        parts.append(("ffn", block.ff_norm, block.hook_mlp_out, block.hook_resid_post, None))
+        parts.append(("mlp", block.ln_mlp, block.hook_mlp_out, block.hook_resid_post, None))
         x = self.at(block.hook_resid_pre)
         for name, norm, out, after, mask in parts:
             at = f"{where}.{name}"
             title = TITLES[name]
             if block.norm_first:
                 self.norm(norm, at)
-            if name == "ffn":
-                self.feedforward(block.ffn, out, at)
+            if name == "mlp":
+                self.feedforward(block.mlp, out, at)
             else:
                 self.attention(getattr(block, name), out, at, mask, cross=name == "cross_attn")
             if block.norm_first:
@@ -187,12 +187,12 @@ class Steps:
         return self.at(point).transpose(1, 2)
 
     # Feed-forward and heads --------------------------------------------------------------------
-    def feedforward(self, ffn, out: HookPoint, where: str) -> None:
-        hidden = self.at(ffn.hook_pre)  # (B, T, d_ff)
-        if ffn.activation == "swiglu":  # W_1 = [W_gate; W_up]: H = [H_gate, H_up]
-            hidden = torch.cat([hidden, self.at(ffn.hook_pre_linear)], dim=-1)
+    def feedforward(self, mlp, out: HookPoint, where: str) -> None:
+        hidden = self.at(mlp.hook_pre)  # (B, T, d_ff)
+        if mlp.activation == "swiglu":  # W_1 = [W_gate; W_up]: H = [H_gate, H_up]
+            hidden = torch.cat([hidden, self.at(mlp.hook_pre_linear)], dim=-1)
         self.emit(where, "first layer", "H = X W_1ᵀ + b_1", H=hidden)
-        self.emit(where, "activation", ACTIVATIONS[ffn.activation], a=self.at(ffn.hook_post))
+        self.emit(where, "activation", ACTIVATIONS[mlp.activation], a=self.at(mlp.hook_post))
         formula = "FeedForward(X) = W_2 a(W_1 X + b_1) + b_2"
         self.emit(where, "second layer", formula, out=self.at(out))
 
@@ -213,7 +213,7 @@ class Steps:
             self.emit("head", "pool", "v = (1/|real|) Σ_n x_n over the real tokens", v=v)
 
 
-TITLES = {"self_attn": "self-attention", "cross_attn": "cross-attention", "ffn": "feed-forward"}
+TITLES = {"attn": "self-attention", "cross_attn": "cross-attention", "mlp": "feed-forward"}
 
 
 def _as_built(mask: Tensor, masking: Masking) -> Tensor:

@@ -26,9 +26,9 @@ from .records import AttentionRecord, ResidualRecord, StackRecord
 __all__ = ["StackTap"]
 
 SUBLAYERS = (  # (ResidualRecord.sublayer, the block's attribute, its output's hook point)
-    ("self_attn", "self_attn", "hook_attn_out"),
+    ("self_attn", "attn", "hook_attn_out"),
     ("cross_attn", "cross_attn", "hook_cross_attn_out"),
-    ("ff", "ffn", "hook_mlp_out"),
+    ("ff", "mlp", "hook_mlp_out"),
 )
 AFTER = {
     "self_attn": "hook_resid_mid",
@@ -49,7 +49,7 @@ class StackTap:
 
     def attach(self) -> list[RemovableHandle]:
         """Attach the hook functions; returns their handles (``remove()`` detaches each)."""
-        blocks = list(self.stack.layers)
+        blocks = list(self.stack.blocks)
         for i, block in enumerate(blocks):
             self._on(block.hook_resid_pre, self._block_start(i == 0))
             for sublayer, attr, out in SUBLAYERS:
@@ -57,13 +57,13 @@ class StackTap:
                 if module is None:
                     continue
                 self._on(getattr(block, out), self._sublayer_output)
-                last = i == len(blocks) - 1 and sublayer == "ff" and self.stack.norm is None
+                last = i == len(blocks) - 1 and sublayer == "ff" and self.stack.ln_final is None
                 self._on(getattr(block, AFTER[sublayer]), self._sublayer_end(i, sublayer, last))
                 if isinstance(module, MultiHeadAttention):
                     kind = "self" if sublayer == "self_attn" else "cross"
                     _AttentionTap(self, i, kind, module).attach()
-        if self.stack.norm is not None:
-            self._on(self.stack.norm.hook_normalized, self._stack_end)
+        if self.stack.ln_final is not None:
+            self._on(self.stack.ln_final.hook_normalized, self._stack_end)
         return self.handles
 
     def _on(self, point: HookPoint, fn: Callable[[Tensor], None]) -> None:
@@ -87,7 +87,7 @@ class StackTap:
     def _sublayer_end(self, layer: int, sublayer: str, last: bool) -> Callable[[Tensor], None]:
         def end(after: Tensor) -> None:
             record = ResidualRecord(
-                self.name, layer, sublayer, self.call, self.stack.layers[layer].norm_first,
+                self.name, layer, sublayer, self.call, self.stack.blocks[layer].norm_first,
                 self.stream, self.update, after,
             )  # fmt: skip
             self.rec.residual.append(record)
@@ -98,7 +98,7 @@ class StackTap:
         return end
 
     def _stack_end(self, output: Tensor) -> None:
-        final_norm = self.stack.norm is not None
+        final_norm = self.stack.ln_final is not None
         self.rec.outputs.append(StackRecord(self.name, self.call, final_norm, self.stream, output))
 
 

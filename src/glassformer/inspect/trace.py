@@ -55,7 +55,7 @@ def trace(
         raise ValueError(f"trace: model is a {type(model).__name__}; allowed {allowed}")
     if not isinstance(input_ids, Tensor) or input_ids.dim() != 2:
         raise ValueError("trace: input_ids must be a (B, T) tensor of token ids")
-    depth = max(len(m.layers) for m in _stacks(model))
+    depth = max(len(m.blocks) for m in _stacks(model))
     if layer is not None and (isinstance(layer, bool) or layer not in range(depth)):
         raise ValueError(f"layer={layer!r} is out of range: allowed 0..{depth - 1}")
     kwargs = {}

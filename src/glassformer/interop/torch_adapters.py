@@ -105,8 +105,8 @@ class TorchStyleMultiheadAttention(TorchStyle):
 
 def n_head_of(module: nn.Module) -> int:
     """Heads of a block, or of the first block of a stack."""
-    layer = module if isinstance(module, EncoderBlock | DecoderBlock) else module.layers[0]
-    return layer.self_attn.n_head
+    layer = module if isinstance(module, EncoderBlock | DecoderBlock) else module.blocks[0]
+    return layer.attn.n_head
 
 
 def encode(

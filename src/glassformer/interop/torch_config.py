@@ -212,11 +212,9 @@ def norm_to_torch(norm: nn.Module, where: str) -> tuple[float, bool]:
 
 def layer_to_torch(block: EncoderBlock | DecoderBlock, where: str) -> dict:
     """torch ``TransformerEncoderLayer`` / ``TransformerDecoderLayer`` arguments of a block."""
-    attn_names = ("self_attn", "cross_attn") if block.cross_attn is not None else ("self_attn",)
+    attn_names = ("attn", "cross_attn") if block.cross_attn is not None else ("attn",)
     attns = {n: mha_to_torch(getattr(block, n), f"{where}.{n}") for n in attn_names}
-    norm_names = (
-        ("attn_norm", "cross_norm", "ff_norm") if len(attn_names) == 2 else ("attn_norm", "ff_norm")
-    )
+    norm_names = ("ln1", "ln2", "ln3") if len(attn_names) == 2 else ("ln1", "ln2")
     norms = {n: norm_to_torch(getattr(block, n), f"{where}.{n}") for n in norm_names}
     eps = _same(
         where,
@@ -224,29 +222,29 @@ def layer_to_torch(block: EncoderBlock | DecoderBlock, where: str) -> dict:
         {f"{n}.eps": e for n, (e, _) in norms.items()},
         "torch.nn layers use one layer_norm_eps",
     )
-    activation = block.ffn.activation
+    activation = block.mlp.activation
     if activation not in ("relu", "gelu"):
         why = {
             "swiglu": "torch.nn's feed-forward has no gate",
             "gelu_tanh": "torch.nn's eval fast path computes any nn.GELU as the exact (erf) gelu",
         }.get(activation, "")
         raise ValueError(
-            f"{where}.ffn.activation={activation!r}: torch.nn's transformer layers take 'relu' or "
+            f"{where}.mlp.activation={activation!r}: torch.nn's transformer layers take 'relu' or "
             f"'gelu' ({why}); it needs activation='relu' or 'gelu'"
         )
-    rates = {"dropout.p": float(block.dropout.p), "ffn.dropout.p": float(block.ffn.dropout.p)}
+    rates = {"dropout.p": float(block.dropout.p), "mlp.dropout.p": float(block.mlp.dropout.p)}
     rates.update({f"{n}.dropout": a["dropout"] for n, a in attns.items()})
     dropout = _same(
         where, "dropout rates", rates, "torch.nn layers use one rate (attn_dropout=None)"
     )
     biases = {f"{n}.bias": a["bias"] for n, a in attns.items()}
     biases.update({f"{n}.bias": b for n, (_, b) in norms.items()})
-    biases.update({f"ffn.{n}.bias": getattr(block.ffn, n).bias is not None for n in ("fc1", "fc2")})
+    biases.update({f"mlp.{n}.bias": getattr(block.mlp, n).bias is not None for n in ("fc1", "fc2")})
     bias = _same(where, "biases", biases, "torch.nn layers have all biases or none (bias=)")
     return dict(
-        d_model=attns["self_attn"]["embed_dim"],
-        nhead=attns["self_attn"]["num_heads"],
-        dim_feedforward=block.ffn.fc2.in_features,
+        d_model=attns["attn"]["embed_dim"],
+        nhead=attns["attn"]["num_heads"],
+        dim_feedforward=block.mlp.fc2.in_features,
         dropout=dropout,
         activation=activation,
         layer_norm_eps=eps,
@@ -257,15 +255,15 @@ def layer_to_torch(block: EncoderBlock | DecoderBlock, where: str) -> dict:
 
 def stack_to_torch(stack: nn.Module, where: str) -> tuple[dict, tuple[float, bool] | None]:
     """(layer arguments, (eps, bias) of the final norm or None) of an Encoder / Decoder."""
-    if len(stack.layers) == 0:
-        raise ValueError(f"{where}.layers is empty; torch.nn stacks need at least one layer")
-    found = [layer_to_torch(layer, f"{where}.layers.{i}") for i, layer in enumerate(stack.layers)]
+    if len(stack.blocks) == 0:
+        raise ValueError(f"{where}.blocks is empty; torch.nn stacks need at least one layer")
+    found = [layer_to_torch(layer, f"{where}.blocks.{i}") for i, layer in enumerate(stack.blocks)]
     for i, got in enumerate(found[1:], start=1):
         if got != found[0]:
             diff = {k: (found[0][k], v) for k, v in got.items() if found[0][k] != v}
             raise ValueError(
-                f"{where}.layers.{i} differs from {where}.layers.0 in {diff}; torch.nn stacks "
+                f"{where}.blocks.{i} differs from {where}.blocks.0 in {diff}; torch.nn stacks "
                 "clone one layer, so every layer needs the same options"
             )
-    final = None if stack.norm is None else norm_to_torch(stack.norm, f"{where}.norm")
+    final = None if stack.ln_final is None else norm_to_torch(stack.ln_final, f"{where}.ln_final")
     return found[0], final

@@ -9,11 +9,12 @@ Weights are copied by name (``torch_key_map``); torch.nn packs [W^Q; W^K; W^V] i
     torch.nn                         glassformer
     in_proj_weight / in_proj_bias    in_proj.weight / in_proj.bias
     out_proj.*                       out_proj.*
-    linear1.* / linear2.*            ffn.fc1.* / ffn.fc2.*
-    norm1, norm2 (encoder layer)     attn_norm, ff_norm
-    norm1, norm2, norm3 (decoder)    attn_norm, cross_norm, ff_norm
+    self_attn                        attn
+    linear1.* / linear2.*            mlp.fc1.* / mlp.fc2.*
+    norm1, norm2 (encoder layer)     ln1, ln2
+    norm1, norm2, norm3 (decoder)    ln1, ln2, ln3
     multihead_attn                   cross_attn
-    layers.i.*, norm.*               layers.i.*, norm.*
+    layers.i.*, norm.*               blocks.i.*, ln_final.*
     encoder.*, decoder.*             encoder.*, decoder.*  (nn.Transformer)
 """
 
@@ -61,20 +62,20 @@ _MHA_KEYS = {
 }
 _LAYER_PARTS = {
     nn.TransformerEncoderLayer: {
-        "self_attn": "self_attn",
-        "linear1": "ffn.fc1",
-        "linear2": "ffn.fc2",
-        "norm1": "attn_norm",
-        "norm2": "ff_norm",
+        "self_attn": "attn",
+        "linear1": "mlp.fc1",
+        "linear2": "mlp.fc2",
+        "norm1": "ln1",
+        "norm2": "ln2",
     },
     nn.TransformerDecoderLayer: {
-        "self_attn": "self_attn",
+        "self_attn": "attn",
         "multihead_attn": "cross_attn",
-        "linear1": "ffn.fc1",
-        "linear2": "ffn.fc2",
-        "norm1": "attn_norm",
-        "norm2": "cross_norm",
-        "norm3": "ff_norm",
+        "linear1": "mlp.fc1",
+        "linear2": "mlp.fc2",
+        "norm1": "ln1",
+        "norm2": "ln2",
+        "norm3": "ln3",
     },
 }
 
@@ -179,17 +180,19 @@ def _rename(m: nn.Module, key: str) -> str:
         return f"{parts[head]}.{_rename(child, rest) if head.endswith('attn') else rest}"
     if isinstance(m, nn.TransformerEncoder | nn.TransformerDecoder) and head == "layers":
         index, _, rest = rest.partition(".")
-        return f"layers.{index}.{_rename(m.layers[int(index)], rest)}"
+        return f"blocks.{index}.{_rename(m.layers[int(index)], rest)}"
     if isinstance(m, nn.Transformer):
         return f"{head}.{_rename(getattr(m, head), rest)}"
-    return key  # the final norm of a stack: norm.weight, norm.bias
+    if head == "norm":  # the final norm of a stack: norm.weight, norm.bias
+        return f"ln_final.{rest}"
+    return key
 
 
 def _stack(module, where, layer_type, native_type):
     options, batch_first, final = stack_from_torch(module, where, layer_type)
     native = native_type(len(module.layers), final_norm=final is not None, **options)
     if final is not None:  # the final norm may have its own eps and bias
-        native.norm = LayerNorm(options["d_model"], eps=final[0], bias=final[1])
+        native.ln_final = LayerNorm(options["d_model"], eps=final[0], bias=final[1])
     return native, batch_first
 
 
@@ -275,9 +278,9 @@ def _build_torch(native, where, batch_first, flags, factory) -> nn.Module:
             norm = nn.LayerNorm(kwargs["d_model"], final[0], bias=final[1], **factory)
         if isinstance(native, Encoder):
             layer = nn.TransformerEncoderLayer(**kwargs, **common)
-            return nn.TransformerEncoder(layer, len(native.layers), norm, **flags)
+            return nn.TransformerEncoder(layer, len(native.blocks), norm, **flags)
         layer = nn.TransformerDecoderLayer(**kwargs, **common)
-        return nn.TransformerDecoder(layer, len(native.layers), norm)
+        return nn.TransformerDecoder(layer, len(native.blocks), norm)
     return _transformer_to_torch(native, where, flags, common)
 
 
@@ -296,18 +299,18 @@ def _transformer_to_torch(native: nn.ModuleDict, where, flags, common) -> nn.Tra
     for part, final in (("encoder", enc_final), ("decoder", dec_final)):
         if final is None:
             raise ValueError(
-                f"{where}.{part}.norm is None; torch.nn.Transformer always has a final LayerNorm "
-                f"after its {part}, so it needs final_norm=True"
+                f"{where}.{part}.ln_final is None; torch.nn.Transformer always has a final "
+                f"LayerNorm after its {part}, so it needs final_norm=True"
             )
         if final != (enc["layer_norm_eps"], enc["bias"]):
             raise ValueError(
-                f"{where}.{part}.norm has eps={final[0]}, bias={final[1]}; torch.nn.Transformer's "
-                f"final LayerNorm has the layers' eps={enc['layer_norm_eps']} and "
-                f"bias={enc['bias']}"
+                f"{where}.{part}.ln_final has eps={final[0]}, bias={final[1]}; "
+                "torch.nn.Transformer's final LayerNorm has the layers' "
+                f"eps={enc['layer_norm_eps']} and bias={enc['bias']}"
             )
     out = nn.Transformer(
-        num_encoder_layers=len(encoder.layers),
-        num_decoder_layers=len(decoder.layers),
+        num_encoder_layers=len(encoder.blocks),
+        num_decoder_layers=len(decoder.blocks),
         **enc,
         **common,
     )

@@ -24,6 +24,7 @@ from ..files import replace_file, write_text
 from ..run_folder import CHECKPOINTS, best_or_latest
 from ..structured import loads_json
 from .budget import check_memory
+from .legacy_keys import current_names
 from .registry import model_class
 
 if TYPE_CHECKING:
@@ -155,21 +156,27 @@ def load_weights(model: GlassformerModel, path: Path) -> None:
 
 
 def read_weights(model: GlassformerModel, path: Path) -> dict[str, torch.Tensor]:
-    """The tensors of ``path``, each checked (name, shape, dtype) against ``model`` before
-    it is read, and for NaN or infinite values once read; a tied tensor is returned under
-    each of its names."""
+    """The tensors of ``path`` under today's names (a checkpoint of the earlier module
+    names is read too, models/legacy_keys.py), each checked (name, shape, dtype) against
+    ``model`` before it is read, and for NaN or infinite values once read; a tied tensor is
+    returned under each of its names."""
     expected = _unique_tensors(model)
     try:
         with safe_open(path, framework="pt") as f:
-            names = set(f.keys())
-            missing, unexpected = sorted(set(expected) - names), sorted(names - set(expected))
+            try:
+                stored = current_names(f.keys())  # today's name -> the name in the file
+            except ValueError as err:
+                raise ValueError(f"{path}: {err}") from None
+            names = set(stored)
+            missing = sorted(set(expected) - names)
+            unexpected = sorted(stored[name] for name in names - set(expected))  # as in the file
             if missing or unexpected:
                 raise ValueError(
                     f"{path}: weights do not match the config: missing {missing[:5]}, "
                     f"unexpected {unexpected[:5]}"
                 )
             for name, want in expected.items():
-                got = f.get_slice(name)
+                got = f.get_slice(stored[name])
                 shape, dtype = tuple(got.get_shape()), got.get_dtype()
                 if shape != tuple(want.shape):
                     raise ValueError(
@@ -180,7 +187,7 @@ def read_weights(model: GlassformerModel, path: Path) -> dict[str, torch.Tensor]
                     raise ValueError(
                         f"{path}: tensor {name!r} has dtype {dtype}, the model needs {want.dtype}"
                     )
-            tensors = {name: f.get_tensor(name) for name in expected}
+            tensors = {name: f.get_tensor(stored[name]) for name in expected}
     except FileNotFoundError:
         raise ValueError(f"{path}: missing; a checkpoint needs {WEIGHTS_FILE}") from None
     except (SafetensorError, OSError) as err:

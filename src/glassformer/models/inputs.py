@@ -8,8 +8,6 @@ positions nothing is added here; the (cos, sin) tables are handed to every atten
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import torch
 from torch import Tensor, nn
 
@@ -26,8 +24,6 @@ class InputEmbedding(nn.Module):
     W_e[:, x[n]] (· √D), ``hook_pos_embed`` (B, T, C) the positional vectors r_n added to
     them (sinusoidal or learned), ``hook_token_type_embed`` (B, T, C) BERT's segment
     embeddings; the embedding norm (BERT, BART), ``ln_embed``, has ``hook_normalized``."""
-
-    hook_aliases: ClassVar[dict[str, str]] = {"norm": "ln_embed"}
 
     def __init__(
         self, config: ModelConfig, vocab_size: int, token: TokenEmbedding | None = None
@@ -50,7 +46,7 @@ class InputEmbedding(nn.Module):
         self.segment = (
             nn.Embedding(config.type_vocab_size, config.d_model) if config.type_vocab_size else None
         )
-        self.norm = (
+        self.ln_embed = (
             make_norm(config.norm, config.d_model, config.norm_eps, config.bias)
             if (config.embed_norm)
             else None
@@ -84,8 +80,8 @@ class InputEmbedding(nn.Module):
             else:
                 s = self.segment(token_type_ids)
             x = x + self.hook_token_type_embed(s)  # + W_s[:, segment[n]]
-        if self.norm is not None:
-            x = self.norm(x, token_mask)
+        if self.ln_embed is not None:
+            x = self.ln_embed(x, token_mask)
         if self.training:  # dropout is the identity in eval mode
             x = self.dropout(x)
         return x, self.pos.rotary(positions, None if length is None else length + self.offset)

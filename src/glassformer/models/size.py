@@ -74,7 +74,7 @@ def _measure(config: ModelConfig, architecture: str | type) -> tuple[dict[str, i
 
 def _part(name: str) -> str:
     """The part a parameter belongs to, from its name: "embed.token.weight" -> vocabulary,
-    "embed.pos.weight" -> positions, "decoder.layers.0.ffn.fc1.weight" -> blocks."""
+    "embed.pos.weight" -> positions, "decoder.blocks.0.mlp.fc1.weight" -> blocks."""
     words = name.split(".")
     if words[0] in ("encoder", "decoder"):
         return "blocks"

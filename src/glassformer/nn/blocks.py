@@ -1,9 +1,14 @@
 """Transformer blocks: attention and feed-forward sub-layers, each wrapped in a residual
 connection and a norm (notes: "Transformer Layers"; Vaswani et al. Fig. 1).
 
-Residual connection around a sub-layer F, R(X) = F(X) + X, with the norm placed either
-    post-norm (Vaswani et al., norm_first=False):  X ← Norm(X + Dropout(F(X)))
-    pre-norm  (GPT-2 and the notes' pseudocode, norm_first=True):  X ← X + Dropout(F(Norm(X)))
+The notes' pseudocode (Formal Algorithms for Transformers, Algorithms 8-10) is pre-norm,
+"layer_norm, then attention, then add"; each forward below writes it as lines, pre-norm and
+post-norm as two branches:
+
+    pre-norm  (GPT-2, the notes, norm_first=True)     X ← X + MHAttention(layer_norm(X))
+                                                       X ← X + MLP(layer_norm(X))
+    post-norm (Vaswani et al., norm_first=False)       X ← layer_norm(X + MHAttention(X))
+                                                       X ← layer_norm(X + MLP(X))
 
 EncoderBlock = self-attention + feed-forward (Algorithm 9's layer;
 torch.nn.TransformerEncoderLayer).
@@ -28,15 +33,15 @@ __all__ = ["DecoderBlock", "EncoderBlock"]
 
 
 class _Block(nn.Module):
-    """The sub-layers of a block and the residual wrapper around each.
+    """The sub-layers of a block, under TransformerLens's names: ``attn`` after the norm
+    ``ln1``, (``cross_attn`` after ``ln2``,) then ``mlp`` after ``ln2`` (``ln3`` when the
+    block cross-attends), as in TransformerLens's GPT-2 and T5 blocks.
 
-    Hook points (TransformerLens's names): ``hook_resid_pre`` the stream X entering the block,
-    ``hook_attn_out`` / ``hook_cross_attn_out`` / ``hook_mlp_out`` what each sub-layer writes
-    (F(Norm(X)) or F(X), after dropout), ``hook_resid_mid`` (and ``hook_resid_mid_cross``)
-    the stream after attention (and cross-attention), ``hook_resid_post`` the block's output;
-    each norm's output is its ``hook_normalized``. Public names: ``self_attn`` is ``attn``,
-    the norms are ``ln1``, (``ln2`` before cross-attention,) then ``ln2`` or ``ln3`` before the
-    feed-forward ``mlp``, as in TransformerLens's GPT-2 and T5 blocks.
+    Hook points: ``hook_resid_pre`` the stream X entering the block, ``hook_attn_out`` /
+    ``hook_cross_attn_out`` / ``hook_mlp_out`` what each sub-layer writes (after dropout),
+    ``hook_resid_mid`` (and ``hook_resid_mid_cross``) the stream after attention (and
+    cross-attention), ``hook_resid_post`` the block's output; each norm's output is its
+    ``hook_normalized``.
 
     ``graph`` and ``cross_graph``: the attention graphs (glassformer.graphs) of the block's
     self- and cross-attention, None for every key (Transformers as GNNs: each layer may use
@@ -65,38 +70,36 @@ class _Block(nn.Module):
         self.norm_first = norm_first
         self.graph, self.cross_graph = graph, cross_graph  # None: every key (a complete graph)
         p_attn = dropout if attn_dropout is None else attn_dropout
-        attn = dict(n_kv_head=n_kv_head, bias=bias, dropout=p_attn)
+        options = dict(n_kv_head=n_kv_head, bias=bias, dropout=p_attn)
         self.hook_resid_pre = HookPoint()
-        self.self_attn = MultiHeadAttention(d_model, n_head, **attn)
-        self.attn_norm = make_norm(norm, d_model, eps, bias)
+        self.attn = MultiHeadAttention(d_model, n_head, **options)
+        self.ln1 = make_norm(norm, d_model, eps, bias)
         self.hook_attn_out = HookPoint()
         self.hook_resid_mid = HookPoint()
-        self.cross_attn = self.cross_norm = None
-        self.hook_aliases = {"self_attn": "attn", "attn_norm": "ln1", "ffn": "mlp"}
+        self.cross_attn = None
         if cross_attention:
-            self.cross_attn = MultiHeadAttention(d_model, n_head, **attn)
-            self.cross_norm = make_norm(norm, d_model, eps, bias)
+            self.cross_attn = MultiHeadAttention(d_model, n_head, **options)
+            self.ln2 = make_norm(norm, d_model, eps, bias)
             self.hook_cross_attn_out = HookPoint()
             self.hook_resid_mid_cross = HookPoint()
-            self.hook_aliases.update(cross_norm="ln2", ff_norm="ln3")
+        self.mlp = FeedForward(d_model, d_ff, activation, bias=bias, dropout=dropout)
+        if cross_attention:
+            self.ln3 = make_norm(norm, d_model, eps, bias)
         else:
-            self.hook_aliases.update(ff_norm="ln2")
-        self.ffn = FeedForward(d_model, d_ff, activation, bias=bias, dropout=dropout)
-        self.ff_norm = make_norm(norm, d_model, eps, bias)
+            self.ln2 = make_norm(norm, d_model, eps, bias)
         self.hook_mlp_out = HookPoint()
         self.hook_resid_post = HookPoint()
         self.dropout = nn.Dropout(dropout)
         self.add = torch.add  # X + F(·) (see glassformer.fast for the in-place form)
 
-    def residual(self, x: Tensor, norm: nn.Module, sublayer, hook: HookPoint, token_mask) -> Tensor:
-        """One sub-layer F inside its residual connection:
-        pre-norm X + F(Norm(X)), post-norm Norm(X + F(X)); ``hook`` sees what F writes."""
-        if self.norm_first:
-            return self._add(x, hook(self._drop(sublayer(norm(x, token_mask)))), hook)
-        return norm(self._add(x, hook(self._drop(sublayer(x))), hook), token_mask)
+    @property
+    def ln_mlp(self) -> nn.Module:
+        """The norm of the feed-forward sub-layer: ``ln3`` after cross-attention, else ``ln2``."""
+        return self.ln2 if self.cross_attn is None else self.ln3
 
     def _add(self, x: Tensor, update: Tensor, hook: HookPoint) -> Tensor:
-        # a fast ``add`` may write over ``update``: never over a tensor a hook has seen
+        """x + update; a fast ``add`` may write over ``update``: never over a tensor that
+        ``hook`` has shown to a hook."""
         return x + update if hook.active else self.add(x, update)
 
     def _drop(self, u: Tensor) -> Tensor:
@@ -104,7 +107,8 @@ class _Block(nn.Module):
 
 
 class EncoderBlock(_Block):
-    """X ← R_attn(X) then X ← R_ff(X); bidirectional unless a mask or ``causal`` says otherwise."""
+    """Self-attention then feed-forward, each in its residual connection (Algorithm 9's
+    layer); bidirectional unless a mask or ``causal`` says otherwise."""
 
     def __init__(self, d_model: int, n_head: int, d_ff: int, **options) -> None:
         super().__init__(d_model, n_head, d_ff, cross_attention=False, **options)
@@ -121,25 +125,28 @@ class EncoderBlock(_Block):
     ) -> Tensor:
         """x (B, T, C); mask broadcastable to (B, H, T, T), True = may attend -> (B, T, C).
         With ``packing``, x holds the real tokens only, (N, C) -> (N, C)
-        (glassformer.fast.packing)."""
-
-        def attend(u: Tensor) -> Tensor:
-            return self.self_attn(
-                u, mask=mask, causal=causal, graph=self.graph, rope=rope, packing=packing
-            )[0]
-
-        x = self.hook_resid_pre(x)
-        x = self.hook_resid_mid(
-            self.residual(x, self.attn_norm, attend, self.hook_attn_out, token_mask)
-        )
-        return self.hook_resid_post(
-            self.residual(x, self.ff_norm, self.ffn, self.hook_mlp_out, token_mask)
-        )
+        (glassformer.fast.packing). ``token_mask`` (B, T): the real tokens, for the norms."""
+        attn_args = dict(mask=mask, causal=causal, graph=self.graph, rope=rope, packing=packing)
+        resid_pre = self.hook_resid_pre(x)
+        if self.norm_first:  # pre-norm, the notes: X ← X + F(layer_norm(X))
+            attn_out = self.attn(self.ln1(resid_pre, token_mask), **attn_args)[0]
+            attn_out = self.hook_attn_out(self._drop(attn_out))
+            resid_mid = self.hook_resid_mid(self._add(resid_pre, attn_out, self.hook_attn_out))
+            mlp_out = self.hook_mlp_out(self._drop(self.mlp(self.ln2(resid_mid, token_mask))))
+            resid_post = self._add(resid_mid, mlp_out, self.hook_mlp_out)
+        else:  # post-norm, Vaswani et al.: X ← layer_norm(X + F(X))
+            attn_out = self.hook_attn_out(self._drop(self.attn(resid_pre, **attn_args)[0]))
+            resid_mid = self._add(resid_pre, attn_out, self.hook_attn_out)
+            resid_mid = self.hook_resid_mid(self.ln1(resid_mid, token_mask))
+            mlp_out = self.hook_mlp_out(self._drop(self.mlp(resid_mid)))
+            resid_post = self.ln2(self._add(resid_mid, mlp_out, self.hook_mlp_out), token_mask)
+        return self.hook_resid_post(resid_post)
 
 
 class DecoderBlock(_Block):
     """Masked self-attention, then cross-attention to the memory Z (if ``cross_attention``),
-    then feed-forward, each in a residual + norm wrapper."""
+    then feed-forward, each in its residual connection (Algorithm 8's decoder layer; without
+    cross-attention Algorithm 10's layer)."""
 
     def __init__(
         self, d_model: int, n_head: int, d_ff: int, *, cross_attention: bool = True, **options
@@ -171,28 +178,33 @@ class DecoderBlock(_Block):
                 f"(cross_attention={self.cross_attn is not None}, "
                 f"memory given={memory is not None})"
             )
-
-        def attend(u: Tensor) -> Tensor:
-            return self.self_attn(
-                u, mask=mask, causal=causal, graph=self.graph, rope=rope, cache=cache
-            )[0]
-
-        def attend_memory(u: Tensor) -> Tensor:
-            q0 = 0 if cache is None else cache.position - u.shape[1]  # target positions
-            return self.cross_attn(
-                u, memory, memory_mask, graph=self.cross_graph, query_start=q0, cache=memory_cache
-            )[0]
-
-        x = self.hook_resid_pre(x)
-        x = self.hook_resid_mid(
-            self.residual(x, self.attn_norm, attend, self.hook_attn_out, token_mask)
-        )
-        if self.cross_attn is not None:
-            x = self.hook_resid_mid_cross(
-                self.residual(
-                    x, self.cross_norm, attend_memory, self.hook_cross_attn_out, token_mask
-                )
+        attn_args = dict(mask=mask, causal=causal, graph=self.graph, rope=rope, cache=cache)
+        if self.cross_attn is not None:  # the target positions query the memory Z
+            q0 = 0 if cache is None else cache.position  # x's first position, not yet cached
+            cross_args = dict(
+                mask=memory_mask, graph=self.cross_graph, query_start=q0, cache=memory_cache
             )
-        return self.hook_resid_post(
-            self.residual(x, self.ff_norm, self.ffn, self.hook_mlp_out, token_mask)
-        )
+        resid_pre = self.hook_resid_pre(x)
+        if self.norm_first:  # pre-norm, the notes: X ← X + F(layer_norm(X))
+            attn_out = self.attn(self.ln1(resid_pre, token_mask), **attn_args)[0]
+            attn_out = self.hook_attn_out(self._drop(attn_out))
+            resid = self.hook_resid_mid(self._add(resid_pre, attn_out, self.hook_attn_out))
+            if self.cross_attn is not None:
+                cross_out = self.cross_attn(self.ln2(resid, token_mask), memory, **cross_args)[0]
+                cross_out = self.hook_cross_attn_out(self._drop(cross_out))
+                resid = self._add(resid, cross_out, self.hook_cross_attn_out)
+                resid = self.hook_resid_mid_cross(resid)
+            mlp_out = self.hook_mlp_out(self._drop(self.mlp(self.ln_mlp(resid, token_mask))))
+            resid_post = self._add(resid, mlp_out, self.hook_mlp_out)
+        else:  # post-norm, Vaswani et al.: X ← layer_norm(X + F(X))
+            attn_out = self.hook_attn_out(self._drop(self.attn(resid_pre, **attn_args)[0]))
+            resid = self._add(resid_pre, attn_out, self.hook_attn_out)
+            resid = self.hook_resid_mid(self.ln1(resid, token_mask))
+            if self.cross_attn is not None:
+                cross_out = self.cross_attn(resid, memory, **cross_args)[0]
+                cross_out = self.hook_cross_attn_out(self._drop(cross_out))
+                resid = self._add(resid, cross_out, self.hook_cross_attn_out)
+                resid = self.hook_resid_mid_cross(self.ln2(resid, token_mask))
+            mlp_out = self.hook_mlp_out(self._drop(self.mlp(resid)))
+            resid_post = self.ln_mlp(self._add(resid, mlp_out, self.hook_mlp_out), token_mask)
+        return self.hook_resid_post(resid_post)

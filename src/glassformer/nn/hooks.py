@@ -11,10 +11,11 @@ have the shape of the tensor it replaces: anything else is refused with a ValueE
 the point and both shapes (the check runs only when a hook is attached). The convention is
 TransformerLens's, whose names glassformer's hook points follow.
 
-Public names: ``hook_points(model)`` walks the module tree and names each point by its path,
-translated through each module's ``hook_aliases`` (e.g. a block's ``self_attn`` is ``attn``, a
-stack's ``layers`` are ``blocks``), so that the names read as TransformerLens's do:
-``blocks.0.attn.hook_pattern`` rather than ``decoder.layers.0.self_attn.hook_pattern``.
+Public names: ``hook_points(model)`` walks the module tree and names each point by its path.
+The modules carry TransformerLens's names (``blocks``, ``attn``, ``ln1``, ``mlp``, ``ln_final``),
+so a path reads as TransformerLens's names do: ``blocks.0.attn.hook_pattern``. A model may
+leave a container out of the path with ``hook_aliases`` (``{"decoder": ""}``: a decoder-only
+model's blocks are ``blocks.0``, not ``decoder.blocks.0``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ with an optional final norm (needed after pre-norm blocks, whose output is not n
 
 from __future__ import annotations
 
-from typing import ClassVar
+from functools import partial
 
 import torch
 from torch import Tensor, nn
@@ -20,24 +20,22 @@ __all__ = ["Decoder", "Encoder"]
 
 
 class _Stack(nn.Module):
-    """What both stacks share: activation checkpointing of their blocks, and the public names
-    of their hook points (``blocks.{i}`` for ``layers.{i}``, ``ln_final`` for the final norm).
+    """What both stacks share: the ``blocks`` and the final norm ``ln_final`` (None after
+    post-norm blocks), named as in TransformerLens, and activation checkpointing of the blocks.
 
     With ``checkpointing`` on (and in training with gradients), each block's activations are
     not kept for the backward pass but recomputed there: memory for one block instead of L,
     at the cost of a second forward pass through every block."""
 
     checkpointing = False
-    hook_aliases: ClassVar[dict[str, str]] = {"layers": "blocks", "norm": "ln_final"}
 
     def hooked(self) -> bool:
         """Is a hook attached to any hook point of the stack?"""
         return any(isinstance(m, HookPoint) and m.active for m in self.modules())
 
-    def _run(self, layer: nn.Module, x: Tensor, *args, **kwargs) -> Tensor:
-        if self.checkpointing and self.training and torch.is_grad_enabled():
-            return checkpoint(layer, x, *args, use_reentrant=False, **kwargs)
-        return layer(x, *args, **kwargs)
+    def _checkpointed(self) -> bool:
+        """Are the blocks' activations recomputed in the backward pass (see above)?"""
+        return self.checkpointing and self.training and torch.is_grad_enabled()
 
 
 def _final_norm(final_norm: bool | None, options: dict, d_model: int) -> nn.Module | None:
@@ -91,10 +89,10 @@ class Encoder(_Stack):
         super().__init__()
         _check_layers(n_layer)
         graphs = _per_layer(graphs, n_layer, "graphs")
-        self.layers = nn.ModuleList(
+        self.blocks = nn.ModuleList(
             EncoderBlock(d_model, n_head, d_ff, graph=g, **block_options) for g in graphs
         )
-        self.norm = _final_norm(final_norm, block_options, d_model)
+        self.ln_final = _final_norm(final_norm, block_options, d_model)
         self.packed = None  # glassformer.fast.packing.encode when chosen
 
     def forward(
@@ -115,9 +113,11 @@ class Encoder(_Stack):
             out = self.packed(self, x, mask, causal, token_mask, rope)
             if out is not None:
                 return out
-        for layer in self.layers:  # X^(l) = Block_l(X^(l-1))
-            x = self._run(layer, x, mask, causal=causal, token_mask=token_mask, rope=rope)
-        return x if self.norm is None else self.norm(x, token_mask)
+        recompute = self._checkpointed()
+        for block in self.blocks:  # X^(l) = Block_l(X^(l-1))
+            run = partial(checkpoint, block, use_reentrant=False) if recompute else block
+            x = run(x, mask, causal=causal, token_mask=token_mask, rope=rope)
+        return x if self.ln_final is None else self.ln_final(x, token_mask)
 
 
 class Decoder(_Stack):
@@ -146,7 +146,7 @@ class Decoder(_Stack):
         cross_graphs = _per_layer(cross_graphs, n_layer, "cross_graphs")
         if not cross_attention and any(g is not None for g in cross_graphs):
             raise ValueError("cross_graphs need cross_attention=True")
-        self.layers = nn.ModuleList(
+        self.blocks = nn.ModuleList(
             DecoderBlock(
                 d_model,
                 n_head,
@@ -158,19 +158,19 @@ class Decoder(_Stack):
             )
             for g, c in zip(graphs, cross_graphs, strict=True)
         )
-        self.norm = _final_norm(final_norm, block_options, d_model)
+        self.ln_final = _final_norm(final_norm, block_options, d_model)
 
     def lookbacks(self) -> list[int | None]:
         """Per layer, how far back (i - j) causal self-attention can reach, when bounded by
         its graph (a causal sliding window of w: w - 1), else None."""
-        return [None if b.graph is None else b.graph.causal().lookback() for b in self.layers]
+        return [None if b.graph is None else b.graph.causal().lookback() for b in self.blocks]
 
     def new_cache(self, max_len: int | None = None, *, rolling: bool = False) -> DecoderCache:
         """An empty KV cache for incremental decoding with this stack. ``rolling``: layers
         whose graph reaches back at most w - 1 positions keep only the latest w."""
         windows = [None if r is None else r + 1 for r in self.lookbacks()] if rolling else None
         return DecoderCache(
-            len(self.layers), max_len, cross_attention=self.cross_attention, windows=windows
+            len(self.blocks), max_len, cross_attention=self.cross_attention, windows=windows
         )
 
     def forward(
@@ -187,12 +187,13 @@ class Decoder(_Stack):
     ) -> Tensor:
         """x (B, T, C), memory (B, S, C) -> (B, T, C). With a cache, x holds only the new
         positions and attends to the cached ones as well."""
-        n = len(self.layers)
+        n = len(self.blocks)
         self_caches = [None] * n if cache is None else cache.self_attn
         cross_caches = [None] * n if cache is None or cache.cross_attn is None else cache.cross_attn
-        for layer, c_self, c_cross in zip(self.layers, self_caches, cross_caches, strict=True):
-            x = self._run(
-                layer,
+        recompute = self._checkpointed()
+        for block, c_self, c_cross in zip(self.blocks, self_caches, cross_caches, strict=True):
+            run = partial(checkpoint, block, use_reentrant=False) if recompute else block
+            x = run(
                 x,
                 memory,
                 mask,
@@ -203,4 +204,4 @@ class Decoder(_Stack):
                 cache=c_self,
                 memory_cache=c_cross,
             )
-        return x if self.norm is None else self.norm(x, token_mask)
+        return x if self.ln_final is None else self.ln_final(x, token_mask)

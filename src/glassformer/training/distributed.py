@@ -123,8 +123,8 @@ def wrap_model(model: nn.Module, strategy: str, cluster: Cluster, device: torch.
     from torch.distributed.fsdp import fully_shard
 
     for module in model.modules():
-        if hasattr(module, "layers") and isinstance(module.layers, nn.ModuleList):
-            for block in module.layers:
+        if hasattr(module, "blocks") and isinstance(module.blocks, nn.ModuleList):
+            for block in module.blocks:
                 fully_shard(block)
     fully_shard(model)
     return model

@@ -30,6 +30,7 @@ from safetensors.torch import load_file, save_file
 from ..files import replace_dir, replace_file, write_text
 from ..models import GlassformerModel
 from ..models.budget import format_bytes
+from ..models.legacy_keys import current_names
 from ..run_folder import CHECKPOINTS, PREFIX, best_or_latest, checkpoints, latest_checkpoint
 from ..structured import loads_json
 from .errors import DiskFullError
@@ -142,6 +143,10 @@ def load_checkpoint(
     for name, tensor in tensors.items():  # NaN first, then the ranges of what is finite
         where = f"{path / 'trainer.safetensors'}: tensor {name!r}"
         check_finite(tensor, where, "the optimizer's state is")
+    try:
+        _current_parameter_names(meta, tensors)
+    except ValueError as err:
+        raise ValueError(f"{path / 'trainer.json'}: {err}") from None
     check_training_state(path, meta, tensors, model, optimizer, scheduler)
     try:
         optim_sd = _optimizer_state(meta["optimizer"], tensors)
@@ -207,6 +212,34 @@ def _optimizer_state(meta: dict[str, Any], tensors: dict[str, torch.Tensor]) -> 
         param, field = key.rsplit("/", 1)
         state.setdefault(param, {})[field] = value
     return {"state": state, "param_groups": meta["param_groups"]}
+
+
+def _current_parameter_names(meta: Any, tensors: dict[str, torch.Tensor]) -> None:
+    """Rename, in place, the parameters of optimizer state saved under the earlier module names
+    (models/legacy_keys.py) to today's; state of another shape is left to the checks."""
+    optimizer = meta.get("optimizer") if isinstance(meta, dict) else None
+    groups = optimizer.get("param_groups") if isinstance(optimizer, dict) else None
+    if not isinstance(groups, list) or not all(
+        isinstance(g, dict) and isinstance(g.get("params"), list) for g in groups
+    ):
+        return
+    stored = [p for g in groups for p in g["params"] if isinstance(p, str)]
+    new = {old: name for name, old in current_names(stored).items() if name != old}
+    if not new:
+        return
+    for group in groups:
+        group["params"] = [new.get(p, p) if isinstance(p, str) else p for p in group["params"]]
+
+    def renamed(key: str) -> str:  # "<param>/<field>"
+        param, sep, field = key.rpartition("/")
+        return f"{new.get(param, param)}{sep}{field}"
+
+    if isinstance(optimizer.get("fields"), dict):  # parameter -> its fields
+        optimizer["fields"] = {new.get(k, k): v for k, v in optimizer["fields"].items()}
+    if isinstance(optimizer.get("scalars"), dict):  # "<param>/<field>" -> value
+        optimizer["scalars"] = {renamed(k): v for k, v in optimizer["scalars"].items()}
+    for key in [k for k in tensors if k.startswith("opt/")]:
+        tensors["opt/" + renamed(key[4:])] = tensors.pop(key)
 
 
 def _jsonable(value: Any) -> Any:

@@ -11,19 +11,19 @@ and the unembedding; logits + ``final_logits_bias`` (the head bias); decoding st
                                                   src_embed.token.weight (= tgt_embed.token,
                                                       head.unembed.proj.weight)
     model.encoder.embed_positions.weight          src_embed.pos.weight
-    model.encoder.layernorm_embedding.*           src_embed.norm.*
+    model.encoder.layernorm_embedding.*           src_embed.ln_embed.*
     model.decoder.embed_positions.weight          tgt_embed.pos.weight
-    model.decoder.layernorm_embedding.*           tgt_embed.norm.*
+    model.decoder.layernorm_embedding.*           tgt_embed.ln_embed.*
     final_logits_bias (1, V), a buffer            head.unembed.proj.bias (V,)
     and for X = encoder, decoder, each layer i:
-    model.X.layers.i.self_attn.{q,k,v}_proj.*     X.layers.i.self_attn.in_proj.*  [Q; K; V]
-    model.X.layers.i.self_attn.out_proj.*         X.layers.i.self_attn.out_proj.*
-    model.X.layers.i.self_attn_layer_norm.*       X.layers.i.attn_norm.*
-    model.X.layers.i.fc1.*, fc2.*                 X.layers.i.ffn.fc1.*, ffn.fc2.*
-    model.X.layers.i.final_layer_norm.*           X.layers.i.ff_norm.*
-    model.decoder.layers.i.encoder_attn.{q,k,v}_proj.*   decoder.layers.i.cross_attn.in_proj.*
-    model.decoder.layers.i.encoder_attn.out_proj.*       decoder.layers.i.cross_attn.out_proj.*
-    model.decoder.layers.i.encoder_attn_layer_norm.*     decoder.layers.i.cross_norm.*
+    model.X.layers.i.self_attn.{q,k,v}_proj.*     X.blocks.i.attn.in_proj.*  [Q; K; V]
+    model.X.layers.i.self_attn.out_proj.*         X.blocks.i.attn.out_proj.*
+    model.X.layers.i.self_attn_layer_norm.*       X.blocks.i.ln1.*
+    model.X.layers.i.fc1.*, fc2.*                 X.blocks.i.mlp.fc1.*, mlp.fc2.*
+    model.X.layers.i.final_layer_norm.*           X.blocks.i.ln2.* (encoder), ln3.* (decoder)
+    model.decoder.layers.i.encoder_attn.{q,k,v}_proj.*   decoder.blocks.i.cross_attn.in_proj.*
+    model.decoder.layers.i.encoder_attn.out_proj.*       decoder.blocks.i.cross_attn.out_proj.*
+    model.decoder.layers.i.encoder_attn_layer_norm.*     decoder.blocks.i.ln2.*
 """
 
 from __future__ import annotations
@@ -106,19 +106,19 @@ def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
         emb = "src_embed" if side == "encoder" else "tgt_embed"
         out += [
             rule(f"{emb}.pos.weight", f"model.{side}.embed_positions.weight"),
-            *linear(f"{emb}.norm", f"model.{side}.layernorm_embedding"),
+            *linear(f"{emb}.ln_embed", f"model.{side}.layernorm_embedding"),
         ]
         for i in range(n):
-            g, h = f"{side}.layers.{i}", f"model.{side}.layers.{i}"
-            out += _attention(f"{g}.self_attn", f"{h}.self_attn")
-            out += linear(f"{g}.attn_norm", f"{h}.self_attn_layer_norm")
+            g, h = f"{side}.blocks.{i}", f"model.{side}.layers.{i}"
+            out += _attention(f"{g}.attn", f"{h}.self_attn")
+            out += linear(f"{g}.ln1", f"{h}.self_attn_layer_norm")
             if side == "decoder":
                 out += _attention(f"{g}.cross_attn", f"{h}.encoder_attn")
-                out += linear(f"{g}.cross_norm", f"{h}.encoder_attn_layer_norm")
+                out += linear(f"{g}.ln2", f"{h}.encoder_attn_layer_norm")
             out += [
-                *linear(f"{g}.ffn.fc1", f"{h}.fc1"),
-                *linear(f"{g}.ffn.fc2", f"{h}.fc2"),
-                *linear(f"{g}.ff_norm", f"{h}.final_layer_norm"),
+                *linear(f"{g}.mlp.fc1", f"{h}.fc1"),
+                *linear(f"{g}.mlp.fc2", f"{h}.fc2"),
+                *linear(f"{g}.{'ln3' if side == 'decoder' else 'ln2'}", f"{h}.final_layer_norm"),
             ]
     return out
 

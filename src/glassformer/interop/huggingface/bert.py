@@ -9,13 +9,13 @@ into glassformer's fused ``in_proj`` = [W^Q; W^K; W^V].
     embeddings.word_embeddings.weight                   embed.token.weight
     embeddings.position_embeddings.weight               embed.pos.weight
     embeddings.token_type_embeddings.weight             embed.segment.weight
-    embeddings.LayerNorm.*                              embed.norm.*
-    encoder.layer.i.attention.self.{query,key,value}.*  encoder.layers.i.self_attn.in_proj.*
-    encoder.layer.i.attention.output.dense.*            encoder.layers.i.self_attn.out_proj.*
-    encoder.layer.i.attention.output.LayerNorm.*        encoder.layers.i.attn_norm.*
-    encoder.layer.i.intermediate.dense.*                encoder.layers.i.ffn.fc1.*
-    encoder.layer.i.output.dense.*                      encoder.layers.i.ffn.fc2.*
-    encoder.layer.i.output.LayerNorm.*                  encoder.layers.i.ff_norm.*
+    embeddings.LayerNorm.*                              embed.ln_embed.*
+    encoder.layer.i.attention.self.{query,key,value}.*  encoder.blocks.i.attn.in_proj.*
+    encoder.layer.i.attention.output.dense.*            encoder.blocks.i.attn.out_proj.*
+    encoder.layer.i.attention.output.LayerNorm.*        encoder.blocks.i.ln1.*
+    encoder.layer.i.intermediate.dense.*                encoder.blocks.i.mlp.fc1.*
+    encoder.layer.i.output.dense.*                      encoder.blocks.i.mlp.fc2.*
+    encoder.layer.i.output.LayerNorm.*                  encoder.blocks.i.ln2.*
     pooler.dense.*                   (BertModel)        pooler.*
     cls.predictions.transform.dense.*     (MLM)         head.transform.*
     cls.predictions.transform.LayerNorm.* (MLM)         head.transform_norm.*
@@ -106,18 +106,18 @@ def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
         rule("embed.token.weight", f"{e}.word_embeddings.weight"),
         rule("embed.pos.weight", f"{e}.position_embeddings.weight"),
         rule("embed.segment.weight", f"{e}.token_type_embeddings.weight"),
-        *linear("embed.norm", f"{e}.LayerNorm"),
+        *linear("embed.ln_embed", f"{e}.LayerNorm"),
     ]
     for i in range(config.n_layer):
-        g, h = f"encoder.layers.{i}", f"{p}encoder.layer.{i}"
+        g, h = f"encoder.blocks.{i}", f"{p}encoder.layer.{i}"
         qkv = (f"{h}.attention.self.{x}" for x in ("query", "key", "value"))
         out += [
-            *stacked(f"{g}.self_attn.in_proj", qkv),
-            *linear(f"{g}.self_attn.out_proj", f"{h}.attention.output.dense"),
-            *linear(f"{g}.attn_norm", f"{h}.attention.output.LayerNorm"),
-            *linear(f"{g}.ffn.fc1", f"{h}.intermediate.dense"),
-            *linear(f"{g}.ffn.fc2", f"{h}.output.dense"),
-            *linear(f"{g}.ff_norm", f"{h}.output.LayerNorm"),
+            *stacked(f"{g}.attn.in_proj", qkv),
+            *linear(f"{g}.attn.out_proj", f"{h}.attention.output.dense"),
+            *linear(f"{g}.ln1", f"{h}.attention.output.LayerNorm"),
+            *linear(f"{g}.mlp.fc1", f"{h}.intermediate.dense"),
+            *linear(f"{g}.mlp.fc2", f"{h}.output.dense"),
+            *linear(f"{g}.ln2", f"{h}.output.LayerNorm"),
         ]
     if hf_class == "BertModel" and config.pooler:
         out += linear("pooler", "pooler.dense")

@@ -7,13 +7,13 @@ GPT-2's Conv1D stores each weight as (in, out), so every matrix is transposed.
     Hugging Face (GPT2LMHeadModel)          glassformer (DecoderLM)
     transformer.wte.weight                  embed.token.weight (= head.unembed.proj.weight)
     transformer.wpe.weight                  embed.pos.weight
-    transformer.h.i.ln_1.*                  decoder.layers.i.attn_norm.*
-    transformer.h.i.attn.c_attn.*  (Wᵀ)     decoder.layers.i.self_attn.in_proj.*  [Q; K; V]
-    transformer.h.i.attn.c_proj.*  (Wᵀ)     decoder.layers.i.self_attn.out_proj.*
-    transformer.h.i.ln_2.*                  decoder.layers.i.ff_norm.*
-    transformer.h.i.mlp.c_fc.*     (Wᵀ)     decoder.layers.i.ffn.fc1.*
-    transformer.h.i.mlp.c_proj.*   (Wᵀ)     decoder.layers.i.ffn.fc2.*
-    transformer.ln_f.*                      decoder.norm.*
+    transformer.h.i.ln_1.*                  decoder.blocks.i.ln1.*
+    transformer.h.i.attn.c_attn.*  (Wᵀ)     decoder.blocks.i.attn.in_proj.*  [Q; K; V]
+    transformer.h.i.attn.c_proj.*  (Wᵀ)     decoder.blocks.i.attn.out_proj.*
+    transformer.h.i.ln_2.*                  decoder.blocks.i.ln2.*
+    transformer.h.i.mlp.c_fc.*     (Wᵀ)     decoder.blocks.i.mlp.fc1.*
+    transformer.h.i.mlp.c_proj.*   (Wᵀ)     decoder.blocks.i.mlp.fc2.*
+    transformer.ln_f.*                      decoder.ln_final.*
     lm_head.weight                          head.unembed.proj.weight
 """
 
@@ -77,22 +77,22 @@ def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
     out = [
         rule("embed.token.weight", "transformer.wte.weight"),
         rule("embed.pos.weight", "transformer.wpe.weight"),
-        *linear("decoder.norm", "transformer.ln_f"),
+        *linear("decoder.ln_final", "transformer.ln_f"),
         rule("head.unembed.proj.weight", "lm_head.weight"),
     ]
     for i in range(config.n_layer):
-        g, h = f"decoder.layers.{i}", f"transformer.h.{i}"
+        g, h = f"decoder.blocks.{i}", f"transformer.h.{i}"
         out += [
-            *linear(f"{g}.attn_norm", f"{h}.ln_1"),
-            *linear(f"{g}.ff_norm", f"{h}.ln_2"),
-            rule(f"{g}.self_attn.in_proj.weight", f"{h}.attn.c_attn.weight", op="t"),
-            rule(f"{g}.self_attn.in_proj.bias", f"{h}.attn.c_attn.bias"),
-            rule(f"{g}.self_attn.out_proj.weight", f"{h}.attn.c_proj.weight", op="t"),
-            rule(f"{g}.self_attn.out_proj.bias", f"{h}.attn.c_proj.bias"),
-            rule(f"{g}.ffn.fc1.weight", f"{h}.mlp.c_fc.weight", op="t"),
-            rule(f"{g}.ffn.fc1.bias", f"{h}.mlp.c_fc.bias"),
-            rule(f"{g}.ffn.fc2.weight", f"{h}.mlp.c_proj.weight", op="t"),
-            rule(f"{g}.ffn.fc2.bias", f"{h}.mlp.c_proj.bias"),
+            *linear(f"{g}.ln1", f"{h}.ln_1"),
+            *linear(f"{g}.ln2", f"{h}.ln_2"),
+            rule(f"{g}.attn.in_proj.weight", f"{h}.attn.c_attn.weight", op="t"),
+            rule(f"{g}.attn.in_proj.bias", f"{h}.attn.c_attn.bias"),
+            rule(f"{g}.attn.out_proj.weight", f"{h}.attn.c_proj.weight", op="t"),
+            rule(f"{g}.attn.out_proj.bias", f"{h}.attn.c_proj.bias"),
+            rule(f"{g}.mlp.fc1.weight", f"{h}.mlp.c_fc.weight", op="t"),
+            rule(f"{g}.mlp.fc1.bias", f"{h}.mlp.c_fc.bias"),
+            rule(f"{g}.mlp.fc2.weight", f"{h}.mlp.c_proj.weight", op="t"),
+            rule(f"{g}.mlp.fc2.bias", f"{h}.mlp.c_proj.bias"),
         ]
     return out
 

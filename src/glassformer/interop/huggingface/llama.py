@@ -7,13 +7,13 @@ untied unless ``tie_word_embeddings``. Plain RoPE only (no ``rope_scaling``).
 
     Hugging Face (LlamaForCausalLM)                      glassformer (DecoderLM)
     model.embed_tokens.weight                            embed.token.weight
-    model.layers.i.input_layernorm.weight                decoder.layers.i.attn_norm.weight
-    model.layers.i.self_attn.{q,k,v}_proj.weight         decoder.layers.i.self_attn.in_proj.weight
-    model.layers.i.self_attn.o_proj.weight               decoder.layers.i.self_attn.out_proj.weight
-    model.layers.i.post_attention_layernorm.weight       decoder.layers.i.ff_norm.weight
-    model.layers.i.mlp.{gate,up}_proj.weight             decoder.layers.i.ffn.fc1.weight [gate; up]
-    model.layers.i.mlp.down_proj.weight                  decoder.layers.i.ffn.fc2.weight
-    model.norm.weight                                    decoder.norm.weight
+    model.layers.i.input_layernorm.weight                decoder.blocks.i.ln1.weight
+    model.layers.i.self_attn.{q,k,v}_proj.weight         decoder.blocks.i.attn.in_proj.weight
+    model.layers.i.self_attn.o_proj.weight               decoder.blocks.i.attn.out_proj.weight
+    model.layers.i.post_attention_layernorm.weight       decoder.blocks.i.ln2.weight
+    model.layers.i.mlp.{gate,up}_proj.weight             decoder.blocks.i.mlp.fc1.weight [gate; up]
+    model.layers.i.mlp.down_proj.weight                  decoder.blocks.i.mlp.fc2.weight
+    model.norm.weight                                    decoder.ln_final.weight
     lm_head.weight                                       head.unembed.proj.weight
 """
 
@@ -94,24 +94,24 @@ def _rope_theta(c: Any, where: str) -> float:
 def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
     out = [
         rule("embed.token.weight", "model.embed_tokens.weight"),
-        rule("decoder.norm.weight", "model.norm.weight"),
+        rule("decoder.ln_final.weight", "model.norm.weight"),
         rule("head.unembed.proj.weight", "lm_head.weight"),
     ]
     for i in range(config.n_layer):
-        g, h = f"decoder.layers.{i}", f"model.layers.{i}"
+        g, h = f"decoder.blocks.{i}", f"model.layers.{i}"
         qkv = (f"{h}.self_attn.{x}_proj.weight" for x in ("q", "k", "v"))
         out += [
-            rule(f"{g}.attn_norm.weight", f"{h}.input_layernorm.weight"),
-            rule(f"{g}.self_attn.in_proj.weight", *qkv, op="cat"),
-            rule(f"{g}.self_attn.out_proj.weight", f"{h}.self_attn.o_proj.weight"),
-            rule(f"{g}.ff_norm.weight", f"{h}.post_attention_layernorm.weight"),
+            rule(f"{g}.ln1.weight", f"{h}.input_layernorm.weight"),
+            rule(f"{g}.attn.in_proj.weight", *qkv, op="cat"),
+            rule(f"{g}.attn.out_proj.weight", f"{h}.self_attn.o_proj.weight"),
+            rule(f"{g}.ln2.weight", f"{h}.post_attention_layernorm.weight"),
             rule(
-                f"{g}.ffn.fc1.weight",
+                f"{g}.mlp.fc1.weight",
                 f"{h}.mlp.gate_proj.weight",
                 f"{h}.mlp.up_proj.weight",
                 op="cat",
             ),
-            rule(f"{g}.ffn.fc2.weight", f"{h}.mlp.down_proj.weight"),
+            rule(f"{g}.mlp.fc2.weight", f"{h}.mlp.down_proj.weight"),
         ]
     return out
 

@@ -1,0 +1,56 @@
+"""Weight names of checkpoints written before the modules took TransformerLens's names.
+
+Then a stack held ``layers`` and a final ``norm``, a block ``self_attn``, ``attn_norm``,
+``cross_norm``, ``ffn`` and ``ff_norm``; now they are ``blocks``, ``ln_final``, ``attn``,
+``ln1``, ``ln2``, ``mlp`` and ``ln2`` (``ln3`` in a block that cross-attends), and an input
+embedding's norm is ``ln_embed``. ``current_names`` maps each stored name to today's, so that
+such a checkpoint loads (checkpoint.read_weights); today's names map to themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["current_names"]
+
+_BLOCK = {"self_attn": "attn", "attn_norm": "ln1", "cross_norm": "ln2", "ffn": "mlp"}
+_STACKS = {"encoder", "decoder"}
+_EMBEDDINGS = {"embed", "src_embed", "tgt_embed"}
+
+
+def current_names(stored: Iterable[str]) -> dict[str, str]:
+    """{today's name: the stored name} for the tensor names of a checkpoint; a ValueError
+    when two stored names (one earlier, one of today) are one tensor's."""
+    stored = list(stored)
+    cross = {_block_of(n) for n in stored if ".cross_norm." in n}  # blocks that cross-attend
+    names: dict[str, str] = {}
+    for name in stored:
+        new = _rename(name, cross)
+        if new in names:
+            raise ValueError(
+                f"tensors {names[new]!r} and {name!r} are both {new!r} (the earlier and "
+                "today's module names); a checkpoint holds one of them"
+            )
+        names[new] = name
+    return names
+
+
+def _block_of(name: str) -> str:
+    """'decoder.layers.0.cross_norm.weight' -> 'decoder.layers.0'."""
+    parts = name.split(".")
+    return ".".join(parts[:3]) if len(parts) > 3 and parts[1] == "layers" else ""
+
+
+def _rename(name: str, cross: set[str]) -> str:
+    parts = name.split(".")
+    if len(parts) > 2 and parts[1] == "layers" and parts[0] in _STACKS and parts[2].isdigit():
+        block = ".".join(parts[:3])
+        ff_norm = "ln3" if block in cross else "ln2"
+        sub = parts[3] if len(parts) > 3 else ""
+        sub = _BLOCK.get(sub, ff_norm if sub == "ff_norm" else sub)
+        return ".".join([parts[0], "blocks", parts[2], sub, *parts[4:]])
+    if len(parts) > 2 and parts[1] == "norm" and parts[0] in _STACKS:
+        return ".".join([parts[0], "ln_final", *parts[2:]])
+    if len(parts) > 2 and parts[1] == "norm" and parts[0] in _EMBEDDINGS:
+        return ".".join([parts[0], "ln_embed", *parts[2:]])
+    return name
