@@ -9,22 +9,23 @@ Train mode runs with dropout 0 (identical computation); eval mode runs with drop
 both libraries must switch off. Gradients are enabled, so torch.nn takes its reference
 ("slow") path; the fast paths are compared in test_torch_nn_convert.py.
 
-The options of each module are not crossed in full (that was 1,057 cases) but pairwise
+The options of each module are crossed pairwise, not in full (1,057 cases, 132 pairwise)
 (``pairwise.py``): every value of every option appears, and so does every pair of values of two
 options, because that is how the options interact:
 
 - the mask case with ``batch_first``: torch.nn's per-head (B·H, T, S) masks and its padding
   masks are laid out by batch, while sequence-first inputs put the batch second;
 - the mask case with the returned weights: averaged or per-head weights must show the masked
-  keys as 0 and put a padded key's share nowhere, and ``is_causal`` is only a hint on the mask;
-- the mask case with ``norm_first`` and the final norm: a padded position still passes through
-  the norms, and its gradient must be the same where it is masked out;
-- ``train`` with the weights and with ``bias``: eval mode must switch dropout off on the
-  weights as well as on the output, and ``bias=False`` drops the norms' biases too;
-- ``activation`` with ``norm_first`` and ``bias``: the feed-forward's input differs with where
-  the norm sits and whether it has a bias.
+  keys as 0, and ``is_causal`` is only a hint that comes with the mask;
+- the mask case with ``norm_first`` and the final norm: padded positions still pass through
+  the norms, and their gradients must match where they are masked out;
+- ``train`` with the weights: eval mode must switch dropout off on the returned weights as
+  well as on the output;
+- ``bias`` with ``norm_first`` and ``activation``: ``bias=False`` removes the biases of the
+  linear maps and of the norms, so where the norm sits changes what the feed-forward sees.
 
-No three options interact beyond their pairs: each acts on its own step of the computation.
+Each option acts on its own step of the computation (projections, masks, norm placement,
+activation, layout), so a mistake shows with at most one other option set.
 """
 
 from __future__ import annotations
