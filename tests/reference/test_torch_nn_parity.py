@@ -9,7 +9,7 @@ Train mode runs with dropout 0 (identical computation); eval mode runs with drop
 both libraries must switch off. Gradients are enabled, so torch.nn takes its reference
 ("slow") path; the fast paths are compared in test_torch_nn_convert.py.
 
-The options of each module are crossed pairwise, not in full (1,057 cases, 132 pairwise)
+The options of each module are crossed pairwise, not in full (1,057 cases, 128 pairwise)
 (``pairwise.py``): every value of every option appears, and so does every pair of values of two
 options, because that is how the options interact:
 
