@@ -17,9 +17,11 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+# The suite runs on every core (pytest-xdist), a test file per worker at a time, so the runs a
+# file's fixtures train are trained once; `pytest` alone runs it in one process.
 test: $(STAMP) chromium
 	$(PY) -m ruff check .
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadfile
 
 # The explorer's browser test drives the system's Chromium (Playwright downloads no browser):
 # installed from the distribution's packages when it is missing and make runs as root.

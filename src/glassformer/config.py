@@ -24,6 +24,7 @@ attention. ``layer_graphs(field)`` gives the parsed graphs, one per layer.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 from collections.abc import Iterable
@@ -246,6 +247,9 @@ class ModelConfig:
             raise ValueError(f"{path}: {err}") from None
 
     def replace(self, **changes: Any) -> ModelConfig:
+        """A copy with ``changes``; the copy's ``extra`` is its own (a model that writes into
+        its config's ``extra`` changes neither this config nor the presets)."""
+        changes.setdefault("extra", copy.deepcopy(self.extra))
         return dataclasses.replace(self, **changes)
 
 

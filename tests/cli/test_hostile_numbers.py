@@ -1,7 +1,7 @@
 """A tampered trainer.json whose numbers would poison the run (a NaN learning rate): ``--resume``
 names the file, the field and its value in one line (exit 2), instead of training on to a loss
 that is not finite and advising a lower ``train.lr``. The numbers one by one are in
-tests/reliability/test_hostile_state.py."""
+tests/training/test_hostile_state.py."""
 
 from __future__ import annotations
 

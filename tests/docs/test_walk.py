@@ -36,7 +36,7 @@ SCALE = "0.002"  # the demo's 1000 steps: 2
 NOT_WALKED = {
     r"glassformer explore (?!.*--export)": "serves until stopped: tests/explore/test_server.py "
     "starts the server and reads its page",
-    r"torchrun ": "starts several processes: tests/distributed/test_torchrun.py runs train "
+    r"torchrun ": "starts several processes: tests/training/test_torchrun.py runs train "
     "under torchrun",
     r"make (test|docs|install|lint|bench)\b": "set-up, lint, this test suite and the site: "
     "CI runs them",

@@ -39,3 +39,13 @@ def test_small_preset_forward_backward(name):
 @pytest.mark.parametrize("name", sorted(BIG))
 def test_big_preset_forward_backward(name):
     build_and_step(name)
+
+
+def test_a_models_config_extra_is_its_own_not_the_presets():
+    classifier = EncoderClassifier(preset("tiny-encoder", n_classes=3))
+    classifier.config.extra["labels"] = ["neg", "neu", "pos"]
+    assert "labels" not in preset("tiny-encoder").extra
+    assert "labels" not in PRESETS["tiny-encoder"].extra
+    copied = classifier.config.replace(n_classes=3)
+    copied.extra["labels"].append("other")
+    assert classifier.config.extra["labels"] == ["neg", "neu", "pos"]

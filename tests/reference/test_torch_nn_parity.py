@@ -8,9 +8,29 @@ respect to every input and every parameter (matched by ``torch_key_map``).
 Train mode runs with dropout 0 (identical computation); eval mode runs with dropout 0.1, which
 both libraries must switch off. Gradients are enabled, so torch.nn takes its reference
 ("slow") path; the fast paths are compared in test_torch_nn_convert.py.
+
+The options of each module are crossed pairwise, not in full (1,057 cases, 128 pairwise)
+(``pairwise.py``): every value of every option appears, and so does every pair of values of two
+options, because that is how the options interact:
+
+- the mask case with ``batch_first``: torch.nn's per-head (B·H, T, S) masks and its padding
+  masks are laid out by batch, while sequence-first inputs put the batch second;
+- the mask case with the returned weights: averaged or per-head weights must show the masked
+  keys as 0, and ``is_causal`` is only a hint that comes with the mask;
+- the mask case with ``norm_first`` and the final norm: padded positions still pass through
+  the norms, and their gradients must match where they are masked out;
+- ``train`` with the weights: eval mode must switch dropout off on the returned weights as
+  well as on the output;
+- ``bias`` with ``norm_first`` and ``activation``: ``bias=False`` removes the biases of the
+  linear maps and of the norms, so where the norm sits changes what the feed-forward sees.
+
+Each option acts on its own step of the computation (projections, masks, norm placement,
+activation, layout), so a mistake shows with at most one other option set.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import pytest
 import torch
@@ -18,6 +38,8 @@ from torch import Tensor, nn
 from torch.testing import assert_close
 
 from glassformer.interop import from_torch, torch_key_map
+
+from .pairwise import pairwise
 
 pytestmark = pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
 
@@ -103,9 +125,20 @@ SHAPES = dict(
         strict=True,
     )
 )
-CONFIGS = [  # (norm_first, activation, bias)
-    (nf, act, bias) for nf in (False, True) for act in ("relu", "gelu") for bias in (True, False)
-]
+BOOL = [True, False]
+WEIGHTS = ["none", "average", "per_head"]
+ACTIVATIONS = ["relu", "gelu"]
+
+
+def pairs(**options: list) -> list:
+    """The pairwise cases of ``options`` as pytest parameters, named by their values."""
+
+    def name(value) -> str:
+        if isinstance(value, tuple):
+            return "(" + ",".join(map(name, value)) + ")"
+        return value if isinstance(value, str) else repr(value)
+
+    return [pytest.param(*row, id="-".join(map(name, row))) for row in pairwise(**options)]
 
 
 def layout(x: Tensor, batch_first: bool) -> Tensor:
@@ -152,11 +185,10 @@ def modes(train: bool) -> tuple[float, bool]:
 # --------------------------------------------------------------------------- MultiheadAttention
 
 
-@pytest.mark.parametrize("weights", ["none", "average", "per_head"])
-@pytest.mark.parametrize("batch_first", [True, False])
-@pytest.mark.parametrize("bias", [True, False])
-@pytest.mark.parametrize("train", [True, False])
-@pytest.mark.parametrize("case", SELF_CASES)
+@pytest.mark.parametrize(
+    ("case", "train", "bias", "batch_first", "weights"),
+    pairs(case=SELF_CASES, train=BOOL, bias=BOOL, batch_first=BOOL, weights=WEIGHTS),
+)
 def test_mha_self_attention(case, train, bias, batch_first, weights):
     b, t = SHAPES[case]
     h = 4
@@ -192,11 +224,10 @@ def test_mha_self_attention(case, train, bias, batch_first, weights):
         assert_close(g_params[g_name].grad, m.get_parameter(t_name).grad, atol=ATOL, rtol=0)
 
 
-@pytest.mark.parametrize("weights", ["none", "average", "per_head"])
-@pytest.mark.parametrize("batch_first", [True, False])
-@pytest.mark.parametrize("train", [True, False])
-@pytest.mark.parametrize("separate", [False, True], ids=["key_is_value", "three_tensors"])
-@pytest.mark.parametrize("case", CROSS_CASES)
+@pytest.mark.parametrize(
+    ("case", "separate", "train", "batch_first", "weights"),
+    pairs(case=CROSS_CASES, separate=BOOL, train=BOOL, batch_first=BOOL, weights=WEIGHTS),
+)
 def test_mha_cross_attention(case, separate, train, batch_first, weights):
     b, t = SHAPES[case]
     s = t + 2
@@ -240,12 +271,18 @@ def test_mha_cross_attention(case, separate, train, batch_first, weights):
 # --------------------------------------------------------------------------- layers
 
 
-@pytest.mark.parametrize("batch_first", [True, False])
-@pytest.mark.parametrize("train", [True, False])
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"nf{int(c[0])}-{c[1]}-bias{int(c[2])}")
-@pytest.mark.parametrize("case", SELF_CASES)
-def test_encoder_layer(case, config, train, batch_first):
-    norm_first, activation, bias = config
+@pytest.mark.parametrize(
+    ("case", "norm_first", "activation", "bias", "train", "batch_first"),
+    pairs(
+        case=SELF_CASES,
+        norm_first=BOOL,
+        activation=ACTIVATIONS,
+        bias=BOOL,
+        train=BOOL,
+        batch_first=BOOL,
+    ),
+)
+def test_encoder_layer(case, norm_first, activation, bias, train, batch_first):
     b, t = SHAPES[case]
     h = 2
     dropout, training = modes(train)
@@ -271,12 +308,18 @@ DECODER_CASES = [  # (self-attention case, cross-attention case)
 ]
 
 
-@pytest.mark.parametrize("batch_first", [True, False])
-@pytest.mark.parametrize("train", [True, False])
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"nf{int(c[0])}-{c[1]}-bias{int(c[2])}")
-@pytest.mark.parametrize("cases", DECODER_CASES, ids="-".join)
-def test_decoder_layer(cases, config, train, batch_first):
-    norm_first, activation, bias = config
+@pytest.mark.parametrize(
+    ("cases", "norm_first", "activation", "bias", "train", "batch_first"),
+    pairs(
+        cases=DECODER_CASES,
+        norm_first=BOOL,
+        activation=ACTIVATIONS,
+        bias=BOOL,
+        train=BOOL,
+        batch_first=BOOL,
+    ),
+)
+def test_decoder_layer(cases, norm_first, activation, bias, train, batch_first):
     b, t = SHAPES[cases[0]]
     s = 1 + (3 * t) % 8  # source lengths 1-8, different from the target's
     h = 2
@@ -303,7 +346,7 @@ def test_decoder_layer(cases, config, train, batch_first):
 # --------------------------------------------------------------------------- stacks
 
 
-STACK_CONFIGS = [  # (norm_first, activation, bias, final norm)
+STACK_CONFIGS = [  # (norm_first, activation, bias, final norm): each pair of values once
     (False, "relu", True, False),
     (False, "gelu", False, True),
     (True, "gelu", True, True),
@@ -311,11 +354,14 @@ STACK_CONFIGS = [  # (norm_first, activation, bias, final norm)
 ]
 
 
-@pytest.mark.parametrize("batch_first", [True, False])
-@pytest.mark.parametrize("train", [True, False])
-@pytest.mark.parametrize("config", STACK_CONFIGS, ids=str)
 @pytest.mark.parametrize(
-    "case", ["none", "causal_float", "is_causal", "causal_padding", "padding_float", "per_head"]
+    ("case", "config", "train", "batch_first"),
+    pairs(
+        case=["none", "causal_float", "is_causal", "causal_padding", "padding_float", "per_head"],
+        config=STACK_CONFIGS,
+        train=BOOL,
+        batch_first=BOOL,
+    ),
 )
 def test_encoder(case, config, train, batch_first):
     norm_first, activation, bias, final = config
@@ -334,10 +380,10 @@ def test_encoder(case, config, train, batch_first):
     check_parity(m, from_torch(m), [x], kwargs)
 
 
-@pytest.mark.parametrize("batch_first", [True, False])
-@pytest.mark.parametrize("train", [True, False])
-@pytest.mark.parametrize("config", STACK_CONFIGS, ids=str)
-@pytest.mark.parametrize("cases", DECODER_CASES[:5], ids="-".join)
+@pytest.mark.parametrize(
+    ("cases", "config", "train", "batch_first"),
+    pairs(cases=DECODER_CASES[:5], config=STACK_CONFIGS, train=BOOL, batch_first=BOOL),
+)
 def test_decoder(cases, config, train, batch_first):
     norm_first, activation, bias, final = config
     b, t = SHAPES[cases[0]]
@@ -364,10 +410,10 @@ def test_decoder(cases, config, train, batch_first):
     check_parity(m, from_torch(m), [tgt, memory], kwargs)
 
 
-@pytest.mark.parametrize("batch_first", [True, False])
-@pytest.mark.parametrize("train", [True, False])
-@pytest.mark.parametrize("config", STACK_CONFIGS, ids=str)
-@pytest.mark.parametrize("padding", ["bool", "float"])
+@pytest.mark.parametrize(
+    ("padding", "config", "train", "batch_first"),
+    pairs(padding=["bool", "float"], config=STACK_CONFIGS, train=BOOL, batch_first=BOOL),
+)
 def test_transformer(padding, config, train, batch_first):
     """Encoder with a source padding mask, causal decoder, cross-attention with the memory
     key padding mask (the source's padding)."""
@@ -426,3 +472,31 @@ def test_unbatched_inputs():
         full = perturb(nn.Transformer(D, h, 1, 1, FF, 0.0, batch_first=batch_first), 19)
         kw = dict(src_key_padding_mask=padding[:s], memory_key_padding_mask=padding[:s])
         check_parity(full, from_torch(full), [z, x], kw)
+
+
+# --------------------------------------------------------------------------- the cases
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(a=[1, 2, 3]),
+        dict(a=SELF_CASES, b=BOOL, c=BOOL, d=BOOL, e=WEIGHTS),
+        dict(a=DECODER_CASES, b=BOOL, c=ACTIVATIONS, d=BOOL, e=BOOL, f=BOOL),
+        dict(a=[1, 2], b=[3, 4, 5], c=["x", "y", "z", "w"]),
+    ],
+    ids=["one", "mha", "decoder", "small"],
+)
+def test_the_cases_hold_every_pair_of_option_values(options):
+    rows = pairwise(**options)
+    values = list(options.values())
+    assert all(len(row) == len(values) for row in rows)
+    assert all(row[i] in values[i] for row in rows for i in range(len(values)))
+    for i, j in itertools.combinations(range(len(values)), 2):
+        seen = {(row[i], row[j]) for row in rows}
+        assert seen == set(itertools.product(values[i], values[j])), (i, j)
+    for i, v in enumerate(values):
+        assert {row[i] for row in rows} == set(v)
+    largest = max([len(a) * len(b) for a, b in itertools.combinations(values, 2)], default=0)
+    assert len(rows) <= max(largest, len(values[0])) * 5 // 4  # near the fewest possible
+    assert pairwise(**options) == rows  # the same cases every run

@@ -1,7 +1,7 @@
 """Hostile training state: a checkpoint's trainer.json / trainer.safetensors that is cut short,
 is a pickle, or lies is refused on resume with a ValueError naming the file, before anything
 is restored, and nothing in it runs. (Hostile model weights, configs and tokenizer files are
-in tests/models/test_checkpoint.py and tests/test_tokenizers.py.)"""
+in tests/models/test_checkpoint.py and tests/tokenizers/test_base.py.)"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run by tests/distributed/test_torchrun.py under torchrun (or alone): train a tiny GPT on a
+"""Run by tests/training/test_torchrun.py under torchrun (or alone): train a tiny GPT on a
 fixed text; the test compares its final checkpoint, its losses and the examples it saw."""
 
 import json

@@ -1,5 +1,5 @@
 """BPETokenizer: the hand-checked case, incremental = naive training, lossless round trip,
-patterns, cache, errors. Parity with tiktoken / Hugging Face: test_tokenizers_bpe_reference.py.
+patterns, cache, errors. Parity with tiktoken / Hugging Face: test_bpe_reference.py.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 bounded in number): masks and attention on arbitrary shapes and lengths, including length 0
 and all-padding batches; model configs with arbitrary values; generation with arbitrary
 sampling settings. Nothing may fail except with a documented ValueError, and no output may
-hold NaN. (Tokenizers on arbitrary Unicode are fuzzed in tests/test_tokenizers_bpe.py.)"""
+hold NaN. (Tokenizers on arbitrary Unicode are fuzzed in tests/tokenizers/test_bpe.py.)"""
 
 from __future__ import annotations
 

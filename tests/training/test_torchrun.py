@@ -62,21 +62,35 @@ def assert_same(a: dict, b: dict, atol: float) -> None:
         torch.testing.assert_close(a[k], b[k], atol=atol, rtol=0, msg=k)
 
 
+@pytest.fixture(scope="module")
+def six_steps(tmp_path_factory):
+    """``six_steps(strategy, procs)``: the folder of a fresh 6-step run, made once per module
+    and shared by the tests that compare against it (none writes into it)."""
+    root = tmp_path_factory.mktemp("six-steps")
+
+    def made(strategy: str, procs: int) -> Path:
+        out = root / f"{strategy}-{procs}"
+        if not out.exists():
+            run(out, strategy, 6, procs=procs)
+        return out
+
+    return made
+
+
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
-def test_two_processes_equal_one(tmp_path, strategy):
-    run(tmp_path / "one", strategy, 6, procs=1)
-    run(tmp_path / "two", strategy, 6, procs=2)
-    assert_same(params(tmp_path / "one"), params(tmp_path / "two"), atol=1e-5)
-    assert losses(tmp_path / "one") == pytest.approx(losses(tmp_path / "two"), abs=1e-5)
-    seen0 = torch.load(tmp_path / "two" / "seen-0.pt", weights_only=True)
-    seen1 = torch.load(tmp_path / "two" / "seen-1.pt", weights_only=True)
+def test_two_processes_equal_one(six_steps, strategy):
+    one, two = six_steps(strategy, 1), six_steps(strategy, 2)
+    assert_same(params(one), params(two), atol=1e-5)
+    assert losses(one) == pytest.approx(losses(two), abs=1e-5)
+    seen0 = torch.load(two / "seen-0.pt", weights_only=True)
+    seen1 = torch.load(two / "seen-1.pt", weights_only=True)
     assert seen0.shape == seen1.shape == (6 * 2 * 4, 16)  # steps x micro-batches x B/2
     rows0, rows1 = {tuple(r) for r in seen0.tolist()}, {tuple(r) for r in seen1.tolist()}
     assert not rows0 & rows1  # each process saw different examples
-    assert not (tmp_path / "two" / "seen-1.pt").samefile(tmp_path / "two" / "seen-0.pt")
+    assert not (two / "seen-1.pt").samefile(two / "seen-0.pt")
 
 
-def test_only_rank_zero_writes_and_checkpoints_move_between_process_counts(tmp_path):
+def test_only_rank_zero_writes_and_checkpoints_move_between_process_counts(tmp_path, six_steps):
     # 2 processes of a 6-step run stop after the checkpoint at step 3; 1 process resumes.
     run(tmp_path / "mixed", "ddp", 6, procs=2, stop_at=3)
     written = sorted(p.name for p in (tmp_path / "mixed" / "run").iterdir())
@@ -85,9 +99,9 @@ def test_only_rank_zero_writes_and_checkpoints_move_between_process_counts(tmp_p
         "step-000003"
     ]
     run(tmp_path / "mixed", "ddp", 6, procs=1, resume=True)
-    run(tmp_path / "whole", "ddp", 6, procs=2)
-    assert_same(params(tmp_path / "mixed"), params(tmp_path / "whole"), atol=1e-5)
-    assert losses(tmp_path / "mixed") == pytest.approx(losses(tmp_path / "whole"), abs=1e-5)
+    whole = six_steps("ddp", 2)
+    assert_same(params(tmp_path / "mixed"), params(whole), atol=1e-5)
+    assert losses(tmp_path / "mixed") == pytest.approx(losses(whole), abs=1e-5)
 
 
 def test_glassformer_train_under_torchrun(tmp_path):

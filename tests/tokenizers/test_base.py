@@ -1,7 +1,7 @@
 """The interface shared by every tokenizer: special tokens, framing, save/load, errors.
 
-BPE-specific tests: test_tokenizers_bpe.py; parity with tiktoken / Hugging Face:
-test_tokenizers_bpe_reference.py; char and word: test_tokenizers_char_word.py.
+BPE-specific tests: test_bpe.py; parity with tiktoken / Hugging Face:
+test_bpe_reference.py; char and word: test_char_word.py.
 """
 
 from __future__ import annotations
