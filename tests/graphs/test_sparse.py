@@ -4,7 +4,7 @@ gradients; the band keeps O(T) tensors for backward."""
 import pytest
 import torch
 
-from glassformer.graphs.sparse import _split_shared, edge_attention, local_attention
+from glassformer.graphs.kernels.sparse import _split_shared, edge_attention, local_attention
 from glassformer.nn.scaled_dot_product import attention
 
 

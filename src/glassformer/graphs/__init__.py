@@ -10,9 +10,9 @@ connected graph; sparse attention is a GNN on a sparse graph; each layer may use
                   bigbird, self_loops, from_edge_index, from_adjacency, from_networkx
     spec.py       graphs as text ("window:64|global:0") and a graph per layer ("window:64*4,full*2")
     receptive.py  which inputs each output depends on after a stack of layers
-    sparse.py     attention that visits only the edges: ``local_attention``, a band of keys
-                  per block of queries (O(T·w), its autograd Function in band.py), and
-    messages.py   ``edge_attention``, message passing over an edge list (O(E·D))
+    kernels/      attention that visits only the edges: ``local_attention``, a band of keys
+                  per block of queries (O(T·w)), and ``edge_attention``, message passing over
+                  an edge list (O(E·D))
     karate.py     ``python -m glassformer.graphs.karate``: a transformer encoder as a GNN on
                   Zachary's karate club, against the same encoder with full attention
 """

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from ..graphs import AttentionGraph, Band, Cover, Intersection, Union
-from ..graphs.sparse import edge_attention, local_attention
+from ..graphs.kernels.sparse import edge_attention, local_attention
 from .scaled_dot_product import fused_attention
 
 __all__ = ["PATHS", "graph_attention", "graph_mask", "with_edges"]

@@ -4,8 +4,9 @@ Queries are cut into blocks of ``bs`` rows; a block sees one window of ``wm`` ke
 rounded up to whole blocks). Inside a window the scores, the masked softmax (Eq. 3) and the
 weighted sum are those of Eq. (1)-(3) of the notes restricted to the allowed keys; nothing of
 size T×S is formed. Keys beyond the band (global columns, random keys) join through the
-log-sum-exp (``glassformer.graphs.extra_keys``), and the dense rows (global queries) replace
-their band rows (``glassformer.graphs.dense_rows``), inside the same autograd Function.
+log-sum-exp (``glassformer.graphs.kernels.extra_keys``), and the dense rows (global queries)
+replace their band rows (``glassformer.graphs.kernels.dense_rows``), inside the same autograd
+Function.
 
 A loop step takes n consecutive blocks of one (batch, key/value head, dilation class): it copies
 their query rows and the (n + m − 1)·bs key rows their windows reach into small buffers, and the
@@ -33,13 +34,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .band_geometry import NEG_INF, Band
+from .band_geometry import NEG_INF, BandGeometry
 from .band_geometry import compute_dtype as _dtype
 from .dense_rows import rows_backward, rows_forward
 from .extra_keys import Extras, merge, merge_backward
 
 
-def _windows(keys: Tensor, band: Band) -> Tensor:
+def _windows(keys: Tensor, band: BandGeometry) -> Tensor:
     """(L, F) step key rows -> (n, wm, F): block i's window, a view of rows i·bs.."""
     return keys.unfold(0, band.wm, band.bs).transpose(1, 2)
 
@@ -60,7 +61,7 @@ class Step:
     """One loop step for one (batch, key/value head): the query and key rows of n blocks of a
     class, and the masked scores of their windows."""
 
-    def __init__(self, q, k, band: Band, where, mask, kvalid):
+    def __init__(self, q, k, band: BandGeometry, where, mask, kvalid):
         c, b0, b1, bi, hk = where
         g, n, ct = q.shape[1] // k.shape[1], b1 - b0, _dtype(q)
         self.n, self.g, self.bi, self.hk = n, g, bi, hk
@@ -71,7 +72,7 @@ class Step:
         self.s = s.view(n, g, band.bs, -1).masked_fill_(~(mask & kvalid)[:, None], NEG_INF)
 
 
-def _loop(q, k, key_mask, band: Band):
+def _loop(q, k, key_mask, band: BandGeometry):
     """Every step's (class, blocks, batch, head) with its band mask and its keys' validity."""
     b, h_kv = k.shape[:2]
     g = q.shape[1] // h_kv
@@ -87,7 +88,7 @@ def _loop(q, k, key_mask, band: Band):
                 yield (c, b0, b1, bi, hk), mask, kvalid
 
 
-def forward_blocks(q, k, v, key_mask, band: Band, dropout_p: float = 0.0):
+def forward_blocks(q, k, v, key_mask, band: BandGeometry, dropout_p: float = 0.0):
     """Eq. (1)-(3) over the band, block by block: out (B, H, T, D_v) and lse (B, H, T), in the
     computing dtype; a row with no key gets zeros and lse −inf.
 
@@ -158,7 +159,7 @@ def _grad_scores(s, vals, do, lse, delta, scale):
     return p, dp.sub_(delta).mul_(p).mul_(scale)
 
 
-def _backward(q, k, v, out, lse, dout, key_mask, band: Band, rows=None):
+def _backward(q, k, v, out, lse, dout, key_mask, band: BandGeometry, rows=None):
     """dq, dk, dv of the band by recomputing each step's weights from the log-sum-exp, and
     delta = rowsum(dO ⊙ O) (B, H, T, 1); the dense ``rows`` get nothing (their output is not
     the band's)."""

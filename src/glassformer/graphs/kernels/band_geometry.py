@@ -1,5 +1,5 @@
-"""Where each block of queries of the local-attention kernel looks (``Band``), which rows of
-q, k, v a loop step takes (``Rows``).
+"""Where each block of queries of the local-attention kernel looks (``BandGeometry``), which
+rows of q, k, v a loop step takes (``Rows``).
 
 Rows: with dilation C, relative position x = position − k0 is row x // C of class x % C, so
 that a dilated band is a contiguous band of rows within each class.
@@ -19,7 +19,7 @@ NEG_INF = float("-inf")
 
 
 @dataclass(frozen=True)
-class Band:
+class BandGeometry:
     """Which keys each block of queries can see: row coordinates and the edge predicate.
 
     Query block b of class c holds rows qoff + b·bs + i (i < bs), queries at relative position
@@ -109,7 +109,7 @@ class Rows:
     classes: int
 
     @classmethod
-    def of(cls, lo: int, length: int, c: int, band: Band, shift: int, limit: int) -> Rows:
+    def of(cls, lo: int, length: int, c: int, band: BandGeometry, shift: int, limit: int) -> Rows:
         """Rows lo..lo+length of class c; row r is entry r·C + c − shift, kept in 0..limit."""
         C = band.classes
         r0 = max(lo, -((shift - c) // -C))  # ceil((shift - c) / C)

@@ -1,4 +1,4 @@
-"""The keys beyond a query's band, for ``glassformer.graphs.band.BandAttention``.
+"""The keys beyond a query's band, for ``glassformer.graphs.kernels.band.BandAttention``.
 
 Two kinds: keys that every query lists ("shared": Longformer's and BigBird's global columns),
 whose scores for all queries and heads are one matrix product, and a few keys of each query's

@@ -46,8 +46,8 @@ def edge_attention(
         scale: score scale, default 1/√D.
 
     A target with no (unmasked) incoming edge gets zeros. The scores and messages are
-    sparse products on the edges (``glassformer.graphs.csr``): time O(E·D), and the backward
-    pass keeps q, k, v, the output and a log-sum-exp per target, recomputing the (B, H, E)
+    sparse products on the edges (``glassformer.graphs.kernels.csr``): time O(E·D), and the
+    backward pass keeps q, k, v, the output and a log-sum-exp per target, recomputing the (B, H, E)
     scores. With dropout the edges run in plain autograd, which keeps O(E·H·D).
     """
     _check(q, k, v, edge_index, key_mask)

@@ -9,9 +9,9 @@ notes,
     z_n = Σ_m A_nm v_m,   A_nm = e^{a_nm} / Σ_m' e^{a_nm'},   a_nm = q_n · k_m / √D,
 
 with the sums over the allowed keys m of query n only, without forming a T×S matrix: the band
-runs block by block (``glassformer.graphs.band``), the few dense rows (global tokens' queries)
-by dense attention over their g×S scores. Arbitrary edge lists run as message passing instead:
-``edge_attention`` (``glassformer.graphs.messages``).
+runs block by block (``glassformer.graphs.kernels.band``), the few dense rows (global tokens'
+queries) by dense attention over their g×S scores. Arbitrary edge lists run as message passing
+instead: ``edge_attention`` (``glassformer.graphs.kernels.messages``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .band import BandAttention, forward_blocks
-from .band_geometry import Band
+from .band_geometry import BandGeometry
 from .extra_keys import Extras, merge_reference
 from .messages import edge_attention
 
@@ -90,7 +90,7 @@ def local_attention(
     bf, af = before // d, after // d  # the band in rows of each dilation class
     bs = block if block is not None else _default_block(bf + af)
     in_band = None if band_full else allows  # the predicate tested on each band candidate
-    band = Band(bf, af, bs, d, q0 - k0, k0, t, s, in_band, scale)
+    band = BandGeometry(bf, af, bs, d, q0 - k0, k0, t, s, in_band, scale)
     ex = ex_ok = shared = shared_ok = None
     if extras is not None:
         real = torch.ones(b, s, dtype=torch.bool, device=q.device) if key_mask is None else key_mask
