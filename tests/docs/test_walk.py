@@ -45,8 +45,8 @@ NOT_WALKED = {
     "one on its smallest shapes",
     r"cp bench-results/|\.venv/bin/python docs/scripts/benchmark_pages\.py": "the benchmark "
     "pages: tests/docs/test_benchmark_pages.py",
-    r"python -m glassformer\.graphs\.karate": "a worked example with its own options: "
-    "tests/graphs/test_karate.py runs its main()",
+    r"python -m glassformer\.examples\.karate": "a worked example with its own options: "
+    "tests/examples/test_karate.py runs its main()",
 }
 # The reader's own files that the command-line pages name (reviews.csv, pairs.tsv, ...):
 # written before a command that reads one, when the page has not made it itself.

@@ -9,8 +9,8 @@ import io
 import pytest
 import torch
 
+from glassformer.examples.karate import compare, karate_club, main, split, train_and_test
 from glassformer.graphs import from_networkx, self_loops
-from glassformer.graphs.karate import compare, karate_club, main, split, train_and_test
 from glassformer.inspect import capture
 
 

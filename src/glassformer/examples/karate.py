@@ -18,7 +18,7 @@ The ids tell the members apart but say nothing about who is friends with whom; o
 does. Full attention sees no structure, so what it learns from 6 labels says nothing about the
 other 28 (chance, 0.5); attention restricted to the friendships spreads the labels along them.
 
-    python -m glassformer.graphs.karate [--seeds 5] [--steps 100] [--pictures DIR]
+    python -m glassformer.examples.karate [--seeds 5] [--steps 100] [--pictures DIR]
 """
 
 from __future__ import annotations
@@ -31,9 +31,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from ..graphs import AttentionGraph, from_networkx, self_loops
 from ..nn import Encoder
-from .graph import AttentionGraph
-from .patterns import from_networkx, self_loops
 
 __all__ = ["NodeClassifier", "compare", "karate_club", "main", "split", "train_and_test"]
 
@@ -121,7 +120,7 @@ def compare(seeds: Iterable[int] = range(5), *, steps: int = 100, per_class: int
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m glassformer.graphs.karate", description=__doc__.split("\n\n")[0]
+        prog="python -m glassformer.examples.karate", description=__doc__.split("\n\n")[0]
     )
     p.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
     p.add_argument("--steps", type=int, default=100, help="training steps (default 100)")

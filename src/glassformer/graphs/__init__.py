@@ -13,8 +13,6 @@ connected graph; sparse attention is a GNN on a sparse graph; each layer may use
     kernels/      attention that visits only the edges: ``local_attention``, a band of keys
                   per block of queries (O(T·w)), and ``edge_attention``, message passing over
                   an edge list (O(E·D))
-    karate.py     ``python -m glassformer.graphs.karate``: a transformer encoder as a GNN on
-                  Zachary's karate club, against the same encoder with full attention
 """
 
 from .cover import Cover

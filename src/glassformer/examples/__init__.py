@@ -1,0 +1,8 @@
+"""Worked examples that run the library end to end, each a module with its own command line.
+
+    karate.py     ``python -m glassformer.examples.karate``: a transformer encoder as a GNN on
+                  Zachary's karate club, against the same encoder with full attention
+
+The examples sit above the library (they use ``nn``, ``graphs`` and ``inspect``); nothing in
+the library imports them.
+"""
