@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from benchmarks.common import Shape
-from glassformer.config import ModelConfig
 from glassformer.models import DecoderLM
+from glassformer.models.config import ModelConfig
 
 SHAPES = {
     "tiny": Shape(n_layer=4, n_head=4, d_model=128, context=64, batch=12, vocab=65),

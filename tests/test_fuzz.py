@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from glassformer import DecoderLM, preset
-from glassformer.config import ModelConfig
 from glassformer.generation import GenerationConfig, generate
+from glassformer.models.config import ModelConfig
 from glassformer.nn import attention
 from glassformer.nn.masks import causal_mask, combine_masks, padding_mask
 

@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 # each public name -> the module that defines it (a submodule: the name itself)
 _SOURCES = {
     "nn": ".nn",
-    "ModelConfig": ".config",
+    "ModelConfig": ".models.config",
     "capture": ".inspect",
     "from_torch": ".interop",
     "to_torch": ".interop",
@@ -62,7 +62,6 @@ __all__ = [
 
 if TYPE_CHECKING:  # what the names are, for type checkers and the API reference
     from . import nn
-    from .config import ModelConfig
     from .inspect import capture
     from .interop import from_torch, to_torch
     from .interop.huggingface import from_huggingface, from_huggingface_dir, to_huggingface
@@ -76,6 +75,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and the API reference
         ModelOutput,
         load_model,
     )
+    from .models.config import ModelConfig
     from .presets import PRESETS, preset
 
 

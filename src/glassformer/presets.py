@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import ModelConfig
+from .models.config import ModelConfig
 
 __all__ = ["PRESETS", "preset"]
 

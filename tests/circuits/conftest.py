@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from glassformer.config import ModelConfig
+from glassformer.models.config import ModelConfig
 
 
 def perturbed(cls, vocab_size: int, n_head: int = 4, n_layer: int = 2, **options):

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from glassformer.circuits import ablate, ablation_hooks
-from glassformer.config import ModelConfig
 from glassformer.models import DecoderLM, EncoderDecoder, EncoderMLM
+from glassformer.models.config import ModelConfig
 
 V = 29
 D = 4  # head size: d_model 16 / 4 heads

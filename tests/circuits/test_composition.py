@@ -13,8 +13,8 @@ from glassformer.circuits import (
     ov_matrix,
     qk_matrix,
 )
-from glassformer.config import ModelConfig
 from glassformer.models import DecoderLM, EncoderDecoder
+from glassformer.models.config import ModelConfig
 
 E, H, D = 16, 4, 4
 TOL = dict(atol=1e-10, rtol=1e-10)

@@ -7,8 +7,8 @@ import torch
 from torch.testing import assert_close
 
 from glassformer.circuits import decompose_resid, stack_head_results
-from glassformer.config import ModelConfig
 from glassformer.models import EncoderMLM
+from glassformer.models.config import ModelConfig
 
 V, T = 23, 7
 TOL = dict(atol=1e-10, rtol=1e-10)

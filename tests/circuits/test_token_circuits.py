@@ -14,8 +14,8 @@ from glassformer.circuits import (
     ov_matrix,
     qk_matrix,
 )
-from glassformer.config import ModelConfig
 from glassformer.models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
+from glassformer.models.config import ModelConfig
 
 V, E, D = 23, 16, 4
 TOL = dict(atol=1e-10, rtol=1e-10)

@@ -9,8 +9,8 @@ from torch.testing import assert_close
 
 from glassformer.circuits import head_weights, ov_bias, ov_matrix, qk_bias, qk_matrix
 from glassformer.circuits.weights import stack_module
-from glassformer.config import ModelConfig
 from glassformer.models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
+from glassformer.models.config import ModelConfig
 
 V, T = 23, 6
 TOL = dict(atol=1e-10, rtol=1e-10)

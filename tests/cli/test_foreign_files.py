@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from glassformer.config import ModelConfig
+from glassformer.models.config import ModelConfig
 from glassformer.run_folder import best_or_latest
 
 DEPTH = 100_000

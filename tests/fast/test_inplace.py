@@ -5,10 +5,10 @@ never written, and with a graph (or autocast) nothing is done in place."""
 import pytest
 import torch
 
-from glassformer.config import ModelConfig
 from glassformer.fast import inplace, use_fast_paths
 from glassformer.fast.inplace import writable
 from glassformer.models import DecoderLM
+from glassformer.models.config import ModelConfig
 from glassformer.nn import DecoderBlock, EncoderBlock, FeedForward
 
 C, H, FF = 16, 4, 48

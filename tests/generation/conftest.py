@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from glassformer.config import ModelConfig
 from glassformer.models import DecoderLM, EncoderDecoder
+from glassformer.models.config import ModelConfig
 from glassformer.tokenizers import CharTokenizer
 
 V = 64

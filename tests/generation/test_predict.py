@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from glassformer.config import ModelConfig
 from glassformer.generation import classify, fill_mask
 from glassformer.models import EncoderClassifier, EncoderMLM
+from glassformer.models.config import ModelConfig
 
 
 def _encoder(cls, vocab: int, **kw):

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from glassformer.config import ModelConfig
 from glassformer.models.checkpoint import read_config
+from glassformer.models.config import ModelConfig
 from glassformer.presets import PRESETS, preset
 
 

@@ -8,7 +8,6 @@ import math
 import pytest
 import torch
 
-from glassformer.config import ModelConfig
 from glassformer.models import (
     DecoderLM,
     EncoderClassifier,
@@ -16,6 +15,7 @@ from glassformer.models import (
     EncoderMLM,
     EncoderModel,
 )
+from glassformer.models.config import ModelConfig
 
 V = 29
 LEFT = torch.tensor([[0, 0, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 1, 1]])

@@ -7,7 +7,6 @@ import torch
 import torch.nn.functional as F
 
 from glassformer import data
-from glassformer.config import ModelConfig
 from glassformer.models import (
     DecoderLM,
     EncoderClassifier,
@@ -15,6 +14,7 @@ from glassformer.models import (
     EncoderMLM,
     EncoderModel,
 )
+from glassformer.models.config import ModelConfig
 from glassformer.models.encoder_decoder import shift_right
 from glassformer.presets import preset
 

@@ -16,9 +16,9 @@ from torch.testing import assert_close
 
 transformers = pytest.importorskip("transformers")
 
-from glassformer.config import ModelConfig  # noqa: E402
 from glassformer.interop.huggingface import from_huggingface, to_huggingface  # noqa: E402
 from glassformer.models import EncoderDecoder  # noqa: E402
+from glassformer.models.config import ModelConfig  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 TOL = dict(atol=1e-4, rtol=0.0)

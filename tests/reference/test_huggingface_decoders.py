@@ -17,9 +17,9 @@ from torch.testing import assert_close
 
 transformers = pytest.importorskip("transformers")
 
-from glassformer.config import ModelConfig  # noqa: E402
 from glassformer.interop.huggingface import from_huggingface, to_huggingface  # noqa: E402
 from glassformer.models import DecoderLM  # noqa: E402
+from glassformer.models.config import ModelConfig  # noqa: E402
 from glassformer.presets import preset  # noqa: E402
 
 transformers.logging.set_verbosity_error()

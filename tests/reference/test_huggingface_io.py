@@ -15,7 +15,6 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from glassformer.config import ModelConfig  # noqa: E402
 from glassformer.interop.huggingface import (  # noqa: E402
     SUPPORTED,
     from_huggingface,
@@ -24,6 +23,7 @@ from glassformer.interop.huggingface import (  # noqa: E402
     to_huggingface,
 )
 from glassformer.models import DecoderLM, GlassformerModel, load_model  # noqa: E402
+from glassformer.models.config import ModelConfig  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V = 64

@@ -11,9 +11,9 @@ from typing import Any, ClassVar
 from torch import nn
 
 from .. import fast
-from ..config import ModelConfig
 from ..nn import LearnedPositionalEncoding, MultiHeadAttention, TokenEmbedding
 from . import checkpoint
+from .config import ModelConfig
 from .hooked import HookedModel
 from .registry import ARCHITECTURES
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import ModelConfig
+from .config import ModelConfig
 from .size import buffer_elements, parameter_parts
 
 __all__ = [

@@ -19,11 +19,11 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
-from ..config import ModelConfig
 from ..files import replace_file, write_text
 from ..run_folder import CHECKPOINTS, best_or_latest
 from ..structured import loads_json
 from .budget import check_memory
+from .config import ModelConfig
 from .legacy_keys import current_names
 from .registry import model_class
 

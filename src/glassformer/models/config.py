@@ -32,14 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..graphs import AttentionGraph
+from ..limits import Range, check_fields
+from ..nn.feedforward import ACTIVATIONS
+from ..nn.norms import NORM_KINDS
+from ..nn.positional import POSITIONAL_KINDS, POSITIONAL_LAYOUTS
+from ..structured import loads_json
 from . import config_graphs
 from .config_graphs import FAMILIES, GRAPH_FIELDS, as_spec, check_graph_type
-from .graphs import AttentionGraph
-from .limits import Range, check_fields
-from .nn.feedforward import ACTIVATIONS
-from .nn.norms import NORM_KINDS
-from .nn.positional import POSITIONAL_KINDS, POSITIONAL_LAYOUTS
-from .structured import loads_json
 
 __all__ = ["FAMILIES", "GRAPH_FIELDS", "POOLINGS", "ModelConfig"]
 

@@ -9,15 +9,12 @@ is kept as its spec.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
-from .graphs import AttentionGraph
-from .graphs import layer_graphs as parse_layer_graphs
-
-if TYPE_CHECKING:
-    from .config import ModelConfig
+from ..graphs import AttentionGraph
+from ..graphs import layer_graphs as parse_layer_graphs
 
 __all__ = ["FAMILIES", "GRAPH_FIELDS", "as_spec", "check_graph_type", "layer_graphs"]
 
@@ -35,7 +32,18 @@ _NOT_FOR = {
 }
 
 
-def layer_graphs(config: ModelConfig, name: str) -> list[AttentionGraph | None]:
+class Stacks(Protocol):
+    """What ``layer_graphs`` reads of a ModelConfig: the family, the layer counts and the
+    graph fields (read by name)."""
+
+    family: str
+    n_layer: int
+
+    @property
+    def resolved_n_decoder_layer(self) -> int: ...
+
+
+def layer_graphs(config: Stacks, name: str) -> list[AttentionGraph | None]:
     """The graph of each layer of the stack that field ``name`` describes (see
     ``ModelConfig.layer_graphs``); [] when the family has no such stack."""
     if name not in GRAPH_FIELDS:

@@ -21,9 +21,9 @@ from typing import ClassVar
 
 from torch import Tensor
 
-from ..config import ModelConfig
 from ..nn import Decoder, DecoderCache
 from .base import GlassformerModel
+from .config import ModelConfig
 from .heads import LMHead
 from .inputs import InputEmbedding, check_length, ids_length, key_mask, positions_from_mask
 from .outputs import IGNORE_INDEX, ModelOutput, lm_loss

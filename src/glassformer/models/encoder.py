@@ -14,9 +14,9 @@ from typing import ClassVar
 
 from torch import Tensor, nn
 
-from ..config import ModelConfig
 from ..nn import Encoder, HookPoint
 from .base import GlassformerModel
+from .config import ModelConfig
 from .heads import ClassificationHead, LMHead, pool
 from .inputs import InputEmbedding, ids_length, key_mask, positions_from_mask
 from .outputs import ModelOutput, lm_loss

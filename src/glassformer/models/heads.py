@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from ..config import ModelConfig
 from ..nn import HookPoint, TokenEmbedding, Unembedding, make_norm
 from ..nn.feedforward import activation_fn
+from .config import ModelConfig
 
 __all__ = ["ClassificationHead", "LMHead", "pool"]
 

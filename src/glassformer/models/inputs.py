@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..config import ModelConfig
 from ..nn import HookPoint, TokenEmbedding, make_norm, make_positional_encoding
+from .config import ModelConfig
 
 __all__ = ["InputEmbedding", "check_length", "ids_length", "key_mask", "positions_from_mask"]
 

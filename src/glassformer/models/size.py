@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from ..config import ModelConfig
+from .config import ModelConfig
 from .registry import model_class
 
 __all__ = ["activation_bytes", "buffer_elements", "count_parameters", "parameter_parts"]

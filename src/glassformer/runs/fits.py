@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import torch
 
-from ..config import ModelConfig
 from ..models.budget import check_memory, describe_size, memory_bytes, what_to_lower
+from ..models.config import ModelConfig
 from ..models.size import activation_bytes
 from ..training.runtime import resolve_device
 from .errors import RunError

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import ModelConfig
 from ..data import list_datasets
 from ..data.registry import FILE_SUFFIXES
+from ..models.config import ModelConfig
 from ..presets import PRESETS
 from ..tasks import TASKS, task_for_data
 from ..training import TrainConfig

@@ -22,9 +22,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..config import ModelConfig
 from ..files import write_text
 from ..models import GlassformerModel, load_model
+from ..models.config import ModelConfig
 from ..run_folder import CHECKPOINTS, best_or_latest, checkpoints
 from ..structured import loads_json
 from ..training import resolve_device

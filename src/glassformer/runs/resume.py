@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..config import ModelConfig
+from ..models.config import ModelConfig
 from .errors import RunError
 from .plan import RunPlan, make_plan
 from .record import read_run

@@ -31,8 +31,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..config import GRAPH_FIELDS, ModelConfig
 from ..limits import Range, check_fields
+from ..models.config import GRAPH_FIELDS, ModelConfig
 from ..structured import NestingError, loads_json, loads_toml
 from ..tasks import TASK_NAMES
 from ..training import TrainConfig

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...config import ModelConfig
 from ...models import EncoderDecoder, GlassformerModel
+from ...models.config import ModelConfig
 from .common import (
     ACT_FROM_HF,
     ACT_TO_HF,

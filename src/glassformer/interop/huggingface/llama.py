@@ -22,8 +22,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from ...config import ModelConfig
 from ...models import DecoderLM, GlassformerModel
+from ...models.config import ModelConfig
 from .common import Rule, check_option, require_config, rule, token_id, unsupported
 
 __all__ = ["HF_CLASSES", "build_hf", "config_from_hf", "rules"]

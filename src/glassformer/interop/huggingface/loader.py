@@ -14,9 +14,9 @@ from typing import Any
 
 import torch
 
-from ...config import GRAPH_FIELDS
 from ...models import DecoderLM, GlassformerModel
 from ...models.budget import check_memory
+from ...models.config import GRAPH_FIELDS
 from ...structured import loads_json
 from . import bart, bert, gpt2, llama
 from .common import require_transformers, transfer
