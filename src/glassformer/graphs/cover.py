@@ -11,17 +11,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 from torch import Tensor
 
-if TYPE_CHECKING:
-    from .graph import AttentionGraph
-
 __all__ = ["Cover", "candidate_width", "enumerate_edges", "unique_edges"]
 
 CHUNK = 1 << 22  # candidate pairs looked at in one go
+
+
+class Covered(Protocol):
+    """What ``enumerate_edges`` reads of a graph (an ``AttentionGraph`` of graph.py, which
+    imports this module): its cover and its edge test."""
+
+    def cover(self, q_pos: Tensor, k_pos: Tensor) -> Cover: ...
+
+    def allows(self, i: Tensor, j: Tensor, n: int) -> Tensor: ...
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,7 @@ class Cover:
         return self.band_empty or (math.isfinite(self.before) and math.isfinite(self.after))
 
 
-def enumerate_edges(graph: AttentionGraph, q_pos: Tensor, k_pos: Tensor, offset: int) -> Tensor:
+def enumerate_edges(graph: Covered, q_pos: Tensor, k_pos: Tensor, offset: int) -> Tensor:
     """The edges of ``graph`` among the candidates of its cover, as (2, E) (key, query)
     indices sorted by query then key. Keys are contiguous: key position p has index p - k0."""
     t, s = q_pos.numel(), k_pos.numel()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import torch
 from safetensors import SafetensorError, safe_open
@@ -27,9 +27,6 @@ from .config import ModelConfig
 from .legacy_keys import current_names
 from .registry import model_class
 
-if TYPE_CHECKING:
-    from .base import GlassformerModel
-
 __all__ = [
     "CONFIG_FILE",
     "TOKENIZER_FILE",
@@ -41,12 +38,25 @@ __all__ = [
     "save_pretrained",
 ]
 
+
+class Checkpointable(Protocol):
+    """What a checkpoint reads and writes of a model: a ``GlassformerModel`` (models/base.py,
+    which calls this module and so is not imported by it)."""
+
+    config: ModelConfig
+    tokenizer: Any
+
+    def architecture(self) -> str: ...
+
+    def state_dict(self, *, keep_vars: bool = False) -> dict[str, Any]: ...
+
+
 WEIGHTS_FILE, CONFIG_FILE, TOKENIZER_FILE = "model.safetensors", "config.json", "tokenizer.json"
 FORMAT = "glassformer-model"
 
 
 def save_pretrained(
-    model: GlassformerModel,
+    model: Checkpointable,
     directory: str | Path,
     tokenizer=None,
     state_dict: dict[str, torch.Tensor] | None = None,
@@ -75,7 +85,7 @@ def save_pretrained(
     return directory
 
 
-def load_pretrained(directory: str | Path, *, device=None) -> GlassformerModel:
+def load_pretrained(directory: str | Path, *, device=None) -> Checkpointable:
     """The model saved in ``directory``: a checkpoint folder (config.json, model.safetensors,
     tokenizer.json when there is one), or a run folder of ``glassformer train`` (its best
     checkpoint when the newest trainer.json records one, else its newest checkpoint)."""
@@ -131,7 +141,7 @@ def check_vocabulary(tokenizer, config: ModelConfig, where: str = "the tokenizer
             )
 
 
-def read_config(path: Path) -> tuple[type[GlassformerModel], ModelConfig]:
+def read_config(path: Path) -> tuple[type[Checkpointable], ModelConfig]:
     """(model class, ModelConfig) from a config.json, with errors naming the file."""
     try:
         meta = loads_json(path.read_bytes(), str(path))
@@ -147,7 +157,7 @@ def read_config(path: Path) -> tuple[type[GlassformerModel], ModelConfig]:
     return cls, config
 
 
-def load_weights(model: GlassformerModel, path: Path) -> None:
+def load_weights(model: Checkpointable, path: Path) -> None:
     """Check every tensor's name, shape and dtype against the model, then copy it in."""
     tensors = read_weights(model, path)
     with torch.no_grad():
@@ -155,7 +165,7 @@ def load_weights(model: GlassformerModel, path: Path) -> None:
             want.copy_(tensors[name])
 
 
-def read_weights(model: GlassformerModel, path: Path) -> dict[str, torch.Tensor]:
+def read_weights(model: Checkpointable, path: Path) -> dict[str, torch.Tensor]:
     """The tensors of ``path`` under today's names (a checkpoint of the earlier module
     names is read too, models/legacy_keys.py), each checked (name, shape, dtype) against
     ``model`` before it is read, and for NaN or infinite values once read; a tied tensor is
@@ -227,7 +237,7 @@ _ST_DTYPES = {
 }
 
 
-def _unique_tensors(model: GlassformerModel) -> dict[str, torch.Tensor]:
+def _unique_tensors(model: Checkpointable) -> dict[str, torch.Tensor]:
     """state_dict without the second name of a tied tensor (and without buffers that are
     rebuilt from the config)."""
     seen: set[int] = set()
