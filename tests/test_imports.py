@@ -1,13 +1,17 @@
-"""No import cycles among glassformer's modules.
+"""No import cycles among glassformer's modules, and no import from a lower floor to a higher.
 
 Every module under src/glassformer is parsed (``ast``; nothing is imported) and each import it
-makes is an edge: at module level and inside functions alike (a lazy import is still a cycle,
-only one that Python happens to survive), but not under ``if TYPE_CHECKING:`` (never run).
+makes is an edge: at module level, inside functions and under ``if TYPE_CHECKING:`` alike (a
+lazy import is still a cycle, only one that Python happens to survive; an import for types only
+is still a circle a reader has to follow).
 ``import a.b`` is an edge to ``a.b``; ``from a import x`` an edge to ``a`` (its ``__init__``)
 and, when ``x`` is a submodule, to ``a.x`` too; relative imports are resolved against the
 importing module's package. Importing ``a.b`` runs the package ``a`` first, so that is an edge
 too, except to the importer's own packages: Python has them in ``sys.modules`` already, half
 run, and every submodule would make a cycle with an ``__init__`` that imports it back.
+
+The package's top-level modules and subpackages stand on floors (``FLOORS``, lowest first): a
+module imports only from its own top-level package or from a floor below its own.
 """
 
 from __future__ import annotations
@@ -20,6 +24,21 @@ PACKAGE = "glassformer"
 
 Edge = tuple[str, str, str]  # (importer, imported, "file:line")
 
+# glassformer's top-level modules and subpackages, lowest floor first ("glassformer" is the
+# package's own __init__). Each imports only from floors below its own.
+FLOORS: list[tuple[str, ...]] = [
+    ("files", "limits", "structured", "tasks"),  # plain Python: files, bounds, parsing, tasks
+    ("graphs", "run_folder", "tokenizers"),  # graph algebra and kernels; folder layout; text
+    ("nn",),  # the layers of the notes
+    ("fast",),  # the fast paths over nn
+    ("models",),  # ModelConfig and the models built from it
+    ("circuits", "data", "generation", "interop", "presets"),  # what uses a model
+    ("inspect", "training"),
+    ("examples", "explore", "runs"),
+    ("cli",),
+    ("__main__", "glassformer"),
+]
+
 
 def modules(root: Path, package: str = PACKAGE) -> dict[str, Path]:
     """Dotted module name -> file, for every .py file of ``package`` under ``root``."""
@@ -31,19 +50,9 @@ def modules(root: Path, package: str = PACKAGE) -> dict[str, Path]:
     return found
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _import_nodes(nodes):
-    """Every Import / ImportFrom in ``nodes`` and below, skipping the bodies of
-    ``if TYPE_CHECKING:``."""
+    """Every Import / ImportFrom in ``nodes`` and below, ``if TYPE_CHECKING:`` included."""
     for node in nodes:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            yield from _import_nodes(node.orelse)
-            continue
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
         yield from _import_nodes(ast.iter_child_nodes(node))
@@ -143,6 +152,26 @@ def _cycle_in(graph: dict[str, list[Edge]], component: set[str], start: str) -> 
     raise AssertionError(f"{start} is in no cycle")  # pragma: no cover - Tarjan found one
 
 
+def top_level(name: str, package: str = PACKAGE) -> str:
+    """``glassformer.nn.blocks`` -> ``nn``; the package itself -> ``glassformer``."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else package
+
+
+def upward_imports(graph: dict[str, list[Edge]], floors: list[tuple[str, ...]]) -> list[str]:
+    """Each import from a top-level package to another on its own floor or above, and each
+    top-level package on no floor."""
+    floor = {name: i for i, names in enumerate(floors) for name in names}
+    found = [f"{name} is on no floor of FLOORS" for name in sorted({top_level(m) for m in graph})]
+    found = [line for line in found if line.split()[0] not in floor]
+    for edges in graph.values():
+        for a, b, where in sorted(edges):
+            low, high = top_level(a), top_level(b)
+            if low != high and low in floor and high in floor and floor[high] >= floor[low]:
+                found.append(f"  {a} (floor {floor[low]}) -> {b} (floor {floor[high]})  ({where})")
+    return found
+
+
 def describe(cycle: list[Edge]) -> str:
     return "\n".join(f"  {a} -> {b}  ({where})" for a, b, where in cycle)
 
@@ -153,6 +182,11 @@ def test_no_import_cycles():
     assert not cycles, message
 
 
+def test_nothing_below_imports_something_above():
+    found = upward_imports(import_graph(SRC), FLOORS)
+    assert not found, "imports against FLOORS (lowest first):\n" + "\n".join(found)
+
+
 def _write(root: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         path = root / name
@@ -160,7 +194,7 @@ def _write(root: Path, files: dict[str, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def test_a_lazy_cycle_is_found_and_type_checking_is_not(tmp_path):
+def test_a_lazy_cycle_and_a_type_checking_cycle_are_found(tmp_path):
     _write(
         tmp_path,
         {
@@ -180,7 +214,36 @@ def test_a_lazy_cycle_is_found_and_type_checking_is_not(tmp_path):
         [
             ("glassformer.a.base", "glassformer.a.store", "glassformer/a/base.py:2"),
             ("glassformer.a.store", "glassformer.a.base", "glassformer/a/store.py:1"),
-        ]
+        ],
+        [
+            ("glassformer.b", "glassformer.c", "glassformer/b.py:3"),
+            ("glassformer.c", "glassformer.b", "glassformer/c.py:1"),
+        ],
+    ]
+
+
+def test_an_upward_import_and_a_package_on_no_floor_are_reported(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "glassformer/__init__.py": "",
+            "glassformer/low.py": "def f():\n    import glassformer.high\n",
+            "glassformer/high/__init__.py": "from ..low import f\n",
+            "glassformer/high/g.py": "from . import h\n",
+            "glassformer/high/h.py": "",
+            "glassformer/side.py": "from .low import f\n",
+            "glassformer/stray.py": "",
+        },
+    )
+    floors = [("low",), ("high", "side"), ("glassformer",)]
+    assert upward_imports(import_graph(tmp_path), floors) == [
+        "stray is on no floor of FLOORS",
+        "  glassformer.low (floor 0) -> glassformer.high (floor 1)  (glassformer/low.py:2)",
+    ]
+    floors = [("low", "side"), ("high",), ("glassformer", "stray")]
+    assert upward_imports(import_graph(tmp_path), floors) == [
+        "  glassformer.low (floor 0) -> glassformer.high (floor 1)  (glassformer/low.py:2)",
+        "  glassformer.side (floor 0) -> glassformer.low (floor 0)  (glassformer/side.py:1)",
     ]
 
 
