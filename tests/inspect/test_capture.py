@@ -161,11 +161,11 @@ def test_outputs_unchanged_and_nothing_left_behind(kit, family):
 
 
 def test_not_capturing_keeps_the_fused_kernel_and_an_error_removes_the_hooks(kit, monkeypatch):
-    import glassformer.nn.multihead as multihead
+    import glassformer.nn.attend as attend_module
 
     explicit = []  # one entry per attention call that formed A (the written-out path)
-    real = multihead.pattern
-    monkeypatch.setattr(multihead, "pattern", lambda a: explicit.append(1) or real(a))
+    real = attend_module.pattern
+    monkeypatch.setattr(attend_module, "pattern", lambda a: explicit.append(1) or real(a))
     model = kit.build(DecoderLM, "tiny")
     model(kit.ids())
     assert explicit == []  # no weights computed when nobody looks

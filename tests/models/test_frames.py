@@ -44,7 +44,7 @@ def test_a_decoder_reaches_the_kernel_through_its_stack_block_and_attention():
         ("nn/transformer.py", "forward"),
         ("nn/blocks.py", "forward"),
         ("nn/multihead.py", "forward"),
-        ("nn/scaled_dot_product.py", "fused_attention"),
+        ("nn/attend.py", "attend"),
     ]
 
 

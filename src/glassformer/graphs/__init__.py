@@ -10,6 +10,7 @@ connected graph; sparse attention is a GNN on a sparse graph; each layer may use
                   bigbird, self_loops, from_edge_index, from_adjacency, from_networkx
     spec.py       graphs as text ("window:64|global:0") and a graph per layer ("window:64*4,full*2")
     receptive.py  which inputs each output depends on after a stack of layers
+    kernel_choice.py  kernel_for: which attention kernel fits a graph (dense, local, edges)
     kernels/      attention that visits only the edges: ``local_attention``, a band of keys
                   per block of queries (O(T·w)), and ``edge_attention``, message passing over
                   an edge list (O(E·D))
@@ -17,6 +18,7 @@ connected graph; sparse attention is a GNN on a sparse graph; each layer may use
 
 from .cover import Cover
 from .graph import AttentionGraph, Intersection, Union
+from .kernel_choice import KERNELS, band_is_edges, kernel_for
 from .patterns import (
     Band,
     EdgeGraph,
@@ -39,6 +41,7 @@ from .receptive import receptive_field, receptive_fields
 from .spec import layer_graphs, parse, parse_layers
 
 __all__ = [
+    "KERNELS",
     "AttentionGraph",
     "Band",
     "Cover",
@@ -47,6 +50,7 @@ __all__ = [
     "Intersection",
     "RandomKeys",
     "Union",
+    "band_is_edges",
     "bigbird",
     "causal",
     "dilated",
@@ -55,6 +59,7 @@ __all__ = [
     "from_networkx",
     "full",
     "global_tokens",
+    "kernel_for",
     "layer_graphs",
     "parse",
     "parse_layers",

@@ -10,7 +10,8 @@ usual. Three paths compute it and agree (values and gradients):
     rows (sliding window, dilated, global + local, BigBird), O(T·w) in time and memory;
   * ``edges``: message passing over G's edge list (any graph), O(E·D).
 
-``auto`` takes the cheapest, and ``dense`` for short sequences, where it is fastest.
+``auto`` takes the cheapest, as glassformer.graphs.kernel_for judges from the graph: ``dense``
+for short sequences, where it is fastest.
 """
 
 from __future__ import annotations
@@ -18,14 +19,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..graphs import AttentionGraph, Band, Cover, Intersection, Union
+from ..graphs import KERNELS, AttentionGraph, Cover, band_is_edges, kernel_for
 from ..graphs.kernels.sparse import edge_attention, local_attention
 from .scaled_dot_product import fused_attention
 
 __all__ = ["PATHS", "graph_attention", "graph_mask", "with_edges"]
 
-PATHS = ("auto", "dense", "local", "edges")
-DENSE_BELOW = 1 << 16  # T·S at or below which the dense path is the fastest on a CPU
+PATHS = ("auto", *KERNELS)
 
 
 def graph_mask(
@@ -78,7 +78,7 @@ def graph_attention(
     key_mask = _key_mask(mask, b, t, s)
     n = key_start + s  # key positions there are
     if path == "auto":
-        path = _choose(g, q_pos, k_pos, key_mask is not None or mask is None)
+        path = kernel_for(g, q_pos, k_pos, sparse_ok=key_mask is not None or mask is None)
     elif path != "dense" and key_mask is None and mask is not None:
         raise ValueError(
             f"graph_attention: the {path!r} path takes a key padding mask (B, 1, 1, S) only; "
@@ -100,7 +100,7 @@ def graph_attention(
             after=0 if c.band_empty else int(c.after),
             dilation=c.dilation,
             allows=lambda i, j: g.allows(i, j, n),
-            band_full=_contains_band(g, c),
+            band_full=band_is_edges(g, c),
             q_pos=q_pos,
             k_pos=k_pos,
             key_mask=key_mask,
@@ -144,37 +144,6 @@ def with_edges(mask: Tensor | None, edges: Tensor) -> Tensor:
     if mask.dtype == torch.bool:
         return mask & edges
     return mask.masked_fill(~edges, float("-inf"))
-
-
-def _choose(g: AttentionGraph, q_pos: Tensor, k_pos: Tensor, sparse_ok: bool) -> str:
-    """The cheapest path: dense on short sequences or when a mask is not a key mask, local
-    when the graph has a narrow band, message passing when it has few edges."""
-    t, s = q_pos.numel(), k_pos.numel()
-    if not sparse_ok or t * s <= DENSE_BELOW:
-        return "dense"
-    c = g.cover(q_pos, k_pos)
-    if c.bounded:
-        width = (0 if c.band_empty else int(c.before + c.after) + 1) + c.extras.shape[1]
-        dense_rows = int(c.rows.sum())
-        if 4 * (width * t + dense_rows * s) <= t * s:
-            return "local"
-    if 16 * g.num_edges(t, s) <= t * s:  # an edge costs about 12 dense entries (T 1k-4k)
-        return "edges"
-    return "dense"
-
-
-def _contains_band(g: AttentionGraph, c: Cover) -> bool:
-    """Is every candidate of the cover's band an edge of g? Then the band needs no test
-    (a window, a window & causal, BigBird's window | globals | random keys)."""
-    if c.band_empty:
-        return False
-    if isinstance(g, Band):
-        return g.before >= c.before and g.after >= c.after and c.dilation % g.dilation == 0
-    if isinstance(g, Union):
-        return any(_contains_band(p, c) for p in g.parts)
-    if isinstance(g, Intersection):
-        return all(_contains_band(p, c) for p in g.parts)
-    return False
 
 
 def _extra_indices(c: Cover, key_start: int, s: int) -> Tensor | None:

@@ -18,18 +18,10 @@ from torch import Tensor, nn
 
 from ..graphs import AttentionGraph
 from .arguments import fraction, positive_int
-from .graph_attention import graph_attention, graph_mask, with_edges
+from .attend import attend
 from .hooks import HookPoint
 from .kv_cache import KVCache
 from .positional import apply_rotary
-from .scaled_dot_product import (
-    check_mask,
-    fused_attention,
-    pattern,
-    scores,
-    weighted_sum,
-    with_causal,
-)
 
 __all__ = ["MultiHeadAttention"]
 
@@ -48,8 +40,8 @@ class MultiHeadAttention(nn.Module):
     (B, T, H, D) each head's weighted sum Σ_m A_nm v_m; ``hook_result`` (B, T, H, C) each
     head's term z_h W^O_h, which sum (with b^O) to the output. The written-out path runs only
     when a hook reads the mask, the scores or the pattern (or ``need_weights``); ``hook_result``
-    is computed only when a hook reads it. Otherwise torch's fused kernel runs
-    (``fused_attention``), which never forms A.
+    is computed only when a hook reads it. Otherwise torch's fused kernel runs, which never
+    forms A, or a graph kernel when a graph is given (``attend`` in nn/attend.py chooses).
     """
 
     def __init__(
@@ -118,39 +110,34 @@ class MultiHeadAttention(nn.Module):
         if isinstance(mask, AttentionGraph):
             mask, graph = None, (mask if graph is None else graph & mask)
         self._check_inputs(x, z, packing)
-        t = packing.length if packing is not None else x.shape[1]
         q, k, v = self._project(x, z, rope, cache, packing)  # (B, H, T, D), (B, H_kv, S, D)
         k, v = _hooked(self.hook_keys, k), _hooked(self.hook_values, v)  # all S, cached too
-        p = self.dropout if self.training else 0.0
-        # the first key's position: a rolling cache returns the keys it kept before this step
-        # and the new ones, then keeps the latest ``window`` (its ``start`` moves past them)
-        start = 0 if cache is None or z is not None else cache.position - k.shape[2]
-        q0 = query_start if query_start is not None or z is None else 0
-        if start and isinstance(mask, Tensor) and mask.shape[-1] > k.shape[2]:
-            mask = mask[..., -k.shape[2] :]  # a rolling cache keeps the latest keys only
-        if mask is not None:
-            check_mask(mask, (q.shape[0], self.n_head, t, k.shape[2]), "MultiHeadAttention")
-        weights = None
-        if need_weights or self.looked_at():  # Eq. (1) written out, every step hooked
-            mask = with_causal(mask, causal, t, k.shape[2], q.device)
-            if graph is not None:  # the graph's edges as a (T, S) mask
-                edges = graph_mask(
-                    graph, t, k.shape[2], key_start=start, query_start=q0, causal=causal
-                )
-                mask = with_edges(mask, edges.to(q.device))
-            if self.hook_mask.active:
-                mask = self.hook_mask(_expanded(mask, q, k))
-            a = self.hook_attn_scores(scores(q, k, mask))  # â = QKᵀ/√d_k + b (Eq. 2)
-            weights = self.hook_pattern(pattern(a))  # A = softmax(â) (Eq. 3)
-            y = weighted_sum(weights, v, p)  # (B, H, T, D): A V (Eq. 1)
-        elif graph is not None:  # Eq. (1) over the graph's edges only
-            y = graph_attention(
-                q, k, v, graph, mask, p, causal=causal, key_start=start, query_start=q0
-            )
-        else:
-            y = fused_attention(q, k, v, mask, p, causal=causal)  # (B, H, T, D): Eq. (1)
+        key_start, mask = self._cached_keys(mask, k, z, cache)
+        y, weights = attend(  # (B, H, T, D): Eq. (1), head by head
+            q,
+            k,
+            v,
+            mask,
+            self.dropout if self.training else 0.0,
+            causal=causal,
+            graph=graph,
+            key_start=key_start,
+            query_start=query_start if query_start is not None or z is None else 0,
+            hooks=self,
+            need_weights=need_weights,
+        )
         y = self.hook_z(y.transpose(1, 2))  # (B, T, H, D): head_i
-        return self._output(y, packing), (weights if need_weights else None)
+        return self._output(y, packing), weights
+
+    @staticmethod
+    def _cached_keys(mask, k: Tensor, z: Tensor | None, cache: KVCache | None):
+        """(the first key's position, the mask on the keys kept). A rolling cache returns the
+        keys it kept before this step and the new ones, then keeps the latest ``window`` (its
+        ``position`` moves past them); a mask over every position loses the keys it dropped."""
+        start = 0 if cache is None or z is not None else cache.position - k.shape[2]
+        if start and isinstance(mask, Tensor) and mask.shape[-1] > k.shape[2]:
+            mask = mask[..., -k.shape[2] :]
+        return start, mask
 
     def _check_inputs(self, x: Tensor, z: Tensor | None, packing) -> None:
         """Refuse inputs of the wrong rank or width (shapes only: Python ints)."""
@@ -166,10 +153,6 @@ class MultiHeadAttention(nn.Module):
                 f"MultiHeadAttention: z must be (B, S, C) with B = {x.shape[0]} (x's batch) and "
                 f"C = d_model = {c}; got shape {tuple(z.shape)}"
             )
-
-    def looked_at(self) -> bool:
-        """Does a hook read the mask, the scores or the pattern A?"""
-        return self.hook_mask.active or self.hook_attn_scores.active or self.hook_pattern.active
 
     def _project(self, x, z, rope, cache, packing) -> tuple[Tensor, Tensor, Tensor]:
         """Q, K, V (Eq. 4 for self-attention, Eq. 5 for cross-attention), split into heads:
@@ -250,10 +233,3 @@ def _hooked(hook: HookPoint, u: Tensor) -> Tensor:
 
 def _part(bias: Tensor | None, start: int | None, stop: int | None) -> Tensor | None:
     return None if bias is None else bias[start:stop]
-
-
-def _expanded(mask: Tensor | None, q: Tensor, k: Tensor) -> Tensor:
-    """The mask as (B, H, T, S) (a broadcast view); all True when there is none."""
-    shape = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
-    full = torch.ones((), dtype=torch.bool, device=q.device) if mask is None else mask
-    return full.expand(shape)
