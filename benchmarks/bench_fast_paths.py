@@ -3,12 +3,13 @@ it. The same model runs with the path on (as built) and with that one path switc
 reference form; everything else stays as it is.
 
     packing  inference on the real tokens of a padded batch (fast/packing.py); off: every
-             Encoder's ``packed = None``. Encoder inference on a padded batch, BERT layout:
-             tiny (4 layers, 128, 4 heads) and base (BERT base: 12 layers, 768, 12 heads).
-    inplace  in-place activation and residual sum without a graph (fast/inplace.py); off:
-             every block's ``add = torch.add``, every FeedForward's ``act`` the reference
-             activation. Encoder inference on a dense batch, tiny and base; and (tiny) a
-             DecoderLM's forward pass (4 layers, 128, GPT-2 layout, T 64, B 12).
+             PackedEncoder back to the reference Encoder. Encoder inference on a padded batch,
+             BERT layout: tiny (4 layers, 128, 4 heads) and base (BERT base: 12 layers, 768,
+             12 heads).
+    inplace  the feed-forward activation written in place without a graph (fast/inplace.py);
+             off: every InplaceFeedForward back to the reference FeedForward. Encoder
+             inference on a dense batch, tiny and base; and (tiny) a DecoderLM's forward pass
+             (4 layers, 128, GPT-2 layout, T 64, B 12).
     layout   input-major weights while decoding (fast/layout.py); off: the weights as
              built. GPT-2 small (12 layers, 768, 12 heads, V 50257): one cached decoding
              step of one row (base only); and the re-lay alone (enter + exit), with the
@@ -41,6 +42,7 @@ Prints a table and writes bench-results/fast_paths.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -59,11 +61,11 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/bench_fast_p
 from benchmarks import encoder_peers, paired, peers
 from benchmarks.common import Shape, environment, print_table, write_json
 from glassformer.fast import packing
+from glassformer.fast.inplace import InplaceFeedForward
 from glassformer.fast.layout import input_major_weights
+from glassformer.fast.packing import PackedEncoder
 from glassformer.models import DecoderLM, EncoderModel
 from glassformer.nn import Encoder, FeedForward
-from glassformer.nn.blocks import DecoderBlock, EncoderBlock
-from glassformer.nn.feedforward import activation_fn
 
 PATHS = ("packing", "inplace", "layout")
 SHAPES = ("tiny", "base")
@@ -102,37 +104,29 @@ def cases(paths: list[str], shapes: list[str]) -> list[Case]:
 
 
 # The switches: the model as built (on), or with one path in its reference form (off) ----------
+CLASSES = {"packing": (Encoder, PackedEncoder), "inplace": (FeedForward, InplaceFeedForward)}
+
+
 @contextmanager
-def swapped(changes: list[tuple[object, str, object]]) -> Iterator[None]:
-    """Set ``obj.attr = value`` for each change; put the old values back on exit."""
-    saved = [(obj, attr, getattr(obj, attr)) for obj, attr, _ in changes]
+def reference_classes(model: torch.nn.Module, path: str) -> Iterator[None]:
+    """Inside: every module of ``path``'s fast class in ``model`` has its reference class
+    (packing, inplace); the fast classes are put back on exit."""
+    reference, fast = CLASSES[path]
+    changed = [m for m in model.modules() if type(m) is fast]
     try:
-        for obj, attr, value in changes:
-            setattr(obj, attr, value)
+        for m in changed:
+            m.__class__ = reference
         yield
     finally:
-        for obj, attr, value in saved:
-            setattr(obj, attr, value)
-
-
-def reference_form(model: torch.nn.Module, path: str) -> list[tuple[object, str, object]]:
-    """The attributes that switch ``path`` off in ``model`` (packing, inplace)."""
-    if path == "packing":
-        return [(m, "packed", None) for m in model.modules() if isinstance(m, Encoder)]
-    changes: list[tuple[object, str, object]] = []
-    for m in model.modules():
-        if isinstance(m, EncoderBlock | DecoderBlock):
-            changes.append((m, "add", torch.add))
-        elif isinstance(m, FeedForward) and m.activation != "swiglu":
-            changes.append((m, "act", activation_fn(m.activation)))
-    return changes
+        for m in changed:
+            m.__class__ = fast
 
 
 def switch(model: torch.nn.Module, path: str, on: bool):
     """A context manager: inside it ``model`` runs with ``path`` on or off."""
     if path == "layout":
         return input_major_weights(model, on)
-    return swapped([] if on else reference_form(model, path))
+    return contextlib.nullcontext() if on else reference_classes(model, path)
 
 
 # Workloads: (model, step) where step() returns the outputs to compare ---------------------------
@@ -186,15 +180,17 @@ def difference(model: torch.nn.Module, path: str, step: Callable[[], torch.Tenso
 
 def packing_runs(model: torch.nn.Module, step: Callable[[], torch.Tensor]) -> bool:
     """Does the step take the packing path (its conditions met), with the path on?"""
-    ran = []
+    ran, block = [], packing.packed_block
 
-    def spy(encoder, *args):
-        out = packing.encode(encoder, *args)
-        ran.append(out is not None)
-        return out
+    def spy(*args):
+        ran.append(True)
+        return block(*args)
 
-    with swapped([(m, "packed", spy) for m in model.modules() if isinstance(m, Encoder)]):
+    packing.packed_block = spy
+    try:
         step()
+    finally:
+        packing.packed_block = block
     return any(ran)
 
 

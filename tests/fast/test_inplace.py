@@ -1,28 +1,21 @@
-"""fast/inplace.py: without an autograd graph the activation and the residual sum overwrite
-fresh tensors of ours. The results equal those computed with a graph, the caller's input is
-never written, and with a graph (or autocast) nothing is done in place."""
+"""fast/inplace.py: without an autograd graph the feed-forward activation overwrites the
+hidden layer. The results equal those computed with a graph, the caller's input is never
+written, and with a graph nothing is done in place."""
+
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from glassformer.fast import inplace, use_fast_paths
-from glassformer.fast.inplace import writable
+from glassformer.fast.inplace import InplaceFeedForward
 from glassformer.models import DecoderLM
 from glassformer.models.config import ModelConfig
 from glassformer.nn import DecoderBlock, EncoderBlock, FeedForward
 
 C, H, FF = 16, 4, 48
-
-
-def test_writable_only_without_a_graph():
-    w = torch.randn(3, requires_grad=True)
-    h = w * 2
-    assert not writable(h)
-    with torch.no_grad():
-        assert writable(w * 2)
-    with torch.inference_mode():
-        assert writable(torch.randn(3) * 2)
-    assert writable(torch.randn(3))  # nothing requires grad: nothing records it
 
 
 @pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh", "swiglu"])
@@ -75,22 +68,36 @@ def test_autocast_sum_stays_float32():
     x = torch.randn(2, 5, C)
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
         y = blk(x)
-    assert y.dtype == torch.float32  # X (float32) + F(X) (bf16), not written into F(X)
+    assert y.dtype == torch.float32  # X (float32) + F(X) (bf16) promotes to float32
     with torch.no_grad():
         want = blk(x)
     torch.testing.assert_close(y, want, rtol=0, atol=0.1)
 
 
-def test_the_fast_paths_write_in_place_only_without_a_graph(monkeypatch):
+def test_the_activation_is_written_in_place_only_without_a_graph(monkeypatch):
     done = []
-    real = inplace.add
-    monkeypatch.setattr(inplace, "add", lambda x, u: done.append(writable(u)) or real(x, u))
-    blk = use_fast_paths(EncoderBlock(C, H, FF))
+    real = inplace._IN_PLACE["relu"]
+    monkeypatch.setitem(inplace._IN_PLACE, "relu", lambda h: done.append(h.shape) or real(h))
+    blk = use_fast_paths(EncoderBlock(C, H, FF, activation="relu"))
+    assert type(blk.mlp) is InplaceFeedForward
     x = torch.randn(2, 7, C)
     blk(x)
+    assert done == []  # a graph is recorded: the reference forward
     with torch.no_grad():
         blk(x)
-    assert done == [False, False, True, True]  # two sums a block, with and without a graph
+    assert done == [(2, 7, FF)]
+
+
+def test_fast_paths_off_give_back_exactly_the_reference_classes():
+    cfg = ModelConfig(vocab_size=40, d_model=C, n_head=H, n_layer=2, max_len=16)
+    model = DecoderLM(cfg)
+    keys = list(model.state_dict())
+    assert {type(b.mlp) for b in model.decoder.blocks} == {InplaceFeedForward}
+    model.use_fast_paths(False)
+    assert {type(b.mlp) for b in model.decoder.blocks} == {FeedForward}
+    assert model.fast_paths is False and list(model.state_dict()) == keys
+    model.use_fast_paths(True)
+    assert {type(b.mlp) for b in model.decoder.blocks} == {InplaceFeedForward}
 
 
 def test_a_tensor_a_hook_has_seen_is_never_overwritten():
@@ -107,3 +114,22 @@ def test_a_tensor_a_hook_has_seen_is_never_overwritten():
     assert fast.keys() == ref.keys()
     for name in ref:
         torch.testing.assert_close(fast[name], ref[name], rtol=0, atol=1e-6, msg=name)
+
+
+def test_the_reference_code_and_its_tests_need_no_fast_package():
+    """glassformer.fast can be deleted: glassformer.nn runs with the package blocked, and the
+    tests of the reference code (tests/nn) do not import it."""
+    code = (
+        "import sys; sys.modules['glassformer.fast'] = None\n"
+        "import torch, glassformer.nn as nn\n"
+        "enc = nn.Encoder(2, 8, 2, 16).eval()\n"
+        "x = torch.randn(2, 5, 8)\n"
+        "with torch.no_grad(): y = enc(x, nn.padding_mask(torch.tensor([5, 3]), 5))\n"
+        "print(tuple(y.shape), sys.modules['glassformer.fast'])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["(2,", "5,", "8)", "None"]
+    tests_nn = Path(__file__).resolve().parents[1] / "nn"
+    for path in tests_nn.rglob("*.py"):
+        assert "glassformer.fast" not in path.read_text(encoding="utf-8"), path

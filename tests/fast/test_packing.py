@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from glassformer.fast import use_fast_paths
-from glassformer.fast.packing import Packing
+from glassformer.fast.packing import Packing, hides_padding, packed_attention
 from glassformer.nn import Encoder, MultiHeadAttention, padding_mask
 
 LENGTHS = torch.tensor([7, 3, 0, 5])  # a row with no real token at all
@@ -111,8 +111,17 @@ def test_multihead_attention_on_packed_tokens():
     mask = padding_mask(LENGTHS, T)
     p = Packing.from_mask(token_mask)
     want = mha(x, mask=mask)[0][token_mask]
-    got = mha(p.pack(x), mask=mask, packing=p)[0]  # (N, C)
+    got = packed_attention(mha, p.pack(x), mask, False, None, None, p)  # (N, C)
     torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+
+
+def test_an_additive_mask_hides_the_padding_where_it_is_minus_infinity():
+    """An additive float mask hides a key with -inf (0 and finite biases let it be seen)."""
+    token_mask = torch.tensor([[True, True, False]])
+    hidden = torch.zeros(1, 1, 1, 3).masked_fill(~token_mask.view(1, 1, 1, 3), float("-inf"))
+    assert hides_padding(hidden, token_mask, causal=False)
+    assert not hides_padding(torch.zeros(1, 1, 1, 3), token_mask, causal=False)
+    assert hides_padding(token_mask.view(1, 1, 1, 3), token_mask, causal=False)  # bool
 
 
 def test_no_packing_while_a_hook_is_attached():

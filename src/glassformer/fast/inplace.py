@@ -1,69 +1,41 @@
-"""In-place arithmetic where no autograd graph is being recorded.
+"""The feed-forward activation written over its input where no autograd graph is recorded.
 
-Inference (eval, ``torch.no_grad`` / ``inference_mode``) needs no tensor twice, so the
-feed-forward activation a(H) and the residual sum X + F(X) can overwrite H and F(X) instead
-of allocating a new (B, T, ·) tensor each. On CPU a fresh tensor of a megabyte or more is
-often fresh memory from the operating system, zero-filled page by page on first write. In
-place, the forward pass of the tiny BERT-layout encoder (4 layers, 128, T 64, B 16) ran
-1.24x as fast and BERT base's 1.05x (same process, interleaved, median of paired runs).
-With a graph the new tensors stay: autograd may need the old values, and an in-place
-residual sum measured no faster in training.
+Inference (eval, ``torch.no_grad`` / ``inference_mode``) needs the hidden layer
+H = W_1 x + b_1 only once, so a(H) can overwrite H instead of allocating a new (B, T, d_ff)
+tensor. On CPU a fresh tensor of a megabyte or more is often fresh memory from the operating
+system, zero-filled page by page on first write. ``python -m benchmarks.bench_fast_paths``
+measures what it earns (docs/benchmarks.md, "CPU fast paths").
 
-``add`` is a block's residual sum and ``activation(name)`` a feed-forward activation with the
-fast paths on. The modules call them only on a tensor no hook has seen (a hook may keep it).
+``InplaceFeedForward`` is FeedForward with that one change; ``glassformer.fast`` gives it to
+the models. It falls back to FeedForward's own forward while gradients are recorded (autograd
+needs H), for the gated swiglu (two halves, not one element-wise map) and while a hook reads
+``hook_pre`` (a hook may keep the H it saw).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["activation", "add", "writable"]
+from ..nn import FeedForward
+
+__all__ = ["InplaceFeedForward"]
+
+_IN_PLACE = {
+    "relu": torch.relu_,  # max(0, h)
+    "gelu": lambda h: torch.ops.aten.gelu_(h, approximate="none"),  # h Φ(h)
+    "gelu_tanh": lambda h: torch.ops.aten.gelu_(h, approximate="tanh"),  # GPT-2's GELU
+}
 
 
-def writable(t: Tensor) -> bool:
-    """May ``t``, a fresh result of ours, be overwritten? True when no graph records it."""
-    return not (t.requires_grad and torch.is_grad_enabled())
+class InplaceFeedForward(FeedForward):
+    """FeedForward(X) = W_2 a(W_1 X + b_1) + b_2 with a(·) written over W_1 X + b_1."""
 
-
-def add(x: Tensor, update: Tensor) -> Tensor:
-    """X + F(X), written over F(X), a fresh tensor of the sub-layer, where no graph records
-    it (and autocast did not make it another dtype)."""
-    if writable(update) and update.dtype == x.dtype:
-        return update.add_(x)
-    return x + update
-
-
-def relu(h: Tensor) -> Tensor:
-    """max(0, h), written over h where no graph records it."""
-    return torch.relu_(h) if writable(h) else torch.relu(h)
-
-
-def gelu(h: Tensor) -> Tensor:
-    """GELU (erf form), written over h where no graph records it."""
-    if writable(h):
-        return torch.ops.aten.gelu_(h, approximate="none")
-    return F.gelu(h)
-
-
-def gelu_tanh(h: Tensor) -> Tensor:
-    """GELU (tanh form), written over h where no graph records it."""
-    if writable(h):
-        return torch.ops.aten.gelu_(h, approximate="tanh")
-    return F.gelu(h, approximate="tanh")
-
-
-_ACTIVATIONS = {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}
-
-
-def activation(name: str) -> Callable[[Tensor], Tensor]:
-    """The element-wise activation ``name`` (relu, gelu, gelu_tanh), written over its input
-    where no graph records it."""
-    if name not in _ACTIVATIONS:
-        raise ValueError(
-            f"activation {name!r} is not element-wise; choose one of {tuple(_ACTIVATIONS)}"
-        )
-    return _ACTIVATIONS[name]
+    def forward(self, x: Tensor) -> Tensor:
+        if torch.is_grad_enabled() or self.activation not in _IN_PLACE or self.hook_pre.active:
+            return super().forward(x)
+        h = _IN_PLACE[self.activation](self.fc1(x))  # (B, T, d_ff): a(H), in H's memory
+        h = self.hook_post(h)
+        if self.training:  # dropout is the identity in eval mode
+            h = self.dropout(h)
+        return self.fc2(h)  # (B, T, C)

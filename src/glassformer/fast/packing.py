@@ -5,10 +5,12 @@ and output projections, the feed-forward MLP, the residual additions and the nor
 padded batch those can run on the N real tokens only, (B, T, C) -> (N, C), and only
 attention needs the (B, T) layout back, with zeros at the padding, which its padding mask
 hides anyway. The result at every real token is unchanged; the work shrinks to N / (B T).
-``encode`` is the Encoder's ``packed`` with the fast paths on: inference (no gradients, eval
-mode) on CPU, with no hook attached; the padded positions of its output are then zero instead
-of values nothing should read. A mask that lets a real query see a padded key (a full mask, a
-graph's) takes the ordinary path: the padded tokens' keys and values count there.
+
+``PackedEncoder`` is the Encoder stack with that change, which ``glassformer.fast`` gives to
+the models. It packs in inference (no gradients, eval mode) on CPU with no hook attached and a
+padding mask that hides every padded key from every real query; the padded positions of its
+output are then zero instead of values nothing should read. Anything else (a full mask, a
+graph's mask that shows padded keys, training, a hook) runs Encoder's own forward.
 """
 
 from __future__ import annotations
@@ -18,7 +20,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["Packing", "encode"]
+from ..nn import Encoder, EncoderBlock, MultiHeadAttention, apply_rotary
+from ..nn.attend import attend
+from ..nn.hooks import HookPoint
+
+__all__ = ["PackedEncoder", "Packing"]
 
 
 @dataclass(frozen=True)
@@ -46,37 +52,80 @@ class Packing:
         return out.view(self.batch, self.length, *u.shape[1:])
 
 
-def encode(encoder, x: Tensor, mask, causal: bool, token_mask, rope) -> Tensor | None:
-    """The Encoder stack's forward pass on the real tokens of x (B, T, C) -> (B, T, C), or
-    None where packing does not apply (training, gradients, no padding, a mask that shows
-    padded keys to real queries, a hook attached)."""
-    if not _applies(encoder, x, mask, token_mask) or not _hides_padding(mask, token_mask, causal):
-        return None
-    packing = Packing.from_mask(token_mask)
-    x = packing.pack(x)  # (N, C): every row real, so the norms need no token_mask
-    for block in encoder.blocks:
-        x = block(x, mask, causal=causal, rope=rope, packing=packing)
-    return packing.unpack(x if encoder.ln_final is None else encoder.ln_final(x, None))
+class PackedEncoder(Encoder):
+    """Encoder whose inference on a padded CPU batch runs on the real tokens only."""
+
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        *,
+        causal: bool = False,
+        token_mask: Tensor | None = None,
+        rope: tuple[Tensor, Tensor] | None = None,
+    ) -> Tensor:
+        if not self._packs(x, mask, token_mask, causal):
+            return super().forward(x, mask, causal=causal, token_mask=token_mask, rope=rope)
+        packing = Packing.from_mask(token_mask)
+        x = packing.pack(x)  # (N, C): every row real, so the norms need no token_mask
+        for block in self.blocks:
+            x = packed_block(block, x, mask, causal, rope, packing)
+        return packing.unpack(x if self.ln_final is None else self.ln_final(x))
+
+    def _packs(self, x: Tensor, mask, token_mask, causal: bool) -> bool:
+        return (
+            token_mask is not None
+            and mask is not None
+            and x.device.type == "cpu"
+            and not self.training
+            and not torch.is_grad_enabled()
+            and not torch.compiler.is_compiling()
+            and not bool(token_mask.all())
+            and not any(isinstance(m, HookPoint) and m.active for m in self.modules())
+            and hides_padding(mask, token_mask, causal)
+        )
 
 
-def _applies(encoder, x: Tensor, mask, token_mask) -> bool:
-    return (
-        token_mask is not None
-        and mask is not None
-        and x.device.type == "cpu"
-        and not encoder.training
-        and not torch.is_grad_enabled()
-        and not torch.compiler.is_compiling()
-        and not bool(token_mask.all())
-        and not encoder.hooked()
-    )
+def packed_block(block: EncoderBlock, x: Tensor, mask, causal, rope, packing: Packing) -> Tensor:
+    """EncoderBlock's formula on the packed tokens x (N, C) -> (N, C), in eval mode (dropout
+    is the identity) with no hook attached (nn/blocks.py has the hooked form)."""
+    attn = block.attn
+
+    def attention(u: Tensor) -> Tensor:
+        return packed_attention(attn, u, mask, causal, block.graph, rope, packing)
+
+    if block.norm_first:  # pre-norm: X ← X + MHAttention(LN(X)); X ← X + MLP(LN(X))
+        x = x + attention(block.ln1(x))
+        return x + block.mlp(block.ln2(x))
+    x = block.ln1(x + attention(x))  # post-norm: X ← LN(X + MHAttention(X)) ...
+    return block.ln2(x + block.mlp(x))
 
 
-def _hides_padding(mask: Tensor, token_mask: Tensor, causal: bool) -> bool:
+def packed_attention(
+    attn: MultiHeadAttention, x: Tensor, mask, causal, graph, rope, packing: Packing
+) -> Tensor:
+    """MultiHeadAttention's self-attention on the packed tokens x (N, C) -> (N, C): the
+    projections on the real tokens, Eq. (1) on the (B, T) layout."""
+    b, t = packing.batch, packing.length
+    h, h_kv, d = attn.n_head, attn.n_kv_head, attn.head_dim
+    qkv = packing.unpack(attn.in_proj(x))  # (B, T, (H + 2 H_kv) D), zeros at the padding
+    q, k, v = qkv.split([h * d, h_kv * d, h_kv * d], dim=-1)
+    q = q.view(b, t, h, d).transpose(1, 2)  # (B, H, T, D)
+    k = k.view(b, t, h_kv, d).transpose(1, 2)  # (B, H_kv, T, D)
+    v = v.view(b, t, h_kv, d).transpose(1, 2)
+    if rope is not None:
+        q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+    z, _ = attend(q, k, v, mask, causal=causal, graph=graph)  # (B, H, T, D)
+    z = z.transpose(1, 2).reshape(b, t, h * d)  # (B, T, C): heads side by side
+    return attn.out_proj(packing.pack(z))  # (N, C)
+
+
+def hides_padding(mask: Tensor, token_mask: Tensor, causal: bool) -> bool:
     """Does no real query see a padded key? Only then may packing drop the padded tokens:
     their keys and values would otherwise take part in the real tokens' attention."""
     b, t = token_mask.shape
-    seen = mask.bool()  # broadcastable to (B, H, T, T)
+    # broadcastable to (B, H, T, T): True where a query may see a key (additive: not -inf)
+    seen = mask if mask.dtype == torch.bool else mask > float("-inf")
     if causal:
         seen = seen & torch.ones(t, t, dtype=torch.bool, device=mask.device).tril()
     real_query = token_mask.view(b, 1, t, 1)

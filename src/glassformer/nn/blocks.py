@@ -19,7 +19,6 @@ it is the GPT layer of Algorithm 10 (DTransformer).
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor, nn
 
 from ..graphs import AttentionGraph
@@ -90,17 +89,11 @@ class _Block(nn.Module):
         self.hook_mlp_out = HookPoint()
         self.hook_resid_post = HookPoint()
         self.dropout = nn.Dropout(dropout)
-        self.add = torch.add  # X + F(·) (see glassformer.fast for the in-place form)
 
     @property
     def ln_mlp(self) -> nn.Module:
         """The norm of the feed-forward sub-layer: ``ln3`` after cross-attention, else ``ln2``."""
         return self.ln2 if self.cross_attn is None else self.ln3
-
-    def _add(self, x: Tensor, update: Tensor, hook: HookPoint) -> Tensor:
-        """x + update; a fast ``add`` may write over ``update``: never over a tensor that
-        ``hook`` has shown to a hook."""
-        return x + update if hook.active else self.add(x, update)
 
     def _drop(self, u: Tensor) -> Tensor:
         return self.dropout(u) if self.training else u  # the identity in eval mode
@@ -121,25 +114,22 @@ class EncoderBlock(_Block):
         causal: bool = False,
         token_mask: Tensor | None = None,
         rope: tuple[Tensor, Tensor] | None = None,
-        packing=None,
     ) -> Tensor:
         """x (B, T, C); mask broadcastable to (B, H, T, T), True = may attend -> (B, T, C).
-        With ``packing``, x holds the real tokens only, (N, C) -> (N, C)
-        (glassformer.fast.packing). ``token_mask`` (B, T): the real tokens, for the norms."""
-        attn_args = dict(mask=mask, causal=causal, graph=self.graph, rope=rope, packing=packing)
+        ``token_mask`` (B, T): the real tokens, for the norms."""
+        attn_args = dict(mask=mask, causal=causal, graph=self.graph, rope=rope)
         resid_pre = self.hook_resid_pre(x)
         if self.norm_first:  # pre-norm, the notes: X ← X + F(layer_norm(X))
             attn_out = self.attn(self.ln1(resid_pre, token_mask), **attn_args)[0]
             attn_out = self.hook_attn_out(self._drop(attn_out))
-            resid_mid = self.hook_resid_mid(self._add(resid_pre, attn_out, self.hook_attn_out))
+            resid_mid = self.hook_resid_mid(resid_pre + attn_out)
             mlp_out = self.hook_mlp_out(self._drop(self.mlp(self.ln2(resid_mid, token_mask))))
-            resid_post = self._add(resid_mid, mlp_out, self.hook_mlp_out)
+            resid_post = resid_mid + mlp_out
         else:  # post-norm, Vaswani et al.: X ← layer_norm(X + F(X))
             attn_out = self.hook_attn_out(self._drop(self.attn(resid_pre, **attn_args)[0]))
-            resid_mid = self._add(resid_pre, attn_out, self.hook_attn_out)
-            resid_mid = self.hook_resid_mid(self.ln1(resid_mid, token_mask))
+            resid_mid = self.hook_resid_mid(self.ln1(resid_pre + attn_out, token_mask))
             mlp_out = self.hook_mlp_out(self._drop(self.mlp(resid_mid)))
-            resid_post = self.ln2(self._add(resid_mid, mlp_out, self.hook_mlp_out), token_mask)
+            resid_post = self.ln2(resid_mid + mlp_out, token_mask)
         return self.hook_resid_post(resid_post)
 
 
@@ -188,23 +178,20 @@ class DecoderBlock(_Block):
         if self.norm_first:  # pre-norm, the notes: X ← X + F(layer_norm(X))
             attn_out = self.attn(self.ln1(resid_pre, token_mask), **attn_args)[0]
             attn_out = self.hook_attn_out(self._drop(attn_out))
-            resid = self.hook_resid_mid(self._add(resid_pre, attn_out, self.hook_attn_out))
+            resid = self.hook_resid_mid(resid_pre + attn_out)
             if self.cross_attn is not None:
                 cross_out = self.cross_attn(self.ln2(resid, token_mask), memory, **cross_args)[0]
                 cross_out = self.hook_cross_attn_out(self._drop(cross_out))
-                resid = self._add(resid, cross_out, self.hook_cross_attn_out)
-                resid = self.hook_resid_mid_cross(resid)
+                resid = self.hook_resid_mid_cross(resid + cross_out)
             mlp_out = self.hook_mlp_out(self._drop(self.mlp(self.ln_mlp(resid, token_mask))))
-            resid_post = self._add(resid, mlp_out, self.hook_mlp_out)
+            resid_post = resid + mlp_out
         else:  # post-norm, Vaswani et al.: X ← layer_norm(X + F(X))
             attn_out = self.hook_attn_out(self._drop(self.attn(resid_pre, **attn_args)[0]))
-            resid = self._add(resid_pre, attn_out, self.hook_attn_out)
-            resid = self.hook_resid_mid(self.ln1(resid, token_mask))
+            resid = self.hook_resid_mid(self.ln1(resid_pre + attn_out, token_mask))
             if self.cross_attn is not None:
                 cross_out = self.cross_attn(resid, memory, **cross_args)[0]
                 cross_out = self.hook_cross_attn_out(self._drop(cross_out))
-                resid = self._add(resid, cross_out, self.hook_cross_attn_out)
-                resid = self.hook_resid_mid_cross(self.ln2(resid, token_mask))
+                resid = self.hook_resid_mid_cross(self.ln2(resid + cross_out, token_mask))
             mlp_out = self.hook_mlp_out(self._drop(self.mlp(resid)))
-            resid_post = self.ln_mlp(self._add(resid, mlp_out, self.hook_mlp_out), token_mask)
+            resid_post = self.ln_mlp(resid + mlp_out, token_mask)
         return self.hook_resid_post(resid_post)

@@ -69,8 +69,6 @@ class FeedForward(nn.Module):
         self.hook_pre = HookPoint()
         if gated:
             self.hook_pre_linear = HookPoint()
-        else:
-            self.act = _ELEMENTWISE[activation]  # a (see glassformer.fast for CPU forms)
         self.hook_post = HookPoint()
         self.fc2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, b_2
         self.dropout = nn.Dropout(dropout)
@@ -80,9 +78,8 @@ class FeedForward(nn.Module):
         if self.activation == "swiglu":  # a(X) = silu(X W_gate) ⊙ (X W_up)
             gate, up = h.chunk(2, dim=-1)  # (B, T, d_ff) each
             h = F.silu(self.hook_pre(gate)) * self.hook_pre_linear(up)
-        else:  # a fast ``act`` may write over h: never over a tensor a hook has seen
-            h = self.hook_pre(h)
-            h = _ELEMENTWISE[self.activation](h) if self.hook_pre.active else self.act(h)
+        else:  # a(W_1 x + b_1)
+            h = _ELEMENTWISE[self.activation](self.hook_pre(h))
         h = self.hook_post(h)
         if self.training:  # dropout is the identity in eval mode
             h = self.dropout(h)

@@ -89,7 +89,6 @@ class MultiHeadAttention(nn.Module):
         rope: tuple[Tensor, Tensor] | None = None,
         cache: KVCache | None = None,
         need_weights: bool = False,
-        packing=None,
     ) -> tuple[Tensor, Tensor | None]:
         """Attend from x (B, T, C) to z (B, S, C), or to x itself when z is None.
 
@@ -103,14 +102,12 @@ class MultiHeadAttention(nn.Module):
         rope: (cos, sin) tables for the T new positions; rotates q and k (self-attention only).
         cache: self-attention appends the new keys/values and attends to all cached ones;
             cross-attention computes the source's keys/values on the first call and reuses them.
-        packing: self-attention on the packed real tokens x (N, C) of a padded batch
-            (glassformer.fast.packing): the projections run on them alone; returns y (N, C).
         Returns (y (B, T, C), weights A (B, H, T, S) if need_weights else None).
         """
         if isinstance(mask, AttentionGraph):
             mask, graph = None, (mask if graph is None else graph & mask)
-        self._check_inputs(x, z, packing)
-        q, k, v = self._project(x, z, rope, cache, packing)  # (B, H, T, D), (B, H_kv, S, D)
+        self._check_inputs(x, z)
+        q, k, v = self._project(x, z, rope, cache)  # (B, H, T, D), (B, H_kv, S, D)
         k, v = _hooked(self.hook_keys, k), _hooked(self.hook_values, v)  # all S, cached too
         key_start, mask = self._cached_keys(mask, k, z, cache)
         y, weights = attend(  # (B, H, T, D): Eq. (1), head by head
@@ -127,7 +124,7 @@ class MultiHeadAttention(nn.Module):
             need_weights=need_weights,
         )
         y = self.hook_z(y.transpose(1, 2))  # (B, T, H, D): head_i
-        return self._output(y, packing), weights
+        return self._output(y), weights
 
     @staticmethod
     def _cached_keys(mask, k: Tensor, z: Tensor | None, cache: KVCache | None):
@@ -139,13 +136,12 @@ class MultiHeadAttention(nn.Module):
             mask = mask[..., -k.shape[2] :]
         return start, mask
 
-    def _check_inputs(self, x: Tensor, z: Tensor | None, packing) -> None:
+    def _check_inputs(self, x: Tensor, z: Tensor | None) -> None:
         """Refuse inputs of the wrong rank or width (shapes only: Python ints)."""
         c = self.d_model
-        if x.dim() != (2 if packing is not None else 3) or x.shape[-1] != c:
-            layout = "(N, C), the packed tokens," if packing is not None else "(B, T, C)"
+        if x.dim() != 3 or x.shape[-1] != c:
             raise ValueError(
-                f"MultiHeadAttention: x must be {layout} with C = d_model = {c}; got shape "
+                f"MultiHeadAttention: x must be (B, T, C) with C = d_model = {c}; got shape "
                 f"{tuple(x.shape)}"
             )
         if z is not None and (z.dim() != 3 or z.shape[-1] != c or z.shape[0] != x.shape[0]):
@@ -154,14 +150,12 @@ class MultiHeadAttention(nn.Module):
                 f"C = d_model = {c}; got shape {tuple(z.shape)}"
             )
 
-    def _project(self, x, z, rope, cache, packing) -> tuple[Tensor, Tensor, Tensor]:
+    def _project(self, x, z, rope, cache) -> tuple[Tensor, Tensor, Tensor]:
         """Q, K, V (Eq. 4 for self-attention, Eq. 5 for cross-attention), split into heads:
         q (B, H, T, D), k and v (B, H_kv, S, D), with the cached positions."""
         h, h_kv, d = self.n_head, self.n_kv_head, self.head_dim
         if z is None:  # self-attention, Eq. (4): one matmul for [Q K V]
-            qkv = self.in_proj(x)  # (B, T, (H + 2 H_kv) D), or (N, ·) packed
-            if packing is not None:
-                qkv = packing.unpack(qkv)  # (B, T, ·), zeros at the padding
+            qkv = self.in_proj(x)  # (B, T, (H + 2 H_kv) D)
             q, k, v = qkv.split([h * d, h_kv * d, h_kv * d], dim=-1)
             q, k = self._heads(self.hook_q, q, h), self._heads(self.hook_k, k, h_kv)
             v = self._heads(self.hook_v, v, h_kv)
@@ -183,7 +177,7 @@ class MultiHeadAttention(nn.Module):
             cache.append(k, v)
         return q, k, v
 
-    def _output(self, z: Tensor, packing) -> Tensor:
+    def _output(self, z: Tensor) -> Tensor:
         """MultiHead = Concat(head_1, ..., head_H) W^O + b^O, z (B, T, H, D) -> (B, T, C)."""
         b, t, h, d = z.shape
         if self.hook_result.active:  # the same sum, one term per head: Σ_h z_h W^O_h + b^O
@@ -191,10 +185,7 @@ class MultiHeadAttention(nn.Module):
             result = self.hook_result(torch.einsum("bthd,chd->bthc", z, w))  # (B, T, H, C)
             out = result.sum(2)
             return out if self.out_proj.bias is None else out + self.out_proj.bias
-        y = z.reshape(b, t, h * d)  # (B, T, C): heads side by side
-        if packing is not None:
-            y = packing.pack(y)  # (N, C)
-        return self.out_proj(y)
+        return self.out_proj(z.reshape(b, t, h * d))  # (B, T, C): heads side by side
 
     def projection_weights(self) -> tuple[tuple[Tensor, Tensor | None], ...]:
         """((W^Q, b^Q), (W^K, b^K), (W^V, b^V)) as views of ``in_proj``."""

@@ -12,7 +12,6 @@ from torch.utils.checkpoint import checkpoint
 
 from ..graphs import AttentionGraph
 from .blocks import DecoderBlock, EncoderBlock
-from .hooks import HookPoint
 from .kv_cache import DecoderCache
 from .norms import make_norm
 
@@ -28,10 +27,6 @@ class _Stack(nn.Module):
     at the cost of a second forward pass through every block."""
 
     checkpointing = False
-
-    def hooked(self) -> bool:
-        """Is a hook attached to any hook point of the stack?"""
-        return any(isinstance(m, HookPoint) and m.active for m in self.modules())
 
     def _checkpointed(self) -> bool:
         """Are the blocks' activations recomputed in the backward pass (see above)?"""
@@ -93,7 +88,6 @@ class Encoder(_Stack):
             EncoderBlock(d_model, n_head, d_ff, graph=g, **block_options) for g in graphs
         )
         self.ln_final = _final_norm(final_norm, block_options, d_model)
-        self.packed = None  # glassformer.fast.packing.encode when chosen
 
     def forward(
         self,
@@ -104,15 +98,7 @@ class Encoder(_Stack):
         token_mask: Tensor | None = None,
         rope: tuple[Tensor, Tensor] | None = None,
     ) -> Tensor:
-        """x (B, T, C) -> (B, T, C); mask broadcastable to (B, H, T, T), True = may attend.
-
-        ``packed``, when glassformer.fast sets it, runs inference on a padded CPU batch whose
-        mask hides the padding from every real query on the real tokens only (the output is
-        zero at the padding then); it returns None where that does not apply."""
-        if self.packed is not None:
-            out = self.packed(self, x, mask, causal, token_mask, rope)
-            if out is not None:
-                return out
+        """x (B, T, C) -> (B, T, C); mask broadcastable to (B, H, T, T), True = may attend."""
         recompute = self._checkpointed()
         for block in self.blocks:  # X^(l) = Block_l(X^(l-1))
             run = partial(checkpoint, block, use_reentrant=False) if recompute else block
