@@ -26,8 +26,8 @@ from typing import Any
 import torch
 
 from ..data import TextDataset
-from ..files import append_text, write_text
 from ..models import GlassformerModel
+from ..safe_write import append_text, write_text
 from ..tasks import get_task
 from .batches import BatchStream
 from .config import TrainConfig
