@@ -28,7 +28,7 @@ Edge = tuple[str, str, str]  # (importer, imported, "file:line")
 # package's own __init__). Each imports only from floors below its own.
 FLOORS: list[tuple[str, ...]] = [
     ("limits", "safe_write", "structured", "tasks"),  # plain Python: bounds, writes, parsing, tasks
-    ("graphs", "run_folder", "tokenizers"),  # graph algebra and kernels; folder layout; text
+    ("graphs", "run_layout", "tokenizers"),  # graph algebra and kernels; run folder layout; text
     ("nn",),  # the layers of the notes
     ("fast",),  # the fast paths over nn
     ("models",),  # ModelConfig and the models built from it

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..models import GlassformerModel, load_model
 from ..models.config import ModelConfig
-from ..run_folder import CHECKPOINTS, best_or_latest, checkpoints
+from ..run_layout import CHECKPOINTS, best_or_latest, checkpoints
 from ..safe_write import write_text
 from ..structured import loads_json
 from ..training import resolve_device
