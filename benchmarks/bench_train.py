@@ -22,19 +22,18 @@ so the glassformer cases run with it (``--no-reuse-memory`` to leave it out). Th
 they ship, and again with the same call ("+ reuse" rows), so the table shows both the speed a
 user gets and how much of it is the model code.
 
-Each (peer, shape) runs in its own subprocess (peak RSS per case; see processes.py). Then a
-paired run keeps every case of the shape waiting in a process of its own and asks each in
+Each (peer, shape) runs in its own subprocess (train_case.py; peak RSS per case: processes.py).
+Then a paired run keeps every case of the shape waiting in a process of its own and asks each in
 turn for a short block of steps (paired.py, ``--paired-seconds``): its ratios compare steps
-taken in the same spell of a noisy machine. All its models are in memory at once (GPT-2
-small: about 3.5 GB a case). A step's
-forward + backward and its optimizer step are timed separately inside the same step (CPU:
-nothing is asynchronous), so "fwd+bwd" is the step without AdamW. Scaling: the tiny GPT at
-context 64..1024 (batch 12) and batch 1..64 (context 64), glassformer vs Hugging Face.
-Optional glassformer variants: --compile (torch.compile), --bf16 (bfloat16 autocast; MFU
-against the bfloat16 matmul peak), --checkpointing (activation checkpointing, when the model
-offers it). --profile N prints the N costliest ops of each peer's step (torch.profiler).
---nanogpt PATH runs instead only glassformer, nanoGPT (PATH/model.py) and Hugging Face
-alternating in one process (train_nanogpt.py).
+taken in the same spell of a noisy machine. All its models are in memory at once (GPT-2 small:
+about 3.5 GB a case). A step's forward + backward and its optimizer step are timed separately
+inside the same step (CPU: nothing is asynchronous), so "fwd+bwd" is the step without AdamW.
+Scaling: the tiny GPT at context 64..1024 (batch 12) and batch 1..64 (context 64), glassformer
+vs Hugging Face. Optional glassformer variants: --compile (torch.compile), --bf16 (bfloat16
+autocast; MFU against the bfloat16 matmul peak), --checkpointing (activation checkpointing, when
+the model offers it). --profile N prints the N costliest ops of each peer's step
+(torch.profiler). --nanogpt PATH runs instead only glassformer, nanoGPT (PATH/model.py) and
+Hugging Face alternating in one process (train_nanogpt.py).
 
     .venv/bin/python -m benchmarks.bench_train            # about 5 minutes on 2 cores
     .venv/bin/python -m benchmarks.bench_train --quick    # tiny shape, one sweep point
@@ -45,7 +44,6 @@ Prints tables with ratios glassformer / peer and writes bench-results/train.json
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import os
 import sys
@@ -60,107 +58,26 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/bench_train.
 
 from benchmarks import paired, train_nanogpt
 from benchmarks.common import (
-    Budget,
     Shape,
     add_common_args,
     best_of_rounds,
     environment,
     fastest,
     finish_args,
-    measure,
     print_header,
     write_json,
 )
-from benchmarks.nanogpt import build_nanogpt, load_nanogpt
+from benchmarks.nanogpt import load_nanogpt
 from benchmarks.paired import MATMUL
-from benchmarks.peak import MATMUL_N, best_peak, matmul_peak, matmul_step
-from benchmarks.peers import BUILDERS, PEERS, SHAPES, build_glassformer
-from benchmarks.processes import execute, prepare_process, rss_mb
+from benchmarks.peak import MATMUL_N, best_peak, matmul_peak
+from benchmarks.peers import PEERS, SHAPES
+from benchmarks.processes import execute
 from benchmarks.train_report import flops_per_token, report
 
 OUT = "bench-results/train.json"
 PARTS = ("results", "reuse", "variants")  # the peers; the peers + reuse; glassformer variants
 CONTEXTS = (64, 128, 256, 512, 1024)
 BATCHES = (1, 4, 16, 64)
-
-
-# One case (runs in a subprocess) --------------------------------------------------------------
-def run_case(spec: dict[str, Any]) -> dict[str, Any]:
-    if spec["peer"] == "hf":
-        import transformers.models.gpt2.modeling_gpt2  # noqa: F401  (counted in the baseline)
-    prepare_process(spec)
-    base = rss_mb()
-    step, model, losses = make_step(spec["peer"], Shape(**spec["shape"]), spec)
-    result = measure(step, Budget(**spec["budget"]))
-    result.update(
-        rss_after_import_mb=base,
-        first_loss=float(losses[0]),
-        n_params=sum(p.numel() for p in model.parameters()),
-    )
-    if spec.get("profile"):
-        result["profile"] = profile(step, spec["profile"])
-    return result
-
-
-def make_paired_step(spec: dict[str, Any]):
-    """The step of one peer (or of the 2048³ matmul) of the paired run, built in its own
-    process (paired.ProcessRunner) or in this one (--in-process)."""
-    if spec.get("matmul"):
-        return matmul_step(MATMUL_N)[0]
-    prepare_process(spec)
-    return make_step(spec["peer"], Shape(**spec["shape"]), spec)[0]
-
-
-def make_step(peer: str, shape: Shape, spec: dict[str, Any]):
-    """(step, model, losses) for ``peer`` at ``shape``: step() runs zero_grad, forward,
-    backward and AdamW and returns the seconds of the step and of forward + backward; the
-    first step's loss is appended to ``losses``."""
-    from glassformer.training.config import TrainConfig
-    from glassformer.training.optim import build_optimizer
-
-    if peer == "glassformer":
-        model, loss_of = build_glassformer(shape, spec.get("checkpointing", False))
-    elif peer == "nanogpt":
-        model, loss_of = build_nanogpt(shape, spec["nanogpt"])
-    else:
-        model, loss_of = BUILDERS[peer](shape)
-    model.train()
-    optimizer = build_optimizer(model, TrainConfig())
-    g = torch.Generator().manual_seed(spec.get("seed", 0))
-    ids = torch.randint(0, shape.vocab, (shape.batch, shape.context), generator=g)
-    forward = torch.compile(model) if spec.get("compile") else model
-    autocast = (
-        (lambda: torch.autocast("cpu", dtype=torch.bfloat16))
-        if spec.get("bf16")
-        else contextlib.nullcontext
-    )
-    losses: list[torch.Tensor] = []
-
-    def step() -> dict[str, float]:
-        t0 = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        with autocast():
-            loss = loss_of(forward, ids)
-        loss.backward()
-        t1 = time.perf_counter()
-        optimizer.step()
-        t2 = time.perf_counter()
-        if not losses:
-            losses.append(loss.detach())
-        return {"step": t2 - t0, "fwd_bwd": t1 - t0}
-
-    return step, model, losses
-
-
-def profile(step, rows: int, steps: int = 3) -> str:
-    """The ``rows`` ops with the most self CPU time over ``steps`` steps."""
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as torch_profile
-
-    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
-        for _ in range(steps):
-            step()
-    return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows)
 
 
 # Driver ---------------------------------------------------------------------------------------
@@ -292,7 +209,7 @@ def run(peer: str, shape: Shape, args, **variant: Any) -> dict[str, Any]:
         **variant,
     }
     t0 = time.perf_counter()
-    result = execute("benchmarks.bench_train", spec, not args.in_process)
+    result = execute("benchmarks.train_case", spec, not args.in_process)
     result["wall_s"] = time.perf_counter() - t0
     label = "+".join([peer, *variant])
     where = f"{shape.n_layer} layers, context {shape.context}, batch {shape.batch}"
@@ -321,7 +238,7 @@ def run_paired(shape: Shape, args) -> dict[str, Any]:
     t0 = time.perf_counter()
     specs = {name: {**base, **spec} for name, spec in specs.items()}
     result = paired.run(
-        "benchmarks.bench_train", specs, args.paired_seconds,
+        "benchmarks.train_case", specs, args.paired_seconds,
         min_blocks=args.paired_rounds, in_process=args.in_process,
     )  # fmt: skip
     done = (

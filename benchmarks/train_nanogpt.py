@@ -83,7 +83,7 @@ def run_shape(shape: Shape, args) -> dict[str, Any]:
     specs[paired.MATMUL] = {**base, "matmul": True}
     t0 = time.perf_counter()
     run = paired.run(
-        "benchmarks.bench_train", specs, args.paired_seconds,
+        "benchmarks.train_case", specs, args.paired_seconds,
         min_blocks=args.paired_rounds, in_process=True,
     )  # fmt: skip
     run |= {"matmul_flop": 2 * MATMUL_N**3, "reuse_memory": bool(args.reuse_memory)}

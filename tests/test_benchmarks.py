@@ -23,6 +23,7 @@ from benchmarks import (  # noqa: E402
     bench_train,
     common,
     encoder_peers,
+    graph_attention_case,
     graph_attention_report,
     peers,
     processes,
@@ -150,10 +151,10 @@ def test_fast_paths_smoke(tmp_path, monkeypatch):
 def test_graph_attention_smoke(tmp_path, monkeypatch):
     """Both levels, the two --quick graphs, two small T: a window of 16 at T 512 takes the
     band kernel, as w 128 does from T 1024 at d_model 512 (the issue's shape)."""
-    assert (bench_graph_attention.D_MODEL, bench_graph_attention.N_HEAD) == (512, 8)
+    assert (graph_attention_case.D_MODEL, graph_attention_case.N_HEAD) == (512, 8)
     assert bench_graph_attention.SIZES == (1024, 2048, 4096, 8192, 16384)
-    monkeypatch.setattr(bench_graph_attention, "D_MODEL", 64)
-    monkeypatch.setattr(bench_graph_attention, "PREWARM_T", 64)
+    monkeypatch.setattr(graph_attention_case, "D_MODEL", 64)
+    monkeypatch.setattr(graph_attention_case, "PREWARM_T", 64)
     out = tmp_path / "graph_attention.json"
     data = bench_graph_attention.main(
         [*SMOKE, "--sizes", "256,512", "--window", "16", "--out", str(out)]
@@ -184,23 +185,23 @@ def test_graph_attention_smoke(tmp_path, monkeypatch):
 
 
 def test_graph_attention_dense_peer_gets_the_graphs_mask(monkeypatch):
-    monkeypatch.setattr(bench_graph_attention, "MASK_CHUNK", 100)  # blocks of 1 to 3 rows
-    for make in bench_graph_attention.GRAPHS.values():
+    monkeypatch.setattr(graph_attention_case, "MASK_CHUNK", 100)  # blocks of 1 to 3 rows
+    for make in graph_attention_case.GRAPHS.values():
         g = make(4)
         for t in (1, 37, 64):
-            assert torch.equal(bench_graph_attention.dense_mask(g, t), g.mask(t))
+            assert torch.equal(graph_attention_case.dense_mask(g, t), g.mask(t))
 
 
 def test_graph_attention_records_an_allocation_failure_as_oom(monkeypatch):
     def failing_steps(step, budget):
         raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to ...")
 
-    monkeypatch.setattr(bench_graph_attention, "D_MODEL", 32)
-    monkeypatch.setattr(bench_graph_attention, "PREWARM_T", 64)
-    monkeypatch.setattr(bench_graph_attention, "timed", failing_steps)
+    monkeypatch.setattr(graph_attention_case, "D_MODEL", 32)
+    monkeypatch.setattr(graph_attention_case, "PREWARM_T", 64)
+    monkeypatch.setattr(graph_attention_case, "timed", failing_steps)
     budget = {"warmup": 1, "warmup_s": 0, "min_steps": 1, "max_steps": 1, "seconds": 0}
     spec = {"level": "attention", "graph": "window", "window": 8, "t": 64, "peer": "dense"}
-    result = bench_graph_attention.run_case({**spec, "budget": budget})
+    result = graph_attention_case.run_case({**spec, "budget": budget})
     assert result["oom"].startswith("DefaultCPUAllocator: can't allocate memory")
     assert "ms" not in result and result["mask_mb"] == 64**2 / 2**20
     row = {"t": 8192, "sparse": {"ms": 1.0, "mb": 1.0}, "dense": result}
@@ -294,7 +295,7 @@ def test_isolated_case_runs_in_its_own_process():
         "threads": 1,
         "budget": dataclasses.asdict(common.Budget(warmup=1, warmup_s=0, min_steps=2)),
     }
-    result = processes.run_isolated("benchmarks.bench_train", spec)
+    result = processes.run_isolated("benchmarks.train_case", spec)
     assert result["isolated"] is True
     check_timing(result["timing"]["step"])
     assert 0 < result["rss_after_import_mb"] < result["peak_rss_mb"]
@@ -452,7 +453,7 @@ def test_paired_worker_process_serves_blocks_and_reports_failures():
 
     shape = bench_train.SHAPES["tiny"].replace(n_layer=1, batch=2)
     spec = {"peer": "glassformer", "shape": dataclasses.asdict(shape), "threads": 1}
-    runner = paired.ProcessRunner("benchmarks.bench_train", spec)
+    runner = paired.ProcessRunner("benchmarks.train_case", spec)
     try:
         runner.wait()
         block = runner.block(2)
@@ -460,7 +461,7 @@ def test_paired_worker_process_serves_blocks_and_reports_failures():
         assert 0 < block["fwd_bwd"] <= block["step"] and block["faults"] >= 0
     finally:
         runner.close()
-    bad = paired.ProcessRunner("benchmarks.bench_train", {**spec, "peer": "nope"})
+    bad = paired.ProcessRunner("benchmarks.train_case", {**spec, "peer": "nope"})
     with pytest.raises(RuntimeError, match="KeyError: 'nope'"):
         bad.wait()
     bad.close()

@@ -27,8 +27,8 @@ Edge = tuple[str, str, str]  # (importer, imported, "file:line")
 # glassformer's top-level modules and subpackages, lowest floor first ("glassformer" is the
 # package's own __init__). Each imports only from floors below its own.
 FLOORS: list[tuple[str, ...]] = [
-    ("files", "limits", "structured", "tasks"),  # plain Python: files, bounds, parsing, tasks
-    ("graphs", "run_folder", "tokenizers"),  # graph algebra and kernels; folder layout; text
+    ("limits", "safe_write", "structured", "tasks"),  # plain Python: bounds, writes, parsing, tasks
+    ("graphs", "run_layout", "tokenizers"),  # graph algebra and kernels; run folder layout; text
     ("nn",),  # the layers of the notes
     ("fast",),  # the fast paths over nn
     ("models",),  # ModelConfig and the models built from it

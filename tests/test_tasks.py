@@ -9,8 +9,8 @@ import torch
 
 from glassformer.cli import build_parser
 from glassformer.data import TextDataset, list_datasets, load_dataset, make_loader
-from glassformer.data.files import COLUMNS
 from glassformer.data.registry import FILE_SUFFIXES
+from glassformer.data.user_files import COLUMNS
 from glassformer.models.registry import model_class
 from glassformer.presets import PRESETS, preset
 from glassformer.runs.plan import make_plan

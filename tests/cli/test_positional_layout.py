@@ -9,7 +9,7 @@ import json
 import torch
 
 from glassformer.models import load_model
-from glassformer.nn.positional import sinusoid_table
+from glassformer.nn.sinusoid import sinusoid_table
 
 
 def test_split_layout_is_trained_and_checkpointed(cli, lm_files, tmp_path):

@@ -19,9 +19,8 @@ from glassformer.inspect.plots import (
     plot_attention,
     plot_head,
     plot_masks,
-    plot_positional,
-    plot_residual,
 )
+from glassformer.inspect.stream_plots import plot_positional, plot_residual
 from glassformer.nn import NoPositionalEncoding
 
 
@@ -151,6 +150,7 @@ def test_missing_matplotlib_names_the_extra(padded_run, tmp_path, monkeypatch):
 def _saved_figures(monkeypatch) -> list:
     """The matplotlib figures the plot functions save, to measure what was drawn."""
     import glassformer.inspect.plots as plots
+    import glassformer.inspect.stream_plots as stream_plots
 
     figures, real = [], plots.save
 
@@ -159,6 +159,7 @@ def _saved_figures(monkeypatch) -> list:
         return real(fig, path, axes)
 
     monkeypatch.setattr(plots, "save", spy)
+    monkeypatch.setattr(stream_plots, "save", spy)
     return figures
 
 

@@ -18,7 +18,7 @@ of one pass, ``out, cache = circuit_cache(model, input_ids)``, and reads the mod
     shift_matrix(d_model, layout=...)                  M with r_{k+1} = M r_k (sinusoidal)
 """
 
-from ..nn.positional import shift_matrix
+from ..nn.sinusoid import shift_matrix
 from .ablation import ablate, ablation_hooks
 from .attribution import LogitAttribution, logit_attribution
 from .cached import circuit_cache, circuit_names

@@ -13,8 +13,8 @@ import argparse
 import contextlib
 from pathlib import Path
 
-from ..files import write_text
 from ..runs.record import load_checkpoint
+from ..safe_write import write_text
 from ..structured import loads_json
 from .errors import UsageError
 from .options import add_checkpoint, add_device, output_file, positive_up_to, utf8_text

@@ -11,16 +11,16 @@ Framework for Transformer Circuits"), drawn with glassformer.circuits:
     patching_heads.png           activation patching of each head's output, layers × heads
 
 The prediction is the logit of --answer (default: the model's top token at --position, or its
-class) or, with --wrong, the difference of the two logits. Patching runs the model on a
-corrupted input, --corrupt TEXT (as many tokens as --text) or by default the input's ordinary
-tokens in a fixed shuffled order (seed 0, special tokens kept in place), and restores one
-activation at a time from the clean run; the metric is normalised to 1 = clean, 0 = corrupted.
+class) or, with --wrong, the difference of the two logits (inspect_answer.py). Patching runs
+the model on a corrupted input, --corrupt TEXT (as many tokens as --text) or by default the
+input's ordinary tokens in a fixed shuffled order (seed 0, special tokens kept in place), and
+restores one activation at a time from the clean run; the metric is normalised to 1 = clean,
+0 = corrupted.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -29,6 +29,7 @@ from torch import Tensor
 from .. import circuits
 from ..inspect import circuit_plots as plots
 from ..models import EncoderClassifier, EncoderDecoder, EncoderMLM
+from .inspect_answer import Prediction, analysed, answer_pair, chosen_tokens
 from .options import utf8_text
 
 __all__ = ["add_arguments", "check_arguments", "chosen_tokens", "draw_circuits"]
@@ -74,40 +75,6 @@ def check_arguments(args: argparse.Namespace) -> None:
             raise ValueError(f"--{flag} is an option of --circuits: add --circuits")
 
 
-def chosen_tokens(model, args: argparse.Namespace) -> tuple[int | None, int | None]:
-    """The ids (or classes) of --answer and --wrong, checked before anything is drawn."""
-    answer = None if args.answer is None else _token_id(model, args.answer, "--answer")
-    wrong = None if args.wrong is None else _token_id(model, args.wrong, "--wrong")
-    if wrong is not None and wrong == answer:
-        raise ValueError(f"--wrong {args.wrong!r} is the --answer token: give a different one")
-    return answer, wrong
-
-
-@dataclass
-class Prediction:
-    """What is analysed: logit ``answer`` (minus ``wrong``) at ``position`` of ``stack``."""
-
-    stack: str
-    position: int | None  # None: a classifier's pooled vector
-    answer: int
-    wrong: int | None
-    names: list[str]  # the vocabulary's tokens or the classes, for labels
-
-    def describe(self) -> str:
-        say = repr(self.names[self.answer])
-        if self.wrong is not None:
-            say += f" minus {self.names[self.wrong]!r}"
-        where = "the pooled vector" if self.position is None else f"{self.stack} position"
-        where += "" if self.position is None else f" {self.position}"
-        kind = "class score" if self.position is None else "logit"
-        return f"the {kind} of {say} at {where}"
-
-    def metric(self, out) -> Tensor:
-        logits = out.logits[0] if self.position is None else out.logits[0, self.position]
-        value = logits[self.answer]
-        return value if self.wrong is None else value - logits[self.wrong]
-
-
 def draw_circuits(
     model, kwargs: dict[str, Tensor], tokens, position: int, chosen, corrupt_ids, out: Path
 ) -> tuple[dict[str, str], list[str]]:
@@ -119,12 +86,12 @@ def draw_circuits(
     seq2seq = isinstance(model, EncoderDecoder)
     stack = "encoder" if isinstance(model, (EncoderMLM, EncoderClassifier)) else "decoder"
     output, cache = circuits.circuit_cache(model, **kwargs)
-    pred = _prediction(model, output, stack, position, *chosen)
+    pred = analysed(model, output, stack, position, *chosen)
     lines = [f"Analysed: {pred.describe()}, value {float(pred.metric(output)):.4f}.", ""]
 
     try:
         dla = circuits.logit_attribution(
-            cache, _pair(pred), position=pred.position or 0, **_pool(kwargs)
+            cache, answer_pair(pred), position=pred.position or 0, **_pool(kwargs)
         )
     except ValueError as err:  # a readout that is not linear (BERT's MLM transform, a pooler)
         lines += [f"No direct attribution: {err}", ""]
@@ -155,44 +122,6 @@ def draw_circuits(
     files |= _spectra(model, out)
     files |= _patching(model, kwargs, tokens, pred, corrupt_ids, out, lines)
     return files, lines
-
-
-def _prediction(model, output, stack: str, position: int, answer, wrong) -> Prediction:
-    if isinstance(model, EncoderClassifier):
-        names = model.config.extra.get("labels") or range(model.config.n_classes)
-        names = [str(n) for n in names]
-        scores, where = output.logits[0], None
-    else:
-        tok = model.tokenizer
-        names = [tok.id_to_token(i) for i in range(model.config.vocab_size)]
-        scores, where = output.logits[0, position], position
-    answer = int(scores.argmax()) if answer is None else answer
-    return Prediction(stack, where, answer, wrong, names)
-
-
-def _token_id(model, text: str, flag: str) -> int:
-    """The class (name or index) of a classifier, else the one token ``text`` encodes to."""
-    if isinstance(model, EncoderClassifier):
-        labels = [str(n) for n in model.config.extra.get("labels") or []]
-        if text in labels:
-            return labels.index(text)
-        n = model.config.n_classes
-        if text.isdigit() and int(text) < n:
-            return int(text)
-        allowed = ", ".join(labels) if labels else f"0..{n - 1}"
-        raise ValueError(f"{flag} {text!r} is not a class of this classifier: allowed {allowed}")
-    ids = model.tokenizer.encode(text, allowed_special=True)
-    if len(ids) != 1:
-        pieces = [model.tokenizer.id_to_token(i) for i in ids]
-        raise ValueError(
-            f"{flag} {text!r} is {len(ids)} tokens under the model's tokenizer ({pieces}): "
-            "give exactly one token"
-        )
-    return ids[0]
-
-
-def _pair(pred: Prediction):
-    return pred.answer if pred.wrong is None else (pred.answer, pred.wrong)
 
 
 def _pool(kwargs: dict[str, Tensor]) -> dict[str, Tensor]:

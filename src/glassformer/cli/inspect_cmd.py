@@ -18,13 +18,13 @@ from pathlib import Path
 
 import torch
 
-from ..files import write_text
 from ..inspect import capture, plots
 from ..inspect.inputs import analysed_position, corrupt_ids, encode_inputs
 from ..inspect.readout import format_prediction
 from ..inspect.trace import format_trace, trace
 from ..models import DecoderLM, EncoderDecoder, EncoderModel
 from ..runs.record import load_checkpoint
+from ..safe_write import write_text
 from . import inspect_circuits
 from .inspect_graphs import draw_graphs, receptive_positions
 from .options import add_checkpoint, add_device, non_negative, output_dir, positive, utf8_text

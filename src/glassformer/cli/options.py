@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..runs.folder import output_dir, output_file
+from ..runs.claim import output_dir, output_file
 
 __all__ = [
     "DEVICES",

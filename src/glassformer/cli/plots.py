@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..files import replace_dir, replace_file
+from ..safe_write import replace_dir, replace_file
 from ..structured import loads_json
 
 __all__ = ["read_metrics", "write_loss_plot", "write_tensorboard"]

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..data.files import read_utf8
+from ..data.user_files import read_utf8
 from ..generation import InputTooLong, classify, fill_mask
 from ..generation.inputs import check_text
 from ..models import EncoderClassifier, EncoderMLM

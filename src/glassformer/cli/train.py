@@ -19,12 +19,12 @@ from typing import Any
 import torch
 
 from ..generation import GenerationConfig
-from ..run_folder import CHECKPOINTS
+from ..run_layout import CHECKPOINTS
 from ..runs import Run, RunInterrupted
+from ..runs.claim import differences
 from ..runs.data_identity import ACCEPT_FLAG
 from ..runs.datasets import held_out_line, overflow_line
 from ..runs.fits import memory_advice
-from ..runs.folder import differences
 from ..runs.plan import RunPlan, make_plan
 from ..runs.record import holds_run
 from ..runs.scale import note_scale

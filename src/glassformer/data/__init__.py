@@ -29,10 +29,10 @@ from .collate import (
 )
 from .encoding import ClassificationDataset, LMDataset, Seq2SeqDataset
 from .examples import SPLITS, TextDataset
-from .files import read_file
 from .loader import encode_dataset, make_collate, make_loader
 from .masking import MLMCollator, mask_tokens
 from .registry import DatasetInfo, list_datasets, load_dataset
+from .user_files import read_file
 
 __all__ = [
     "IGNORE_INDEX",

@@ -17,7 +17,7 @@ from typing import Any
 from ..tasks import DATA_KINDS, check_data_kind
 from . import corpora, synthetic
 from .examples import SPLITS, TextDataset
-from .files import read_file
+from .user_files import read_file
 
 FILE_SUFFIXES: dict[str, str | None] = {".txt": "lm", ".csv": "classification", ".tsv": None}
 
@@ -87,7 +87,7 @@ def load_dataset(
             built-in dataset it may only repeat the dataset's own task.
         **options: a built-in dataset's options (e.g. ``num_examples``, ``min_length``,
             ``seed`` of the synthetic tasks) or a file's (``one_per_line``, ``val_fraction``;
-            see files.py); and for any seq2seq or classification data ``overflow``: what
+            see user_files.py); and for any seq2seq or classification data ``overflow``: what
             encoding does with an example longer than ``max_len`` ("error", "truncate",
             "drop"; see ``TextDataset.overflow``).
     """

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import reduce
 from typing import Protocol
 
 import torch
@@ -50,6 +51,33 @@ class Cover:
         """A band alone: no extra key, no dense row."""
         no_rows = torch.zeros(q_pos.numel(), dtype=torch.bool, device=q_pos.device)
         return cls(before, after, dilation, q_pos.new_empty(q_pos.numel(), 0), no_rows)
+
+    @classmethod
+    def union(cls, covers: list[Cover]) -> Cover:
+        """The cover of a union of graphs: the widest of the bands that are not empty (their
+        dilations' gcd), every part's extra keys, a row dense where any part's is."""
+        bands = [c for c in covers if not c.band_empty]
+        if bands:
+            before, after = max(c.before for c in bands), max(c.after for c in bands)
+            dilation = reduce(math.gcd, (c.dilation for c in bands))
+        else:
+            before, after, dilation = -1.0, -1.0, 1
+        return cls(before, after, dilation, *cls._pooled(covers))
+
+    @classmethod
+    def intersection(cls, covers: list[Cover]) -> Cover:
+        """The cover of an intersection of graphs. An edge of every part lies in every part's
+        cover: in the common band (the narrowest, the dilations' lcm), or among some part's
+        extras, or in a row that some part leaves dense."""
+        before, after = min(c.before for c in covers), min(c.after for c in covers)
+        dilation = reduce(math.lcm, (c.dilation for c in covers))
+        return cls(before, after, dilation, *cls._pooled(covers))
+
+    @staticmethod
+    def _pooled(covers: list[Cover]) -> tuple[Tensor, Tensor]:
+        """Every cover's extra keys side by side, and the rows dense in any of them."""
+        extras = torch.cat([c.extras for c in covers], dim=1)
+        return extras, reduce(torch.logical_or, (c.rows for c in covers))
 
     @property
     def band_empty(self) -> bool:

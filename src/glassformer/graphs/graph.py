@@ -30,10 +30,12 @@ import torch
 from torch import Tensor
 
 from .cover import CHUNK, Cover, candidate_width, enumerate_edges, unique_edges
+from .spec_text import band_spec, joined_spec, spec_key
 
 __all__ = ["INF", "AttentionGraph", "Band", "Intersection", "Union"]
 
 INF = math.inf
+
 EDGE_COUNTS_KEPT = 64  # (T, S) sizes whose edge count a graph remembers
 
 
@@ -129,10 +131,10 @@ class AttentionGraph:
         return Intersection(self, _graph(other, "&"))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, AttentionGraph) and _key(self.spec) == _key(other.spec)
+        return isinstance(other, AttentionGraph) and spec_key(self.spec) == spec_key(other.spec)
 
     def __hash__(self) -> int:
-        return hash(_key(self.spec))
+        return hash(spec_key(self.spec))
 
     def __repr__(self) -> str:
         return f"AttentionGraph({self.spec!r})"
@@ -149,7 +151,7 @@ class Band(AttentionGraph):
         if not isinstance(dilation, int) or isinstance(dilation, bool) or dilation < 1:
             raise ValueError(f"Band: dilation must be an int >= 1, got {dilation!r}")
         self.before, self.after, self.dilation = before, after, dilation
-        self.spec = _band_spec(before, after, dilation)
+        self.spec = band_spec(before, after, dilation)
 
     def allows(self, i, j, n):
         # -after <= i - j <= before, compared as bools on the broadcast shape (no (T, S) ints)
@@ -180,28 +182,13 @@ class Union(AttentionGraph):
 
     def __init__(self, *parts: AttentionGraph, spec: str | None = None) -> None:
         self.parts = _flatten(parts, Union)
-        self.spec = spec or _joined(self.parts, "|")
+        self.spec = spec or joined_spec(self.parts, "|")
 
     def allows(self, i, j, n):
         return reduce(torch.logical_or, (p.allows(i, j, n) for p in self.parts))
 
     def cover(self, q_pos, k_pos):
-        covers = [p.cover(q_pos, k_pos) for p in self.parts]
-        bands = [c for c in covers if not c.band_empty]
-        if not bands:
-            before = after = -1.0
-            dilation = 1
-        else:
-            before = max(c.before for c in bands)
-            after = max(c.after for c in bands)
-            dilation = reduce(math.gcd, (c.dilation for c in bands))
-        return Cover(
-            before,
-            after,
-            dilation,
-            torch.cat([c.extras for c in covers], dim=1),
-            reduce(torch.logical_or, (c.rows for c in covers)),
-        )
+        return Cover.union([p.cover(q_pos, k_pos) for p in self.parts])
 
     def causal(self):
         return Union(*(p.causal() for p in self.parts))
@@ -224,22 +211,13 @@ class Intersection(AttentionGraph):
 
     def __init__(self, *parts: AttentionGraph, spec: str | None = None) -> None:
         self.parts = _flatten(parts, Intersection)
-        self.spec = spec or _joined(self.parts, "&")
+        self.spec = spec or joined_spec(self.parts, "&")
 
     def allows(self, i, j, n):
         return reduce(torch.logical_and, (p.allows(i, j, n) for p in self.parts))
 
     def cover(self, q_pos, k_pos):
-        # An edge of every part lies in every part's cover: in the common band, or among some
-        # part's extras, or in a row that some part leaves dense.
-        covers = [p.cover(q_pos, k_pos) for p in self.parts]
-        return Cover(
-            min(c.before for c in covers),
-            min(c.after for c in covers),
-            reduce(_lcm, (c.dilation for c in covers)),
-            torch.cat([c.extras for c in covers], dim=1),
-            reduce(torch.logical_or, (c.rows for c in covers)),
-        )
+        return Cover.intersection([p.cover(q_pos, k_pos) for p in self.parts])
 
     def causal(self):
         return Intersection(*(p.causal() for p in self.parts))
@@ -264,24 +242,6 @@ class Intersection(AttentionGraph):
         return edges[:, keep]
 
 
-def _band_spec(before, after, dilation) -> str:
-    if (before, after, dilation) == (INF, INF, 1):
-        return "full"
-    if (before, after, dilation) == (INF, 0, 1):
-        return "causal"
-    tail = ":causal" if after == 0 and before > 0 else ""
-    if before != INF and (after in (before, 0)) and before % dilation == 0:
-        w = before // dilation + 1
-        if (before, after) == (0, 0):
-            return "self"
-        return (f"window:{w}" if dilation == 1 else f"dilated:{w}:{dilation}") + tail
-    return f"band:{_num(before)}:{_num(after)}:{dilation}"
-
-
-def _num(v) -> str:
-    return "inf" if v == INF else str(v)
-
-
 # Helpers -----------------------------------------------------------------------------------------
 def _positions(t: int, s: int, device, query_start: int | None = None) -> tuple[Tensor, Tensor]:
     """Query positions s-t..s-1 (the last T) or query_start.., and key positions 0..s-1."""
@@ -299,38 +259,17 @@ def _positions(t: int, s: int, device, query_start: int | None = None) -> tuple[
     return k_pos[s - t :], k_pos
 
 
-def _lcm(a: int, b: int) -> int:
-    return a * b // math.gcd(a, b)
-
-
 def _flatten(parts, kind) -> tuple[AttentionGraph, ...]:
     """The parts, with those made by the same operator spliced in: (a | b) | c = a | b | c."""
     flat = []
     for p in parts:
         p = _graph(p, "|" if kind is Union else "&")
-        plain = type(p) is kind and p.spec == _joined(p.parts, "|" if kind is Union else "&")
+        plain = type(p) is kind and p.spec == joined_spec(p.parts, "|" if kind is Union else "&")
         flat.extend(p.parts if plain else [p])
     return tuple(flat)
-
-
-def _joined(parts, op: str) -> str | dict:
-    """The spec of a union ("a|b") or intersection ("a&b"); an object when a part is given by
-    its edges (``{"union": [...]}``), whose spec is an object too."""
-    specs = [p.spec for p in parts]
-    if all(isinstance(x, str) for x in specs):
-        return op.join(f"({x})" if _compound(x) else x for x in specs)
-    return {"union" if op == "|" else "intersection": specs}
-
-
-def _compound(spec: str) -> bool:
-    return any(ch in spec for ch in "|&")
 
 
 def _graph(value, op: str) -> AttentionGraph:
     if not isinstance(value, AttentionGraph):
         raise TypeError(f"cannot combine an AttentionGraph with {type(value).__name__} by {op}")
     return value
-
-
-def _key(spec):
-    return spec if isinstance(spec, str) else repr(sorted(spec.items()))

@@ -29,15 +29,9 @@ from .circuit_plots import (
 )
 from .graph_plots import plot_attention_graph, plot_graph, plot_receptive_field
 from .graph_view import attention_graphs, attention_patterns, receptive_grid, weighted_edges
-from .plots import (
-    Picture,
-    plot_attention,
-    plot_head,
-    plot_masks,
-    plot_positional,
-    plot_residual,
-)
+from .plots import Picture, plot_attention, plot_head, plot_masks
 from .records import AttentionRecord, ResidualRecord, StackRecord
+from .stream_plots import plot_positional, plot_residual
 from .trace import Step, format_trace, trace
 
 __all__ = [

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..files import replace_file
+from ..safe_write import replace_file
 
 __all__ = ["Picture", "fit_width", "label_ticks", "new_figure", "require_matplotlib", "save"]
 __all__ += ["token_label"]

@@ -3,19 +3,8 @@
     from_torch(nn.TransformerEncoderLayer(...))  -> TorchStyleEncoderLayer(EncoderBlock)
     to_torch(EncoderBlock(...) or its adapter)   -> nn.TransformerEncoderLayer
 
-Weights are copied by name (``torch_key_map``); torch.nn packs [W^Q; W^K; W^V] in
-``in_proj_weight`` exactly as glassformer's ``in_proj`` does, so no tensor is reshaped:
-
-    torch.nn                         glassformer
-    in_proj_weight / in_proj_bias    in_proj.weight / in_proj.bias
-    out_proj.*                       out_proj.*
-    self_attn                        attn
-    linear1.* / linear2.*            mlp.fc1.* / mlp.fc2.*
-    norm1, norm2 (encoder layer)     ln1, ln2
-    norm1, norm2, norm3 (decoder)    ln1, ln2, ln3
-    multihead_attn                   cross_attn
-    layers.i.*, norm.*               blocks.i.*, ln_final.*
-    encoder.*, decoder.*             encoder.*, decoder.*  (nn.Transformer)
+Weights are copied by name: ``torch_key_map`` (torch_keys.py) gives each torch.nn key its
+glassformer key; no tensor is reshaped.
 """
 
 from __future__ import annotations
@@ -42,43 +31,10 @@ from .torch_config import (
     stack_from_torch,
     stack_to_torch,
 )
+from .torch_keys import torch_key_map, torch_type
 from .torch_stacks import TorchStyleDecoder, TorchStyleEncoder, TorchStyleTransformer
 
 __all__ = ["from_torch", "to_torch", "torch_key_map"]
-
-_TORCH_TYPES = (
-    nn.MultiheadAttention,
-    nn.TransformerEncoderLayer,
-    nn.TransformerDecoderLayer,
-    nn.TransformerEncoder,
-    nn.TransformerDecoder,
-    nn.Transformer,
-)
-_MHA_KEYS = {
-    "in_proj_weight": "in_proj.weight",
-    "in_proj_bias": "in_proj.bias",
-    "out_proj.weight": "out_proj.weight",
-    "out_proj.bias": "out_proj.bias",
-}
-_LAYER_PARTS = {
-    nn.TransformerEncoderLayer: {
-        "self_attn": "attn",
-        "linear1": "mlp.fc1",
-        "linear2": "mlp.fc2",
-        "norm1": "ln1",
-        "norm2": "ln2",
-    },
-    nn.TransformerDecoderLayer: {
-        "self_attn": "attn",
-        "multihead_attn": "cross_attn",
-        "linear1": "mlp.fc1",
-        "linear2": "mlp.fc2",
-        "norm1": "ln1",
-        "norm2": "ln2",
-        "norm3": "ln3",
-    },
-}
-
 
 def from_torch(module: nn.Module) -> nn.Module:
     """The glassformer equivalent of a torch.nn transformer module, with a copy of its weights.
@@ -89,7 +45,7 @@ def from_torch(module: nn.Module) -> nn.Module:
     ``is_causal`` hints, ``batch_first`` layout) and holds the native glassformer module as
     ``.module``. Raises ValueError naming any attribute glassformer cannot express.
     """
-    kind = _torch_type(module, "from_torch")
+    kind = torch_type(module, "from_torch")
     name = type(module).__name__
     if kind is nn.MultiheadAttention:
         native = MultiHeadAttention(**mha_from_torch(module, name))
@@ -144,48 +100,6 @@ def to_torch(module: nn.Module, *, batch_first: bool | None = None) -> nn.Module
         raise ValueError(f"{where}: torch.nn has no place for the parameters {unused}")
     out.load_state_dict({key: state[native_key] for key, native_key in key_map.items()})
     return out.train(module.training)
-
-
-def torch_key_map(module: nn.Module) -> dict[str, str]:
-    """torch.nn ``state_dict`` key -> key of the same tensor in ``from_torch(module).module``."""
-    _torch_type(module, "torch_key_map")
-    return {key: _rename(module, key) for key in module.state_dict()}
-
-
-def _torch_type(module: nn.Module, caller: str) -> type:
-    for base in _TORCH_TYPES:
-        if isinstance(module, base):
-            if type(module).forward is not base.forward:
-                raise ValueError(
-                    f"{caller}: {type(module).__name__} overrides {base.__name__}.forward; only "
-                    "modules that compute what torch.nn's classes compute can be converted"
-                )
-            return base
-    allowed = ", ".join(t.__name__ for t in _TORCH_TYPES)
-    raise ValueError(f"{caller}: cannot convert {type(module).__name__}; allowed: {allowed}")
-
-
-def _rename(m: nn.Module, key: str) -> str:
-    if isinstance(m, nn.MultiheadAttention):
-        if key not in _MHA_KEYS:
-            raise ValueError(f"MultiheadAttention parameter {key!r} has no glassformer equivalent")
-        return _MHA_KEYS[key]
-    head, _, rest = key.partition(".")
-    if isinstance(m, nn.TransformerEncoderLayer | nn.TransformerDecoderLayer):
-        decoder = isinstance(m, nn.TransformerDecoderLayer)
-        parts = _LAYER_PARTS[nn.TransformerDecoderLayer if decoder else nn.TransformerEncoderLayer]
-        if head not in parts:
-            raise ValueError(f"{type(m).__name__} parameter {key!r} has no glassformer equivalent")
-        child = getattr(m, head)
-        return f"{parts[head]}.{_rename(child, rest) if head.endswith('attn') else rest}"
-    if isinstance(m, nn.TransformerEncoder | nn.TransformerDecoder) and head == "layers":
-        index, _, rest = rest.partition(".")
-        return f"blocks.{index}.{_rename(m.layers[int(index)], rest)}"
-    if isinstance(m, nn.Transformer):
-        return f"{head}.{_rename(getattr(m, head), rest)}"
-    if head == "norm":  # the final norm of a stack: norm.weight, norm.bias
-        return f"ln_final.{rest}"
-    return key
 
 
 def _stack(module, where, layer_type, native_type):

@@ -19,8 +19,8 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
-from ..files import replace_file, write_text
-from ..run_folder import CHECKPOINTS, best_or_latest
+from ..run_layout import CHECKPOINTS, best_or_latest
+from ..safe_write import replace_file, write_text
 from ..structured import loads_json
 from .budget import check_memory
 from .config import ModelConfig

@@ -4,17 +4,10 @@ Self-attention is equivariant to permutations of its rows (notes, appendix "Posi
 encoding"), so position must be injected. Additive encodings add a vector r_n to each token
 embedding, x̃_n = x_n + r_n:
 
-  * sinusoidal (fixed, L = 10000, D = d_model), in one of two layouts of the same values:
-      interleaved (the default):
-        r_n^(i) = sin(n / L^{i/D})        for even i
-        r_n^(i) = cos(n / L^{(i-1)/D})    for odd i
-      split ("Brief Notes on Transformers", Positional Encodings: a sin half, a cos half):
-        r_n^(j) = sin(n / L^{2j/D})          for j < D/2
-        r_n^(j) = cos(n / L^{2(j-D/2)/D})    for j >= D/2
-    Either way each frequency ω_m = L^{-2m/D} has a pair (sin nω_m, cos nω_m), at features
-    (2m, 2m+1) interleaved or (m, m + D/2) split, so the split table is the interleaved one
-    with its columns permuted. Shifting n -> n+1 rotates every pair by ω_m, the same map for
-    every n: r_{n+1} = M r_n with M a fixed block rotation (``shift_matrix``).
+  * sinusoidal (fixed, L = 10000, D = d_model): r_n^(i) = sin(n / L^{i/D}) at even i and
+    cos(n / L^{(i-1)/D}) at odd i ("interleaved", the default), or a sin half and a cos half
+    ("split", "Brief Notes on Transformers"); the table, its two layouts and the shift
+    r_{n+1} = M r_n are nn/sinusoid.py's
   * learned: r_n = W_p[:, n], a trained matrix (max_len, d_model)
   * none: r_n = 0 (the model is then permutation-equivariant unless it is causal).
 
@@ -32,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from .arguments import positive_int, positive_number
+from .sinusoid import POSITIONAL_LAYOUTS, SINUSOID_FORMULAS, shift_matrix, sinusoid_table
 
 __all__ = [
     "POSITIONAL_KINDS",
@@ -48,7 +42,6 @@ __all__ = [
 ]
 
 POSITIONAL_KINDS = ("sinusoidal", "learned", "rotary", "none")
-POSITIONAL_LAYOUTS = ("interleaved", "split")  # where the sin and cos of a frequency sit
 
 
 class PositionalEncoding(nn.Module):
@@ -135,81 +128,6 @@ class SinusoidalPositionalEncoding(PositionalEncoding):
     def shift_matrix(self, steps: int = 1) -> Tensor:
         """M^steps (float64, (C, C)) with r_{n+steps} = M^steps r_n; see ``shift_matrix``."""
         return shift_matrix(self.d_model, layout=self.layout, base=self.base, steps=steps)
-
-
-SINUSOID_FORMULAS = {
-    "interleaved": "r_n^(i) = sin(n / L^(i/D)) (i even), cos(n / L^((i-1)/D)) (i odd)",
-    "split": "r_n^(j) = sin(n / L^(2j/D)) (j < D/2), cos(n / L^(2(j-D/2)/D)) (j ≥ D/2)",
-}
-
-
-def sinusoid_table(
-    n_positions: int, d_model: int, base: float = 10000.0, layout: str = "interleaved"
-) -> Tensor:
-    """R (n_positions, d_model), float64: row n is r_n of the sinusoidal encoding in
-    ``layout`` (module docstring). "split" needs an even d_model (a sin half and a cos half);
-    "interleaved" with an odd d_model ends on a sine without its cosine."""
-    _check_layout(layout, d_model)
-    n = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (N, 1)
-    i = torch.arange(d_model)  # (C,)
-    if layout == "interleaved":
-        pair, is_sin = i // 2, i % 2 == 0  # feature i: pair ⌊i/2⌋, sin when i is even
-    else:
-        half = d_model // 2
-        pair, is_sin = i % half, i < half  # feature j: pair j mod D/2, sin when j < D/2
-    angle = n / _wavelengths(d_model, base)[pair]  # (N, C): n ω_m = n / L^{2m/D}
-    return torch.where(is_sin, angle.sin(), angle.cos())  # (N, C)
-
-
-def shift_matrix(
-    d_model: int, *, layout: str = "interleaved", base: float = 10000.0, steps: int = 1
-) -> Tensor:
-    """The fixed map that moves the sinusoidal encoding ``steps`` positions on: M^steps,
-    float64 (d_model, d_model), with r_{n+steps} = M^steps r_n for every n ("Brief Notes on
-    Transformers", Positional Encodings: shifting k -> k+1 is one linear map, the same for
-    all k). For the rows of a table R that is R[n + steps] = R[n] @ M^stepsᵀ.
-
-    Each pair (sin nω, cos nω) of frequency ω = L^{-2m/D} is rotated by the angle s·ω:
-
-        [sin (n+s)ω; cos (n+s)ω] = [[cos sω, sin sω], [−sin sω, cos sω]] [sin nω; cos nω]
-
-    so M is orthogonal, M^s M^t = M^{s+t}, and ``steps`` < 0 shifts back (M^{-1} = Mᵀ).
-    An odd d_model is refused: its last sine has no cosine, and sin (n+1)ω is not a linear
-    function of sin nω alone."""
-    if isinstance(steps, bool) or not isinstance(steps, int):
-        raise ValueError(f"steps={steps!r} is not allowed: an int (negative shifts back)")
-    if isinstance(d_model, bool) or not isinstance(d_model, int) or d_model < 2 or d_model % 2:
-        raise ValueError(
-            f"d_model={d_model!r} has no shift matrix: allowed an even int >= 2 (each sine "
-            "needs its cosine for n -> n+1 to be linear)"
-        )
-    _check_layout(layout, d_model)
-    half = d_model // 2
-    m = torch.arange(half)
-    sin_at, cos_at = (2 * m, 2 * m + 1) if layout == "interleaved" else (m, m + half)
-    angle = steps / _wavelengths(d_model, base)  # (D/2,): s ω_m = s / L^{2m/D}
-    c, s = angle.cos(), angle.sin()
-    out = torch.zeros(d_model, d_model, dtype=torch.float64)
-    out[sin_at, sin_at], out[sin_at, cos_at] = c, s  # sin (n+s)ω = cos sω·sin nω + sin sω·cos nω
-    out[cos_at, sin_at], out[cos_at, cos_at] = -s, c  # cos (n+s)ω = −sin sω·sin nω + cos sω·cos nω
-    return out
-
-
-def _wavelengths(d_model: int, base: float) -> Tensor:
-    """1 / ω_m = L^{2m/D} for m = 0..⌈D/2⌉-1, float64."""
-    m = torch.arange((d_model + 1) // 2, dtype=torch.float64)
-    return base ** (2 * m / d_model)
-
-
-def _check_layout(layout: str, d_model: int) -> None:
-    if layout not in POSITIONAL_LAYOUTS:
-        raise ValueError(
-            f"layout={layout!r} is not a sinusoid layout; allowed: {', '.join(POSITIONAL_LAYOUTS)}"
-        )
-    if layout == "split" and d_model % 2:
-        raise ValueError(
-            f"layout='split' needs an even d_model (a sin half and a cos half), got {d_model}"
-        )
 
 
 class LearnedPositionalEncoding(PositionalEncoding):

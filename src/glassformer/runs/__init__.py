@@ -7,13 +7,13 @@
     datasets    the plan's data loaded and its tokenizer trained
     resume      a kept run's plan, checked against the settings given
     data_identity   the size and SHA-256 of the data, recorded and checked on resume
-    folder      a run folder claimed: checked, locked, not over a kept run
+    claim       a run folder claimed: checked, locked, not over a kept run
     record      run.json written and read; a checkpoint of a run found and loaded
     fits        will the model's training fit the device
     scale       GLASSFORMER_TEST_SCALE, a test aid that shrinks a run
     evaldata    is a data file of a checkpoint's task
 
-The folder's layout (the checkpoints folder) is glassformer/run_folder.py's, which the trainer
+The folder's layout (the checkpoints folder) is glassformer/run_layout.py's, which the trainer
 and the model loader read too. Errors are ``RunError``, a ``ValueError``.
 """
 

@@ -21,14 +21,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..data import TextDataset
-from ..data.files import COLUMNS
+from ..data.user_files import COLUMNS
 from ..tasks import TASKS
 from ..tokenizers import Tokenizer
 from .errors import RunError
 
 __all__ = ["check_dataset", "check_header", "short_list"]
 
-# a header row of a kind of examples' columns (data/files.py), in either order -> the kind
+# a header row of a kind of examples' columns (data/user_files.py), in either order -> the kind
 HEADERS = {names: kind for kind, columns in COLUMNS.items() for names in (columns, columns[::-1])}
 MAX_LABELS, MIN_PAIRS, SAMPLE_CHARS = 20, 20, 100_000
 

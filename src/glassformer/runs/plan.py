@@ -8,7 +8,7 @@ exactly the same run. Defaults fill what the settings leave open:
                 (seq2seq); see glassformer/tasks.py
     validation  the built-in dataset's "validation" split; for a user file, a part of it held
                 out (data.val_fraction = 0.1: the last 10% of a text, or 10% of the
-                records spread evenly; see data/files.py), recorded in run.json so that
+                records spread evenly; see data/user_files.py), recorded in run.json so that
                 --resume and ``glassformer eval`` read the same part
     out         the config's run.out (each built-in config NAME: runs/NAME), else
                 runs/<data>-<tokenizer> (lm) or runs/<data>-<task>-<tokenizer>
@@ -102,7 +102,7 @@ def make_plan(settings: Settings) -> RunPlan:
     data_options = dict(settings.get("data", {}))
     if run.val_data is None and is_builtin(run.data):
         validation = run.data
-    elif run.val_data is None:  # a part of the file, held out (data/files.py)
+    elif run.val_data is None:  # a part of the file, held out (data/user_files.py)
         held_out = data_options.setdefault("val_fraction", VAL_FRACTION)
         validation = data if held_out else None
     elif data_options.get("val_fraction"):

@@ -8,7 +8,7 @@
     <run>/.lock             the pid and host of the process training (training/lock.py)
 
 Every file is written with the mode the umask gives and never through a symbolic link (see
-glassformer/files.py); ``train`` refuses a run folder in which one of these names is a link.
+glassformer/safe_write.py); ``train`` refuses a run folder in which one of these names is a link.
 The run folder itself may be a link (e.g. to a bigger disk).
 
 ``--checkpoint DIR`` accepts a checkpoint folder (it has config.json) or a run folder (its best
@@ -22,10 +22,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..files import write_text
 from ..models import GlassformerModel, load_model
 from ..models.config import ModelConfig
-from ..run_folder import CHECKPOINTS, best_or_latest, checkpoints
+from ..run_layout import CHECKPOINTS, best_or_latest, checkpoints
+from ..safe_write import write_text
 from ..structured import loads_json
 from ..training import resolve_device
 from ..training.lock import LOCK_FILE

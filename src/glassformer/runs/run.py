@@ -26,16 +26,16 @@ import torch
 
 from ..models.checkpoint import check_vocabulary
 from ..models.registry import model_class
-from ..run_folder import latest_checkpoint
+from ..run_layout import latest_checkpoint
 from ..tasks import TASKS
 from ..tokenizers import load_tokenizer
 from ..training import Trainer, lr_at
 from ..training.lock import RunLock
+from .claim import check_out, refuse_kept_run, take_lock
 from .data_identity import check_same_data, data_identity
 from .datasets import load_splits, train_tokenizer
 from .errors import RunError, RunInterrupted
 from .fits import check_fits
-from .folder import check_out, refuse_kept_run, take_lock
 from .plan import RUN_OPTIONS, TRAIN_OPTIONS, RunPlan, make_plan, model_config, option_tables
 from .record import checkpoint_step, write_run
 from .resume import check_reached, resumed_plan

@@ -20,7 +20,7 @@ Encoding: the text is split by a pre-tokenisation regex (``pattern=``: ``"gpt2"`
 group, pieces that cover every text; its work per encode call is bounded in time, see
 ``bpe_patterns``), each piece is encoded as UTF-8 bytes, and
 within a piece the adjacent pair with the lowest merge priority (leftmost on ties) is merged,
-again and again, until no pair can merge. Pieces are cached in a
+again and again, until no pair can merge (bpe_encode.py). Pieces are cached in a
 bounded dict (cleared when it reaches ``cache_size`` entries).
 
 Lossless: ``decode(encode(s)) == s`` for every str ``s`` that can be encoded as UTF-8; a str
@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from itertools import chain, pairwise, repeat
+from itertools import chain, pairwise
 from pathlib import Path
 from typing import Any
 
 from . import bpe_io
 from .base import DEFAULT_SPECIAL_IDS, N_SPECIAL, Tokenizer, iter_texts
+from .bpe_encode import PieceCache, encode_piece
 from .bpe_patterns import PATTERNS, Deadline, SplitPattern
 from .bpe_train import count_pieces, train_merges
 from .fileformat import check_ids_contiguous
@@ -50,24 +51,6 @@ FIRST_MERGE_ID = N_SPECIAL + N_BYTES  # 261
 DEFAULT_CACHE_SIZE = 100_000
 
 Merge = tuple[int, int, int]  # (id_a, id_b, new_id), listed in priority order
-
-
-class _PieceCache(dict[str, tuple[int, ...]]):
-    """piece -> ids; a miss computes the BPE of the piece (dict.__missing__), and the whole
-    cache is dropped when it reaches its size limit."""
-
-    def __init__(self, compute: Any, limit: int) -> None:
-        super().__init__()
-        self.compute = compute
-        self.limit = limit
-
-    def __missing__(self, piece: str) -> tuple[int, ...]:
-        ids = self.compute(piece)
-        if len(self) >= self.limit:
-            self.clear()
-        if self.limit:
-            self[piece] = ids
-        return ids
 
 
 class BPETokenizer(Tokenizer):
@@ -124,7 +107,7 @@ class BPETokenizer(Tokenizer):
 
     def clear_cache(self) -> None:
         """Forget the cached encodings of pieces."""
-        self._cache = _PieceCache(self._bpe_piece, self._cache_size)
+        self._cache = PieceCache(self._bpe_piece, self._cache_size)
 
     # ---- properties -----------------------------------------------------------------------
     @property
@@ -174,28 +157,7 @@ class BPETokenizer(Tokenizer):
         return [self._encode_ordinary(part, deadline) if part else [] for part in parts]
 
     def _bpe_piece(self, piece: str) -> tuple[int, ...]:
-        """BPE of one pre-tokenised piece: merge the lowest-priority pair until none merges."""
-        try:
-            data = piece.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise ValueError(
-                f"text contains {piece[e.start : e.end]!r}, a lone surrogate: allowed only str "
-                "that can be encoded as UTF-8"
-            ) from None
-        byte_ids = self._byte_ids
-        ids = [byte_ids[b] for b in data]
-        get, merge_new = self._ranks.get, self._merge_new
-        missing = len(merge_new)  # larger than any rank
-        while len(ids) > 1:
-            # rank of every adjacent pair (C loops: map / min / index); merge the leftmost
-            # lowest-ranked pair, one occurrence at a time, as BPE prescribes
-            ranks = list(map(get, pairwise(ids), repeat(missing)))
-            rank = min(ranks)
-            if rank == missing:
-                break
-            i = ranks.index(rank)
-            ids[i : i + 2] = (merge_new[rank],)
-        return tuple(ids)
+        return encode_piece(piece, self._byte_ids, self._ranks, self._merge_new)
 
     # ---- decoding and the token table ------------------------------------------------------
     def decode(self, ids: Iterable[int], *, skip_special: bool = False) -> str:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from ..files import write_text
+from ..safe_write import write_text
 
 FORMAT_NAME = "glassformer-tokenizer"
 FORMAT_VERSION = 1

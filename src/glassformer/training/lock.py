@@ -16,7 +16,7 @@ import socket
 import warnings
 from pathlib import Path
 
-from ..files import temp_file
+from ..safe_write import temp_file
 from ..structured import loads_json
 
 __all__ = ["LOCK_FILE", "RunLock", "StaleLockWarning"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from ..files import write_text
+from ..safe_write import write_text
 from ..structured import loads_json
 
 __all__ = [

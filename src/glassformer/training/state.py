@@ -27,11 +27,11 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from ..files import replace_dir, replace_file, write_text
 from ..models import GlassformerModel
 from ..models.budget import format_bytes
 from ..models.legacy_keys import current_names
-from ..run_folder import CHECKPOINTS, PREFIX, best_or_latest, checkpoints, latest_checkpoint
+from ..run_layout import CHECKPOINTS, PREFIX, best_or_latest, checkpoints, latest_checkpoint
+from ..safe_write import replace_dir, replace_file, write_text
 from ..structured import loads_json
 from .errors import DiskFullError
 from .state_check import check_training_state

@@ -16,8 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import signal
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,8 +24,8 @@ from typing import Any
 import torch
 
 from ..data import TextDataset
-from ..files import append_text, write_text
 from ..models import GlassformerModel
+from ..safe_write import append_text, write_text
 from ..tasks import get_task
 from .batches import BatchStream
 from .config import TrainConfig
@@ -39,6 +37,7 @@ from .memory import reuse_freed_memory
 from .optim import build_optimizer, build_scheduler
 from .progress import Progress, progress_mode
 from .runtime import autocast, resolve_device, truncate_metrics, warn_if_slow_bf16
+from .signals import stop_requests
 from .state import (
     latest_checkpoint,
     load_checkpoint,
@@ -158,7 +157,7 @@ class Trainer:
         self._shown = Progress(self.progress, c.steps, self.step)
         last: dict[str, Any] = {}
         seen, since = 0, time.perf_counter()  # tokens and start of the steps since the last log
-        with self._signals(), contextlib.closing(self._shown):
+        with stop_requests(self._stop), contextlib.closing(self._shown):
             while self.step < c.steps and not self.interrupted:
                 loss, tokens = self.train_step()
                 self.step += 1
@@ -287,20 +286,6 @@ class Trainer:
         if self.run_dir is not None:
             append_text(self.run_dir / "metrics.jsonl", json.dumps(record) + "\n")
 
-    @contextlib.contextmanager
-    def _signals(self):
-        """SIGINT / SIGTERM: finish the current step, then save and return (``interrupted``
-        set, ``stop_signal`` the signal)."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-
-        def stop(signum, frame):
-            self.interrupted, self.stop_signal = True, signum
-
-        old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for s, handler in old.items():
-                signal.signal(s, handler)
+    def _stop(self, signum: int) -> None:
+        """Ctrl-C or SIGTERM came (signals.py): finish this step, save, return."""
+        self.interrupted, self.stop_signal = True, signum

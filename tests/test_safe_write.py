@@ -1,4 +1,4 @@
-"""glassformer.files: whole files replace a link instead of writing through it, appends refuse
+"""glassformer.safe_write: whole files replace a link instead of writing through it, appends refuse
 a link, and every file and folder gets the mode the umask gives."""
 
 import contextlib
@@ -9,7 +9,14 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from glassformer.files import append_text, file_mode, remove, replace_file, temp_dir, write_text
+from glassformer.safe_write import (
+    append_text,
+    file_mode,
+    remove,
+    replace_file,
+    temp_dir,
+    write_text,
+)
 
 
 @contextlib.contextmanager
