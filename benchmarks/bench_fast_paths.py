@@ -3,7 +3,8 @@ it. The same model runs with the path on (as built) and with that one path switc
 reference form; everything else stays as it is.
 
     packing  inference on the real tokens of a padded batch (fast/packing.py); off: every
-             PackedEncoder back to the reference Encoder. Encoder inference on a padded batch,
+             PackedEncoderBlock back to the reference
+             EncoderBlock. Encoder inference on a padded batch,
              BERT layout: tiny (4 layers, 128, 4 heads) and base (BERT base: 12 layers, 768,
              12 heads).
     inplace  the feed-forward activation written in place without a graph (fast/inplace.py);
@@ -63,9 +64,9 @@ from benchmarks.common import Shape, environment, print_table, write_json
 from glassformer.fast import packing
 from glassformer.fast.inplace import InplaceFeedForward
 from glassformer.fast.layout import input_major_weights
-from glassformer.fast.packing import PackedEncoder
+from glassformer.fast.packing import PackedEncoderBlock
 from glassformer.models import DecoderLM, EncoderModel
-from glassformer.nn import Encoder, FeedForward
+from glassformer.nn import EncoderBlock, FeedForward
 
 PATHS = ("packing", "inplace", "layout")
 SHAPES = ("tiny", "base")
@@ -104,7 +105,10 @@ def cases(paths: list[str], shapes: list[str]) -> list[Case]:
 
 
 # The switches: the model as built (on), or with one path in its reference form (off) ----------
-CLASSES = {"packing": (Encoder, PackedEncoder), "inplace": (FeedForward, InplaceFeedForward)}
+CLASSES = {
+    "packing": (EncoderBlock, PackedEncoderBlock),
+    "inplace": (FeedForward, InplaceFeedForward),
+}
 
 
 @contextmanager

@@ -212,8 +212,8 @@ def test_graph_attention_records_an_allocation_failure_as_oom(monkeypatch):
 
 def test_fast_paths_off_switches_only_that_path_to_the_reference_form():
     from glassformer.fast.inplace import InplaceFeedForward
-    from glassformer.fast.packing import PackedEncoder
-    from glassformer.nn import Encoder, FeedForward
+    from glassformer.fast.packing import PackedEncoderBlock
+    from glassformer.nn import EncoderBlock, FeedForward
 
     fp = bench_fast_paths
     small = common.Shape(2, 2, 16, 8, 4, 50)
@@ -221,15 +221,16 @@ def test_fast_paths_off_switches_only_that_path_to_the_reference_form():
     linear = [m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)]
     assert fp.packing_runs(model, step)  # the batch is padded
 
-    def classes() -> tuple[type, set[type]]:
-        return type(model.encoder), {type(b.mlp) for b in model.encoder.blocks}
+    def classes() -> tuple[set[type], set[type]]:
+        return {type(b) for b in model.blocks}, {type(b.mlp) for b in model.blocks}
 
-    as_built = (PackedEncoder, {InplaceFeedForward})
+    as_built = ({PackedEncoderBlock}, {InplaceFeedForward})
     assert classes() == as_built
     with fp.switch(model, "packing", False):
-        assert classes() == (Encoder, {InplaceFeedForward}) and not fp.packing_runs(model, step)
+        assert classes() == ({EncoderBlock}, {InplaceFeedForward})
+        assert not fp.packing_runs(model, step)
     with fp.switch(model, "inplace", False):
-        assert classes() == (PackedEncoder, {FeedForward})
+        assert classes() == ({PackedEncoderBlock}, {FeedForward})
     with fp.switch(model, "packing", True), fp.switch(model, "inplace", True):
         assert classes() == as_built
     assert classes() == as_built  # put back
@@ -314,13 +315,17 @@ def test_timing_and_table_format(capsys):
 def _rename(key: str, stack: str) -> str:
     """glassformer parameter name -> the torch.nn peer's (stack: its TransformerEncoder)."""
     for ours, theirs in (
-        ("embed.token.", "tok."),
-        ("embed.pos.", "pos."),
-        ("embed.segment.", "segment."),
-        ("embed.ln_embed.", "norm."),
-        ("blocks.", "layers."),
-        ("decoder.", f"{stack}."),
-        ("encoder.", f"{stack}."),
+        ("embed.", "tok."),
+        ("pos_embed.", "pos."),
+        ("token_type_embed.", "segment."),
+        ("ln_embed.", "norm."),
+        ("blocks.", f"{stack}.layers."),
+        ("ln_final.", f"{stack}.norm."),
+    ):
+        if key.startswith(ours):
+            key = theirs + key[len(ours) :]
+            break
+    for ours, theirs in (
         (".attn.", ".self_attn."),
         ("in_proj.weight", "in_proj_weight"),
         ("in_proj.bias", "in_proj_bias"),
@@ -328,7 +333,6 @@ def _rename(key: str, stack: str) -> str:
         ("mlp.fc2.", "linear2."),
         ("ln1.", "norm1."),
         ("ln2.", "norm2."),
-        ("ln_final.", "norm."),
     ):
         key = key.replace(ours, theirs)
     return key
@@ -336,7 +340,7 @@ def _rename(key: str, stack: str) -> str:
 
 def _load_into_torch_peer(peer, ours, stack: str) -> None:
     state = {
-        _rename(k, stack): v for k, v in ours.state_dict().items() if not k.startswith("head.")
+        _rename(k, stack): v for k, v in ours.state_dict().items() if not k.startswith("unembed.")
     }
     peer.load_state_dict(state, strict=True)
 

@@ -51,9 +51,11 @@ def inputs(family: str, seed: int = 1, batch: int = 2) -> dict:
 
 
 def attention(model, stack: str | None, kind: str, layer: int):
-    """The MultiHeadAttention module of ``layer`` of ``stack`` (None: the model's only or
-    decoder stack)."""
-    body = getattr(model, stack) if stack else getattr(model, "decoder", None) or model.encoder
+    """The MultiHeadAttention module of ``layer`` of ``stack`` (None: the model's only stack,
+    a DecoderLM's or EncoderMLM's blocks being its own, or an encoder-decoder's decoder)."""
+    if stack is None and isinstance(model, EncoderDecoder):
+        stack = "decoder"
+    body = getattr(model, stack) if stack else model
     block = body.blocks[layer]
     return block.attn if kind == "self" else block.cross_attn
 
@@ -85,7 +87,7 @@ def test_zero_ablating_a_head_removes_its_term_z_h_w_o_h(family, stack, kind):
 def test_ablating_a_head_that_writes_nothing_changes_nothing():
     model, args = build("decoder"), inputs("decoder")
     with torch.no_grad():
-        model.decoder.blocks[1].attn.out_proj.weight[:, 1 * D : 2 * D] = 0.0
+        model.blocks[1].attn.out_proj.weight[:, 1 * D : 2 * D] = 0.0
     expected = model(**args).logits
     for how in ("zero", "mean", "resample"):
         out = ablate(model, args, heads=[(1, 1)], how=how, reference=inputs("decoder", seed=7))
@@ -99,7 +101,7 @@ def test_zero_ablating_a_feed_forward_is_zeroing_w_2_and_b_2(family, stack):
     model, args = build(family), inputs(family)
     hooks = ablation_hooks(model, mlps=[1], stack=stack)
     ablated = model.run_with_hooks(**args, hooks=hooks).logits
-    block = (getattr(model, stack) if stack else model.decoder).blocks[1]
+    block = (getattr(model, stack) if stack else model).blocks[1]
     with torch.no_grad():
         block.mlp.fc2.weight.zero_()
         block.mlp.fc2.bias.zero_()

@@ -113,9 +113,9 @@ def test_per_head_shares_sum_to_the_layer_share():
     model = build(DecoderLM, family="decoder", n_kv_head=2)
     _, cache = run(model)
     a = logit_attribution(cache, (7, 8), position=LAST)
-    frozen = freeze_norm(model.decoder.ln_final, cache["blocks.1.hook_resid_post"])
+    frozen = freeze_norm(model.ln_final, cache["blocks.1.hook_resid_post"])
     attn_out = frozen.linear(cache["blocks.1.hook_attn_out"])[torch.arange(3), LAST]  # (B, C)
-    w = model.head.unembed.proj.weight
+    w = model.unembed.proj.weight
     layer_share = attn_out @ (w[7] - w[8])
     heads = a.heads()  # (L, H, B)
     assert heads.shape == (L, H, 3)
@@ -223,7 +223,7 @@ def test_the_lens_reads_each_layer_through_the_final_norm():
     lens = logit_lens(cache, k=3, position=-1)
     x0 = cache["blocks.0.hook_resid_pre"][:, -1]
     with torch.no_grad():
-        probs = model.head(model.decoder.ln_final(x0)).softmax(-1)
+        probs = model.lm_logits(model.ln_final(x0)).softmax(-1)
     assert torch.equal(lens.ids[0], probs.topk(3).indices)
 
 

@@ -32,7 +32,7 @@ def build(cls=DecoderLM, n_layer=3, **options):
 
 def reference(model, kind, stack=None):
     """The (L, H, L, H) scores from E×E matrices, one pair at a time."""
-    n_layer = len((model.decoder if stack is None else getattr(model, stack)).blocks)
+    n_layer = len((model if stack is None else getattr(model, stack)).blocks)  # a DecoderLM's own
     s = [ov_matrix(model, layer, stack=stack).full() for layer in range(n_layer)]
     y = [qk_matrix(model, layer, stack=stack).full() for layer in range(n_layer)]
     reads = {"q": y, "k": [m.mT for m in y], "v": s}[kind]
@@ -93,14 +93,14 @@ def test_orthogonal_subspaces_compose_zero_and_aligned_rank_one_heads_compose_on
     rand = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64)  # noqa: E731
     first, last = torch.zeros(D, E, dtype=torch.float64), torch.zeros(E, D, dtype=torch.float64)
     first[:, :8], last[8:] = rand(D, 8), rand(8, D)
-    set_head(model.decoder.blocks[0].attn, 0, W_O=first)
-    set_head(model.decoder.blocks[1].attn, 1, W_Q=last, W_K=last.flip(1), W_V=last)
+    set_head(model.blocks[0].attn, 0, W_O=first)
+    set_head(model.blocks[1].attn, 1, W_Q=last, W_K=last.flip(1), W_V=last)
 
     a, b, c = rand(E, 1), rand(E, 1), rand(E, 1)
     e1 = torch.zeros(1, D, dtype=torch.float64)
     e1[0, 0] = 1.0
-    set_head(model.decoder.blocks[0].attn, 2, W_V=a @ e1, W_O=e1.T @ b.T)
-    set_head(model.decoder.blocks[1].attn, 3, W_Q=b @ e1, W_K=c @ e1, W_V=b @ e1)
+    set_head(model.blocks[0].attn, 2, W_V=a @ e1, W_O=e1.T @ b.T)
+    set_head(model.blocks[1].attn, 3, W_Q=b @ e1, W_K=c @ e1, W_V=b @ e1)
     for kind in ("q", "k", "v"):
         scores = composition_scores(model, kind)
         assert scores[0, 0, 1, 1] < 1e-12  # orthogonal: exactly 0 up to rounding

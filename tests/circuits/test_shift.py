@@ -30,6 +30,6 @@ def test_m_moves_the_models_positional_vectors_on_by_one(layout):
     r = cache["hook_pos_embed"][0].double()  # (T, C): r_0 .. r_63
     M = shift_matrix(32, layout=layout)
     torch.testing.assert_close(r[:-1] @ M.T, r[1:], rtol=0, atol=1e-6)
-    torch.testing.assert_close(model.embed.pos.shift_matrix(5), torch.linalg.matrix_power(M, 5))
+    torch.testing.assert_close(model.pos_embed.shift_matrix(5), torch.linalg.matrix_power(M, 5))
     other = "split" if layout == "interleaved" else "interleaved"
     assert not torch.allclose(r[:-1] @ shift_matrix(32, layout=other).T, r[1:], atol=1e-2)

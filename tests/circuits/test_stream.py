@@ -147,7 +147,7 @@ def test_pre_norm_terms_are_the_cached_tensors():
     assert torch.equal(terms["pos_embed"], cache["hook_pos_embed"])
     assert torch.equal(terms["L1H2"], cache["blocks.1.attn.hook_result"][:, :, 2])
     assert torch.equal(terms["L0.mlp"], cache["blocks.0.hook_mlp_out"])
-    bias = model.decoder.blocks[1].attn.out_proj.bias
+    bias = model.blocks[1].attn.out_proj.bias
     assert torch.equal(terms["L1.attn_bias"], bias.detach().expand(3, 7, 16))
 
 
@@ -159,7 +159,7 @@ def test_post_norm_terms_go_through_the_frozen_norms():
     _, cache = run(model)
     final = decompose_resid(cache)
     head = cache["blocks.0.attn.hook_result"][:, :, 1]
-    block = model.decoder.blocks[0]
+    block = model.blocks[0]
     y1 = cache["blocks.0.hook_resid_pre"] + cache["blocks.0.hook_attn_out"]
     y2 = cache["blocks.0.hook_resid_mid"] + cache["blocks.0.hook_mlp_out"]
     carried = freeze_norm(block.ln2, y2).linear(freeze_norm(block.ln1, y1).linear(head))
@@ -203,7 +203,7 @@ def test_accumulated_resid_reads_the_stream_after_each_block():
     recomputed = accumulated_resid(cache, norm="recompute")
     assert_close(frozen.values[-1], out.hidden_states, **TOL)
     assert_close(recomputed.values[-1], out.hidden_states, **TOL)
-    assert_close(recomputed.values[0], model.decoder.ln_final(acc.values[0]), **TOL)
+    assert_close(recomputed.values[0], model.ln_final(acc.values[0]), **TOL)
     assert (frozen.values[0] - recomputed.values[0]).abs().max() > 1e-2  # other scales
 
 

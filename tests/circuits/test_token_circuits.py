@@ -43,8 +43,8 @@ MODELS = {
 @pytest.mark.parametrize("name", list(MODELS))
 def test_full_circuits_equal_the_materialised_products(name):
     model = MODELS[name]()
-    w_e = model.embed.token.weight * model.embed.token.multiplier  # (V, E)
-    w_u = model.head.unembed.proj.weight.T  # (E, V)
+    w_e = model.embed.weight * model.embed.multiplier  # (V, E)
+    w_u = model.unembed.proj.weight.T  # (E, V)
     ids = [5, 0, 22, 7]
     for layer in (0, 1):
         s, y = ov_matrix(model, layer).full(), qk_matrix(model, layer).full()  # (H, E, E)
@@ -69,8 +69,8 @@ def test_encoder_decoder_cross_circuits_read_source_and_target_vocabularies():
     model = build(
         EncoderDecoder, family="encoder-decoder", share_embeddings=False, tgt_vocab_size=19
     )
-    src, tgt = model.src_embed.token.weight, model.tgt_embed.token.weight  # (23, E), (19, E)
-    w_u = model.head.unembed.proj.weight.T  # (E, 19)
+    src, tgt = model.encoder.embed.weight, model.decoder.embed.weight  # (23, E), (19, E)
+    w_u = model.unembed.proj.weight.T  # (E, 19)
     s = ov_matrix(model, 1, kind="cross").full()
     y = qk_matrix(model, 1, kind="cross").full()
     assert_close(full_ov_circuit(model, 1, kind="cross").full(), src @ s @ w_u, **TOL)
@@ -89,7 +89,7 @@ def planted(sign: float) -> DecoderLM:
     """Head 0 of layer 0 with W_V = P, W_O = sign · Pᵀ (P: E×D, orthonormal columns) and tied
     embeddings: W_E S W_Eᵀ = sign · (W_E P)(W_E P)ᵀ, whose eigenvalues all have that sign."""
     model = build(DecoderLM, family="decoder")
-    attn = model.decoder.blocks[0].attn
+    attn = model.blocks[0].attn
     p, _ = torch.linalg.qr(torch.randn(E, D, dtype=torch.float64))
     with torch.no_grad():
         attn.in_proj.weight[2 * E : 2 * E + D] = p.T  # W_V of head 0 (torch layout: Pᵀ)

@@ -160,7 +160,7 @@ def test_grouped_query_heads_share_their_key_value_head():
     """n_head 4, n_kv_head 2: query heads 0, 1 read key/value head 0; 2, 3 read head 1."""
     model = build("decoder pre-norm gqa")
     w = head_weights(model, 0)
-    wk = model.decoder.blocks[0].attn.projection_weights()[1][0]  # (H_kv D, E)
+    wk = model.blocks[0].attn.projection_weights()[1][0]  # (H_kv D, E)
     for h, kv in enumerate([0, 0, 1, 1]):
         assert torch.equal(w.W_K[h], wk[kv * 4 : (kv + 1) * 4].T)
     assert torch.equal(w.W_V[0], w.W_V[1]) and not torch.equal(w.W_V[1], w.W_V[2])

@@ -43,7 +43,7 @@ def test_the_graph_is_trained_recorded_and_checkpointed(windowed_run):
     config = json.loads((ckpt / "config.json").read_text())["config"]
     assert config["attention_graph"] == SPEC
     model = load_model(ckpt)
-    assert [b.graph for b in model.decoder.blocks] == [G.sliding_window(4), G.sliding_window(3)]
+    assert [b.graph for b in model.blocks] == [G.sliding_window(4), G.sliding_window(3)]
 
 
 def test_generate_continues_past_max_len_with_one_rolling_cache(cli, windowed_run):

@@ -24,7 +24,7 @@ def test_split_layout_is_trained_and_checkpointed(cli, lm_files, tmp_path):
     assert json.loads((out / "run.json").read_text())["model"]["positional_layout"] == "split"
     model = load_model(out / "checkpoints" / "step-000002")
     assert model.config.positional_layout == "split"
-    assert torch.equal(model.embed.pos.table, sinusoid_table(16, 32, layout="split").float())
+    assert torch.equal(model.pos_embed.table, sinusoid_table(16, 32, layout="split").float())
 
 
 def test_a_layout_without_the_sinusoid_is_a_user_error(cli, lm_files, tmp_path):

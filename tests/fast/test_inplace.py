@@ -92,12 +92,12 @@ def test_fast_paths_off_give_back_exactly_the_reference_classes():
     cfg = ModelConfig(vocab_size=40, d_model=C, n_head=H, n_layer=2, max_len=16)
     model = DecoderLM(cfg)
     keys = list(model.state_dict())
-    assert {type(b.mlp) for b in model.decoder.blocks} == {InplaceFeedForward}
+    assert {type(b.mlp) for b in model.blocks} == {InplaceFeedForward}
     model.use_fast_paths(False)
-    assert {type(b.mlp) for b in model.decoder.blocks} == {FeedForward}
+    assert {type(b.mlp) for b in model.blocks} == {FeedForward}
     assert model.fast_paths is False and list(model.state_dict()) == keys
     model.use_fast_paths(True)
-    assert {type(b.mlp) for b in model.decoder.blocks} == {InplaceFeedForward}
+    assert {type(b.mlp) for b in model.blocks} == {InplaceFeedForward}
 
 
 def test_a_tensor_a_hook_has_seen_is_never_overwritten():

@@ -16,10 +16,10 @@ def test_layout_is_restored_exactly(make_decoder):
         name: (p.data_ptr(), p.stride(), p.detach().clone()) for name, p in model.named_parameters()
     }
     with input_major_weights(model):
-        w = model.decoder.blocks[0].mlp.fc1.weight
+        w = model.blocks[0].mlp.fc1.weight
         assert w.shape == (128, 32) and w.stride() == (1, 128)  # same shape, transposed storage
-        tied = model.head.unembed.proj.weight
-        assert tied is model.embed.token.weight and tied.stride() == (1, 64)  # re-laid once
+        tied = model.unembed.proj.weight
+        assert tied is model.embed.weight and tied.stride() == (1, 64)  # re-laid once
     for name, p in model.named_parameters():
         ptr, stride, value = before[name]
         assert (p.data_ptr(), p.stride()) == (ptr, stride), name

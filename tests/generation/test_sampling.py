@@ -105,7 +105,7 @@ def test_tokenizer_eos_is_the_default(make_decoder, char_tokenizer):
     tok = char_tokenizer
     model = make_decoder(vocab_size=tok.vocab_size, head_bias=True)
     with torch.no_grad():  # make <EOS> the likeliest token at every position
-        model.head.unembed.proj.bias[tok.eos_id] = 100.0
+        model.unembed.proj.bias[tok.eos_id] = 100.0
     out = generate(model, [[1, 9, 10]], tokenizer=tok, max_new_tokens=10, temperature=0)
     assert out.tokens == [[tok.eos_id]] and out.finish_reasons == ["eos"]
     out = generate(model, [[1, 9, 10]], max_new_tokens=10, temperature=0, eos_id=())
@@ -161,7 +161,7 @@ def test_encoder_runs_in_eval_mode_too(make_seq2seq):
 def test_logits_that_are_not_finite_are_refused_naming_the_row(make_decoder, settings):
     model = make_decoder()
     with torch.no_grad():
-        model.embed.token.weight[9] = float("nan")  # a token only the second prompt holds
+        model.embed.weight[9] = float("nan")  # a token only the second prompt holds
     prompts = [[3, 4, 5], [6, 7, 9]]
     with pytest.raises(ValueError) as err:
         generate(model, prompts, max_new_tokens=4, **settings)
@@ -170,5 +170,5 @@ def test_logits_that_are_not_finite_are_refused_naming_the_row(make_decoder, set
         "are damaged or its activations overflowed (e.g. in float16); no token can be chosen"
     )
     with torch.no_grad():
-        model.embed.token.weight[9] = 0.0
+        model.embed.weight[9] = 0.0
     assert len(generate(model, prompts, max_new_tokens=4, **settings).tokens[1]) == 4

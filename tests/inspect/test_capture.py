@@ -69,13 +69,13 @@ def test_attention_rows_sum_to_one_zero_where_masked_and_equal_eq1(kit, family):
 
 def test_queries_and_keys_are_the_projections_of_the_normed_stream(kit):
     model, rec, _, _, _ = _run(kit, "llama")
-    block, r = model.decoder.blocks[1], rec.records()[1]
+    block, r = model.blocks[1], rec.records()[1]
     x = block.ln1(rec.stream()[2].before)  # pre-norm: Q, K from Norm(X), Eq. (4)
     (wq, _), (wk, _), _ = block.attn.projection_weights()
     q = (x @ wq.T).view(2, 7, 4, 4).transpose(1, 2)  # (B, H, T, D)
     k = (x @ wk.T).view(2, 7, 2, 4).transpose(1, 2)  # (B, H_kv, T, D)
     positions = (rec.records()[0].allowed[:, 0, -1].long().cumsum(-1) - 1).clamp(min=0)
-    cos, sin = model.embed.pos.rotary(positions)
+    cos, sin = model.pos_embed.rotary(positions)
     assert_close(r.q, apply_rotary(q, cos, sin), atol=1e-12, rtol=0)
     assert_close(r.k, apply_rotary(k, cos, sin), atol=1e-12, rtol=0)
 
@@ -86,7 +86,7 @@ def test_each_update_is_the_sublayer_output(kit, family, norm_first):
     model, rec, out, src_mask, tgt_mask = _run(kit, family, norm_first=norm_first)
     memory = out.encoder_hidden_states
     for stack_name in rec.stacks:
-        stack = getattr(model, stack_name)
+        stack = getattr(model, stack_name) if isinstance(model, EncoderDecoder) else model
         keys = src_mask if stack_name == "encoder" else tgt_mask
         mask = None if keys is None else keys.bool()[:, None, None, :]
         steps = rec.stream(stack_name)
@@ -126,7 +126,8 @@ def test_last_entry_relates_exactly_to_hidden_states(kit, family, norm_first):
     if family == "seq2seq":
         hidden["encoder"] = out.encoder_hidden_states
     for name in rec.stacks:
-        last, end, stack = rec.stream(name)[-1], rec.output(name), getattr(model, name)
+        stack = getattr(model, name) if isinstance(model, EncoderDecoder) else model
+        last, end = rec.stream(name)[-1], rec.output(name)
         assert torch.equal(end.last, last.after)  # the stream before any final norm
         assert torch.equal(end.output, hidden[name])
         assert end.final_norm == (stack.ln_final is not None) == norm_first  # presets' default
@@ -161,7 +162,7 @@ def test_outputs_unchanged_and_nothing_left_behind(kit, family):
 
 
 def test_not_capturing_keeps_the_fused_kernel_and_an_error_removes_the_hooks(kit, monkeypatch):
-    import glassformer.nn.attend as attend_module
+    import glassformer.nn.multihead as attend_module
 
     explicit = []  # one entry per attention call that formed A (the written-out path)
     real = attend_module.pattern

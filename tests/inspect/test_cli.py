@@ -173,8 +173,8 @@ def test_trace_prints_each_step_of_one_block(checkpoints):
     )
     assert code == 0, err
     assert "decoder input (8 tokens): ['<BOS>', 't', 'h', 'e', ' ', 'c', 'a', 't']" in out
-    assert "decoder.blocks.1.attn · scores\n     a_nm = q_nᵀ k_m / √d_k  (Eq. 2)" in out
-    assert "A (1, 4, 8, 8)" in out and "decoder.blocks.0" not in out
+    assert ". blocks.1.attn · scores\n     a_nm = q_nᵀ k_m / √d_k  (Eq. 2)" in out
+    assert "A (1, 4, 8, 8)" in out and "blocks.0" not in out
     assert f"logits (1, 8, {checkpoints['vocab']})" in out
     assert all(f"     A[0, {h}, -1] = [" in out for h in range(4))  # the last token's row
 

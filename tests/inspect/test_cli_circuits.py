@@ -97,7 +97,7 @@ def test_seq2seq_draws_cross_heads_and_every_stack(saved, tmp_path):
 
 def test_masked_lm_reads_the_first_mask_and_says_why_it_has_no_attribution(saved, tok, tmp_path):
     model, path = saved["mlm"]
-    assert model.head.transform is not None  # BERT's MLM transform: not linear
+    assert model.transform is not None  # BERT's MLM transform: not linear
     code, _, err = _inspect(path, tmp_path, "--text", "the <MASK> sat")
     assert code == 0, err
     names = {p.name for p in tmp_path.iterdir()}

@@ -25,7 +25,7 @@ from .test_plots import cells, nearest, png_size
 
 def test_graph_picture_shows_each_layers_adjacency(kit, tmp_path):
     model = kit.build(DecoderLM, "tiny", double=False, n_layer=3)
-    for block in model.decoder.blocks[:2]:
+    for block in model.blocks[:2]:
         block.graph = sliding_window(3)
     graphs = attention_graphs(model)  # window:3:causal twice, then causal
     tokens = ["<BOS>", *"the cat"]

@@ -45,10 +45,10 @@ def test_weighted_edges_needs_one_matrix():
 def test_each_family_shows_the_graph_it_applies(kit):
     lm = kit.build(DecoderLM, "tiny", double=False)
     assert attention_graphs(lm) == [causal(), causal()]  # no graph: the causal graph
-    lm.decoder.blocks[0].graph = sliding_window(3)
+    lm.blocks[0].graph = sliding_window(3)
     assert attention_graphs(lm) == [sliding_window(3, causal=True), causal()]
     mlm = kit.build(EncoderMLM, "bert-base", type_vocab_size=0, pooler=False)
-    mlm.encoder.blocks[1].graph = sliding_window(2)
+    mlm.blocks[1].graph = sliding_window(2)
     assert attention_graphs(mlm) == [full(), sliding_window(2)]  # an encoder is not causal
     s2s = kit.build(EncoderDecoder, "tiny-seq2seq")
     s2s.decoder.blocks[1].cross_graph = sliding_window(2)

@@ -134,7 +134,7 @@ def test_bad_arguments_are_named(padded_run, tmp_path):
         plot_head(rec, tmp_path / "a.png", tokens=["a", "b"])
     with pytest.raises(ValueError, match=r"n_positions=99 is out of range: allowed 1..16"):
         plot_positional(model, tmp_path / "a.png", n_positions=99)
-    model.embed.pos = NoPositionalEncoding(16)  # r_n = 0
+    model.pos_embed = NoPositionalEncoding(16)  # r_n = 0
     with pytest.raises(ValueError, match="no matrix to draw"):
         plot_positional(model, tmp_path / "a.png")
     assert not (tmp_path / "a.png").exists()

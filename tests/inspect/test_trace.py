@@ -12,6 +12,7 @@ from torch.testing import assert_close
 
 from glassformer import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM, EncoderModel
 from glassformer.inspect.trace import format_trace, trace
+from glassformer.models.inputs import positions_from_mask
 
 POST_NORM = dict(
     norm_first=False,
@@ -71,6 +72,7 @@ def test_trace_runs_in_eval_mode_and_leaves_the_model_as_it_was(kit):
     assert model.training and not value.requires_grad
     assert not any(p.active for p in model.hook_points().values())
     assert not any(m._forward_hooks for m in model.modules())
+    assert "embed_input" not in vars(model)  # the method again, not the reading wrapper
     assert_close(value, model.eval()(x).logits, atol=1e-12, rtol=0)  # no dropout in the trace
 
 
@@ -92,9 +94,8 @@ def test_each_step_follows_its_formula(kit, case):
     steps = trace(model, *args, **kwargs)
     attentions = sorted({s.where for s in steps if s.name == "softmax"})
     assert len(attentions) == (6 if cls is EncoderDecoder else 2)
-    for where in attentions:
-        stack, _, layer, part = where.split(".")
-        attn = getattr(getattr(model, stack).blocks[int(layer)], part)
+    for where in attentions:  # the attention's path in the model
+        attn = model.get_submodule(where)
         step = _by_name(steps, where)
         rotated = step.get("rotary positions") or step["Q, K, V projections"]
         q, k, v = rotated["Q"], rotated["K"], step["Q, K, V projections"]["V"]
@@ -111,8 +112,7 @@ def test_each_step_follows_its_formula(kit, case):
         concat = heads.transpose(1, 2).flatten(2)  # (B, T, H·D)
         assert_close(step["output projection"]["out"], attn.out_proj(concat), atol=1e-12, rtol=0)
     for where in sorted({s.where for s in steps if s.name == "first layer"}):
-        stack, _, layer, _ = where.split(".")
-        ffn = getattr(model, stack).blocks[int(layer)].mlp
+        ffn = model.get_submodule(where)
         step = _by_name(steps, where)
         hidden, act = step["first layer"]["H"], step["activation"]["a"]
         if ffn.activation == "swiglu":
@@ -121,13 +121,19 @@ def test_each_step_follows_its_formula(kit, case):
         else:
             assert_close(act, torch.relu(hidden), atol=1e-12, rtol=0)
         assert_close(step["second layer"]["out"], ffn.fc2(act), atol=1e-12, rtol=0)
+    if model.config.positional == "rotary":  # the tables embed_input handed to the blocks
+        mask = args[1]
+        positions = positions_from_mask(mask, mask.shape[1], 0, mask.device, None)  # (B, T)
+        cos, sin = model.pos_embed.rotary(positions)  # (B, 1, T, D): left padding
+        tables = _by_name(steps, "input")["positional encoding"]
+        assert torch.equal(tables["cos"], cos) and torch.equal(tables["sin"], sin)
 
 
 def test_one_block_is_walked_in_the_order_of_the_notes(kit):
     model = kit.build(DecoderLM, "tiny")
     steps = trace(model, kit.ids(), layer=1)
-    block = [s for s in steps if s.where.startswith("decoder.blocks.")]
-    assert {s.where.split(".")[2] for s in block} == {"1"}
+    block = [s for s in steps if s.where.startswith("blocks.")]
+    assert {s.where.split(".")[1] for s in block} == {"1"}
     assert [s.name for s in block] == [
         "norm", "Q, K, V projections", "scores", "mask", "softmax", "weighted sum",
         "output projection", "residual",
@@ -140,6 +146,7 @@ def test_one_block_is_walked_in_the_order_of_the_notes(kit):
     assert "m > n (causal)" in formulas["mask"]
     assert [s.name for s in steps[:2]] == ["token embedding", "positional encoding"]
     assert [s.name for s in steps[-2:]] == ["final norm", "unembedding"]
+    assert [s.where for s in steps[-2:]] == ["ln_final", "head"]  # the final norm's path
     assert_close(steps[-1].value, model(kit.ids()).logits, atol=1e-12, rtol=0)
 
 

@@ -17,11 +17,11 @@ SMALL = dict(vocab_size=40, d_model=32, n_head=4, max_len=24, init_std=0.2)
 
 def test_each_family_builds_its_blocks_with_the_graphs_of_the_config():
     dec = DecoderLM(ModelConfig(**SMALL, n_layer=3, attention_graph="window:4*2,full"))
-    assert [b.graph for b in dec.decoder.blocks] == [G.sliding_window(4)] * 2 + [None]
+    assert [b.graph for b in dec.blocks] == [G.sliding_window(4)] * 2 + [None]
     enc = EncoderMLM(
         ModelConfig(**SMALL, family="encoder", n_layer=2, attention_graph=["full", "dilated:3:2"])
     )
-    assert [b.graph for b in enc.encoder.blocks] == [None, G.dilated(3, 2)]
+    assert [b.graph for b in enc.blocks] == [None, G.dilated(3, 2)]
     s2s = EncoderDecoder(
         ModelConfig(
             **SMALL,

@@ -96,10 +96,12 @@ def inputs(name: str, seed: int = 1) -> dict:
 
 
 def stacks(model) -> list[tuple[str, torch.nn.Module]]:
-    """(name prefix, stack) of each block stack, in the order of the pass."""
+    """(name prefix, stack) of each block stack, in the order of the pass: the module that
+    holds the embedding, ``blocks`` and ``ln_final`` (a decoder-only or encoder-only model
+    itself)."""
     if isinstance(model, EncoderDecoder):
         return [("encoder.", model.encoder), ("decoder.", model.decoder)]
-    return [("", model.decoder if isinstance(model, DecoderLM) else model.encoder)]
+    return [("", model)]
 
 
 def attentions(model, args: dict) -> list[tuple[str, torch.nn.Module, torch.Tensor, bool]]:
@@ -162,7 +164,7 @@ def test_embeddings_sum_to_the_first_residual_stream(name):
     """x^(0) = W_e[:, x[n]] + r_n (+ W_s[:, segment[n]]), then BERT's norm if there is one."""
     model = build(name, torch.float64)
     _, cache = model.run_with_cache(**inputs(name))
-    for prefix, _ in stacks(model):
+    for prefix, stack in stacks(model):
         x = cache[prefix + "hook_embed"]
         if model.config.positional == "rotary":
             assert prefix + "hook_pos_embed" not in cache  # positions rotate q and k instead
@@ -171,7 +173,7 @@ def test_embeddings_sum_to_the_first_residual_stream(name):
         if model.config.type_vocab_size:
             x = x + cache[prefix + "hook_token_type_embed"]
         if model.config.embed_norm:
-            assert torch.equal(cache[prefix + "ln_embed.hook_normalized"], model.embed.ln_embed(x))
+            assert torch.equal(cache[prefix + "ln_embed.hook_normalized"], stack.ln_embed(x))
             x = cache[prefix + "ln_embed.hook_normalized"]
         assert torch.equal(x, cache[prefix + "blocks.0.hook_resid_pre"])
 
@@ -183,8 +185,8 @@ def test_the_heads_points_hold_the_pooled_vector_and_the_logits():
     out, cache = model.run_with_cache(**args)
     real = RIGHT[..., None].double()
     mean = (out.hidden_states * real).sum(1) / real.sum(1)  # (B, C) over the real tokens
-    close(cache["hook_pooled"], model.head.pooler(mean).tanh())
-    assert torch.equal(cache["hook_logits"], model.head.classifier(cache["hook_pooled"]))
+    close(cache["hook_pooled"], model.pooler(mean).tanh())
+    assert torch.equal(cache["hook_logits"], model.classifier(cache["hook_pooled"]))
     body = EncoderModel(model.config).double().eval()
     out, cache = body.run_with_cache(**args)
     assert out.logits is None and torch.equal(cache["hook_pooled"], out.pooled)

@@ -1,6 +1,8 @@
-"""Checkpoints written under the earlier module names (``decoder.layers.0.self_attn``,
-``attn_norm``, ``ffn``, ``ff_norm``, ``cross_norm``, ``decoder.norm``) load under today's names
-and give the logits they gave then (tests/models/data/legacy)."""
+"""Checkpoints written under the earlier module names load under today's names and give the
+logits they gave then: the first layout (``decoder.layers.0.self_attn``, ``attn_norm``,
+``ffn``, ``ff_norm``, ``cross_norm``, ``decoder.norm``; tests/models/data/legacy) and the
+second, whose models held their parts in containers (``embed.token``, ``decoder.blocks``,
+``head.unembed``, ``src_embed``; tests/models/data/legacy-containers)."""
 
 import json
 from pathlib import Path
@@ -15,6 +17,16 @@ from glassformer.models.legacy_keys import current_names
 
 LEGACY = Path(__file__).parent / "data" / "legacy"
 EXPECTED = json.loads((LEGACY / "expected.json").read_text())
+CONTAINERS = Path(__file__).parent / "data" / "legacy-containers"
+
+
+def logits(model, case: dict) -> torch.Tensor:
+    """The logits for the case's input_ids (an encoder-decoder's decoder reads the first 4)."""
+    ids = torch.tensor(case["input_ids"])
+    with torch.no_grad():
+        if isinstance(model, EncoderDecoder):
+            return model(ids, decoder_input_ids=ids[:, :4]).logits
+        return model(ids).logits
 
 
 @pytest.mark.parametrize("family", ["decoder", "encoder", "encoder-decoder"])
@@ -25,13 +37,21 @@ def test_a_checkpoint_of_the_earlier_names_loads_and_gives_its_logits(family):
     model = load_model(LEGACY / family).eval()
     case = EXPECTED[family]
     assert model.config.norm_first is case["norm_first"]
-    ids = torch.tensor(case["input_ids"])
-    with torch.no_grad():
-        if isinstance(model, EncoderDecoder):
-            logits = model(ids, decoder_input_ids=ids[:, :4]).logits
-        else:
-            logits = model(ids).logits
-    torch.testing.assert_close(logits, torch.tensor(case["logits"]), atol=1e-5, rtol=0)
+    torch.testing.assert_close(logits(model, case), torch.tensor(case["logits"]), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("case", ["decoder", "encoder", "classifier", "encoder-decoder"])
+def test_a_checkpoint_of_the_container_names_loads_and_gives_its_logits(case):
+    """The second layout, with BERT's token types, MLM transform and head bias, a classifier
+    with a pooler, and an encoder-decoder that shares its embedding."""
+    with safe_open(CONTAINERS / case / "model.safetensors", framework="pt") as f:
+        stored = list(f.keys())
+    assert any(name.startswith(("head.", "src_embed.", "decoder.blocks.")) for name in stored)
+    model = load_model(CONTAINERS / case).eval()
+    want = json.loads((CONTAINERS / "expected.json").read_text())[case]
+    torch.testing.assert_close(logits(model, want), torch.tensor(want["logits"]), atol=1e-5, rtol=0)
+    names = model.state_dict()
+    assert "blocks.0.ln1.weight" in names or "encoder.blocks.0.ln1.weight" in names
 
 
 def test_current_names_renames_each_earlier_name_and_keeps_todays():
@@ -49,7 +69,7 @@ def test_current_names_renames_each_earlier_name_and_keeps_todays():
         "head.transform_norm.weight",
         "decoder.blocks.1.ln3.weight",
     ]
-    assert list(current_names(stored)) == [
+    assert list(current_names(stored, "encoder-decoder")) == [
         "decoder.blocks.0.attn.in_proj.weight",
         "decoder.blocks.0.ln1.weight",
         "decoder.blocks.0.cross_attn.out_proj.bias",
@@ -58,23 +78,44 @@ def test_current_names_renames_each_earlier_name_and_keeps_todays():
         "decoder.blocks.0.ln3.weight",  # the feed-forward norm after cross-attention
         "encoder.blocks.1.ln2.bias",  # ... and without it
         "encoder.ln_final.weight",
-        "src_embed.ln_embed.weight",
-        "embed.token.weight",
-        "head.transform_norm.weight",
+        "encoder.ln_embed.weight",
+        "embed.token.weight",  # not a name of an encoder-decoder: left as it is
+        "transform_norm.weight",
         "decoder.blocks.1.ln3.weight",
     ]
+
+
+def test_current_names_takes_the_parts_out_of_their_containers():
+    decoder = ["embed.token.weight", "embed.pos.weight", "decoder.blocks.0.ln1.weight",
+               "decoder.ln_final.bias", "head.unembed.proj.weight",
+               "blocks.0.ln2.bias"]  # fmt: skip
+    assert list(current_names(decoder, "decoder")) == [
+        "embed.weight", "pos_embed.weight", "blocks.0.ln1.weight", "ln_final.bias",
+        "unembed.proj.weight", "blocks.0.ln2.bias",
+    ]  # fmt: skip
+    encoder = ["embed.segment.weight", "embed.ln_embed.bias", "encoder.blocks.0.attn.in_proj.bias",
+               "head.pooler.weight", "head.classifier.bias", "pooler.bias"]  # fmt: skip
+    assert list(current_names(encoder, "encoder")) == [
+        "token_type_embed.weight", "ln_embed.bias", "blocks.0.attn.in_proj.bias",
+        "pooler.weight", "classifier.bias", "pooler.bias",
+    ]  # fmt: skip
+    seq2seq = ["src_embed.token.weight", "tgt_embed.pos.weight", "encoder.blocks.0.ln1.bias",
+               "decoder.ln_final.weight", "head.unembed.proj.bias"]  # fmt: skip
+    assert list(current_names(seq2seq, "encoder-decoder")) == [
+        "encoder.embed.weight", "decoder.pos_embed.weight", "encoder.blocks.0.ln1.bias",
+        "decoder.ln_final.weight", "unembed.proj.bias",
+    ]  # fmt: skip
 
 
 def test_a_checkpoint_with_a_tensor_under_both_names_is_refused(tmp_path):
     model = load_model(LEGACY / "decoder")
     model.save_pretrained(tmp_path)
     tensors = load_file(tmp_path / "model.safetensors")
-    tensors["decoder.layers.0.attn_norm.weight"] = tensors["decoder.blocks.0.ln1.weight"].clone()
+    tensors["decoder.layers.0.attn_norm.weight"] = tensors["blocks.0.ln1.weight"].clone()
     save_file(tensors, tmp_path / "model.safetensors")
     with pytest.raises(
         ValueError,
-        match=r"model\.safetensors: tensors .* are both "
-        r"'decoder\.blocks\.0\.ln1\.weight'",
+        match=r"model\.safetensors: tensors .* are both 'blocks\.0\.ln1\.weight'",
     ):
         load_model(tmp_path)
 

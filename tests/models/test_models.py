@@ -44,7 +44,7 @@ def test_decoder_loss_is_next_token_cross_entropy_without_padding(name):
     keep = mask[:, 1:].bool()
     manual = F.cross_entropy(logits[:, :-1][keep], x[:, 1:][keep])
     torch.testing.assert_close(out.loss, manual)
-    torch.testing.assert_close(model.head(out.hidden_states), logits)  # hidden = before the head
+    torch.testing.assert_close(model.lm_logits(out.hidden_states), logits)  # before the head
     x2 = x.clone()
     x2[1, 5:] = 7  # what stands at padded positions changes nothing at real ones
     out2 = model(x2, mask, labels=x2)
@@ -128,7 +128,7 @@ def test_encoder_model_has_no_head():
 def test_encoder_decoder_forward_equals_encode_then_decode(share):
     cfg = small("tiny-seq2seq", share_embeddings=share, tgt_vocab_size=None if share else 40)
     model = EncoderDecoder(cfg).eval()
-    assert (model.tgt_embed.token is model.src_embed.token) == share
+    assert (model.decoder.embed is model.encoder.embed) == share
     src, tgt = ids(3, 6), torch.randint(5, 40, (3, 5))
     src_mask = torch.ones_like(src)
     src_mask[0, 3:] = 0
@@ -203,10 +203,10 @@ def test_flops_per_token_follows_6n_plus_attention():
 
 def test_init_scales_residual_projections():
     model = DecoderLM(preset("tiny", vocab_size=V, n_layer=8))
-    std = model.decoder.blocks[0].mlp.fc2.weight.std().item()
+    std = model.blocks[0].mlp.fc2.weight.std().item()
     assert std == pytest.approx(0.02 / math.sqrt(16), rel=0.1)
-    assert model.decoder.blocks[0].mlp.fc1.weight.std().item() == pytest.approx(0.02, rel=0.1)
-    assert model.decoder.blocks[0].mlp.fc1.bias.abs().max().item() == 0
+    assert model.blocks[0].mlp.fc1.weight.std().item() == pytest.approx(0.02, rel=0.1)
+    assert model.blocks[0].mlp.fc1.bias.abs().max().item() == 0
 
 
 def test_model_refuses_config_of_another_family():
@@ -225,7 +225,7 @@ def test_missing_token_types_are_type_zero():
     a = model(ids).hidden_states
     b = model(ids, token_type_ids=torch.zeros_like(ids)).hidden_states
     torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
-    w = model.embed.segment.weight
+    w = model.token_type_embed.weight
     (ga,) = torch.autograd.grad(a.square().sum(), w)
     (gb,) = torch.autograd.grad(b.square().sum(), w)
     torch.testing.assert_close(ga, gb, rtol=0, atol=1e-5)

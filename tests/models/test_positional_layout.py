@@ -32,8 +32,8 @@ def test_encoder_decoder_uses_the_layout_in_both_stacks():
     )
     model = EncoderDecoder(config)
     want = sinusoid_table(12, 16, layout="split").float()
-    for embed in (model.src_embed, model.tgt_embed):
-        assert torch.equal(embed.pos.table, want)
+    for side in (model.encoder, model.decoder):
+        assert torch.equal(side.pos_embed.table, want)
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,10 @@ from types import SimpleNamespace
 
 import torch
 
-import glassformer.nn.attend as attend_module
+import glassformer.nn.multihead as attend_module
 from glassformer.graphs import sliding_window
-from glassformer.nn.attend import attend
 from glassformer.nn.hooks import HookPoint
+from glassformer.nn.multihead import attend
 from glassformer.nn.scaled_dot_product import attention
 
 

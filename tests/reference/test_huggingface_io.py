@@ -164,11 +164,11 @@ def test_key_map_is_the_same_from_either_side():
     hf = small("gpt2")
     forward, backward = huggingface_key_map(hf), huggingface_key_map(from_huggingface(hf))
     assert forward == backward
-    assert forward["decoder.blocks.1.attn.in_proj.weight"] == (
+    assert forward["blocks.1.attn.in_proj.weight"] == (
         "transformer.h.1.attn.c_attn.weight",
     )
     llama = huggingface_key_map(small("llama"))
-    assert llama["decoder.blocks.0.mlp.fc1.weight"] == (
+    assert llama["blocks.0.mlp.fc1.weight"] == (
         "model.layers.0.mlp.gate_proj.weight",
         "model.layers.0.mlp.up_proj.weight",
     )

@@ -111,8 +111,8 @@ def runs(models):
 
 def test_bridge_keeps_the_raw_weights(models):
     model, tl = models
-    assert_close(tl.ln_final.w, model.decoder.ln_final.weight, atol=0.0, rtol=0.0)
-    assert_close(tl.W_U, model.head.unembed.proj.weight.T, atol=0.0, rtol=0.0)
+    assert_close(tl.ln_final.w, model.ln_final.weight, atol=0.0, rtol=0.0)
+    assert_close(tl.W_U, model.unembed.proj.weight.T, atol=0.0, rtol=0.0)
     assert tl.ln_final.w.std() > 0.05  # perturbed: a folded or reset gain would show
 
 
@@ -175,10 +175,10 @@ def test_norm_output_is_transformer_lens_normalized_times_gain_plus_bias(models,
     """TransformerLens's hook_normalized is (x − μ)/s; glassformer's the norm's output."""
     model, _ = models
     _, _, cache, _, tl_cache = runs
-    blocks = model.decoder.blocks
+    blocks = model.blocks
     norms = {f"blocks.{i}.ln1": blocks[i].ln1 for i in range(L)}
     norms |= {f"blocks.{i}.ln2": blocks[i].ln2 for i in range(L)}
-    norms["ln_final"] = model.decoder.ln_final
+    norms["ln_final"] = model.ln_final
     for name, norm in norms.items():
         want = tl_cache[f"{name}.hook_normalized"] * norm.weight + norm.bias
         assert_close(cache[f"{name}.hook_normalized"], want, **TOL)
@@ -313,7 +313,7 @@ def test_accumulated_resid_equals_transformer_lens(models, runs):
     (x − μ)/s, which times the gain plus the bias is glassformer's norm="frozen"."""
     model, _ = models
     _, _, cache, _, tl_cache = runs
-    norm = model.decoder.ln_final
+    norm = model.ln_final
     theirs = tl_cache.accumulated_resid(layer=None)
     assert_close(accumulated_resid(cache).values, theirs, **TOL)
     recomputed = tl_cache.accumulated_resid(layer=None, apply_ln=True)

@@ -85,7 +85,7 @@ def replace_with_pickle(folder: Path) -> None:
         pickle.dump(Boom(folder.parent.parent / "pwned"), f)
 
 
-MOMENT = "opt/embed.token.weight/exp_avg"
+MOMENT = "opt/embed.weight/exp_avg"
 CASES = {
     "json truncated": (truncate("trainer.json"), "trainer.json: unreadable"),
     "tensors truncated": (truncate("trainer.safetensors"), "trainer.safetensors: unreadable"),
@@ -129,15 +129,15 @@ CASES = {
     "no rng": (edit_tensors(lambda t: t.pop("rng.cpu")), "no CPU random-number state"),
     "a moment left out": (
         edit_tensors(lambda t: t.pop(MOMENT)),
-        r"the optimizer state of embed.token.weight lacks \['exp_avg'\]",
+        r"the optimizer state of embed.weight lacks \['exp_avg'\]",
     ),
     "a parameter's whole state left out": (
-        edit_tensors(lambda t: [t.pop(k) for k in list(t) if k.startswith("opt/embed.token")]),
-        r"embed.token.weight lacks \['exp_avg', 'exp_avg_sq', 'step'\]",
+        edit_tensors(lambda t: [t.pop(k) for k in list(t) if k.startswith("opt/embed.weight/")]),
+        r"embed.weight lacks \['exp_avg', 'exp_avg_sq', 'step'\]",
     ),
     "a field not listed": (
         edit_json(optimizer__fields={}),
-        r"state \['exp_avg', 'exp_avg_sq', 'step'\] of decoder.blocks.0.attn.in_proj.bias is not "
+        r"state \['exp_avg', 'exp_avg_sq', 'step'\] of blocks.0.attn.in_proj.bias is not "
         "listed in trainer.json",
     ),
     "no list of fields": (edit_json(optimizer__fields=None), "optimizer.fields is not a mapping"),
@@ -174,8 +174,8 @@ NUMBERS = {
     ),
     "beta NaN": (edit_json(optimizer__param_groups__1__betas=[NAN, 0.99]), r"betas\[0\] is nan"),
     "scalar NaN": (
-        edit_json(optimizer__scalars={"embed.token.weight/step": NAN}),
-        r"optimizer.scalars\['embed.token.weight/step'\] is nan",
+        edit_json(optimizer__scalars={"embed.weight/step": NAN}),
+        r"optimizer.scalars\['embed.weight/step'\] is nan",
     ),
     "scheduler base lr NaN": (
         edit_json(scheduler__base_lrs__0=NAN),
@@ -213,8 +213,8 @@ NUMBERS = {
         rf"{MOMENT}_sq holds 1 value like -1.0; allowed finite numbers >= 0",
     ),
     "step count beyond the step": (
-        edit_tensors(lambda t: t["opt/embed.token.weight/step"].fill_(99.0)),
-        r"embed.token.weight/step holds 1 value like 99.0; allowed a count from 0 to the "
+        edit_tensors(lambda t: t["opt/embed.weight/step"].fill_(99.0)),
+        r"embed.weight/step holds 1 value like 99.0; allowed a count from 0 to the "
         "checkpoint's step, 2",
     ),
 }

@@ -85,7 +85,7 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     good = (tmp_path / "checkpoints" / "step-000004" / "model.safetensors").read_bytes()
     trainer.config.steps = 12
     with torch.no_grad():
-        trainer.model.decoder.blocks[0].mlp.fc1.weight[0, 0] = float("nan")
+        trainer.model.blocks[0].mlp.fc1.weight[0, 0] = float("nan")
     with pytest.raises(TrainingError, match="step 5: the loss .* not finite"):
         trainer.fit(resume=False)
     assert [p.name for p in checkpoints(tmp_path)] == ["step-000004"]
@@ -215,20 +215,28 @@ def test_a_training_set_smaller_than_a_batch_must_split_over_the_processes(tmp_p
         )
 
 
-EARLIER_NAMES = (  # today's module names -> those of checkpoints written before them
-    (".blocks.", ".layers."),
+EARLIER_NAMES = (  # today's names -> those of the first layout (models/legacy_keys.py)
+    ('"blocks.', '"decoder.layers.'),
+    ('"ln_final.', '"decoder.norm.'),
+    ('"pos_embed.', '"embed.pos.'),
+    ('"embed.weight', '"embed.token.weight'),
+    ('"unembed.', '"head.unembed.'),
     (".attn.", ".self_attn."),
     (".ln1.", ".attn_norm."),
     (".ln2.", ".ff_norm."),
     (".mlp.", ".ffn."),
-    ("decoder.ln_final.", "decoder.norm."),
 )
 
 
 def _earlier(text: str) -> str:
+    """trainer.json's text (names in quotes), a tensor's name or an optimizer state's
+    ("opt/<name>/<field>"), in the first layout's names."""
+    if text.startswith("opt/"):
+        return "opt/" + _earlier(text[4:])
+    quoted = text if text.startswith("{") else f'"{text}"'
     for today, earlier in EARLIER_NAMES:
-        text = text.replace(today, earlier)
-    return text
+        quoted = quoted.replace(today, earlier)
+    return quoted if text.startswith("{") else quoted[1:-1]
 
 
 def test_a_run_saved_under_the_earlier_module_names_resumes_exactly(tmp_path):

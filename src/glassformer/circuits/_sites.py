@@ -9,7 +9,9 @@ from typing import Any
 
 from torch import Tensor, nn
 
-__all__ = ["Input", "Stack", "call", "find_stack", "input_shapes", "real_tokens"]
+from ..nn import Decoder, DecoderBlock
+
+__all__ = ["Input", "Stack", "call", "find_stack", "input_shapes", "model_stacks", "real_tokens"]
 
 # An input: the ids (the model's first argument), a dict of its keyword arguments
 # (``dict(input_ids=..., attention_mask=..., decoder_input_ids=...)``) or a tuple of its
@@ -79,15 +81,32 @@ class Stack:
         return layer, head
 
 
-def find_stack(model: nn.Module, stack: str | None) -> Stack:
-    """The block stack ``stack`` names (``"encoder"`` | ``"decoder"``; None: the decoder when
-    the model has one, else the encoder). Hook names start with the stack's name only where
-    the model has two stacks (an encoder-decoder), as TransformerLens's names."""
+def model_stacks(model: nn.Module) -> dict[str, nn.Module]:
+    """The modules that hold ``model``'s blocks (and ``ln_final``), by stack name: an
+    encoder-decoder's ``encoder`` and ``decoder``; a model that holds its blocks itself
+    (DecoderLM, EncoderModel) is its one stack, ``"decoder"`` when its blocks are
+    DecoderBlocks, else ``"encoder"``."""
     stacks = {}
     for name in ("encoder", "decoder"):
         module = getattr(model, name, None)
         if isinstance(module, nn.Module) and hasattr(module, "blocks"):
             stacks[name] = module
+    if not stacks and isinstance(getattr(model, "blocks", None), nn.ModuleList):
+        blocks = model.blocks
+        decoder = (
+            isinstance(model, Decoder)
+            or getattr(model, "family", None) == "decoder"
+            or (len(blocks) > 0 and isinstance(blocks[0], DecoderBlock))
+        )
+        stacks["decoder" if decoder else "encoder"] = model
+    return stacks
+
+
+def find_stack(model: nn.Module, stack: str | None) -> Stack:
+    """The block stack ``stack`` names (``"encoder"`` | ``"decoder"``; None: the decoder when
+    the model has one, else the encoder). Hook names start with the stack's name only where
+    the model has two stacks (an encoder-decoder), as TransformerLens's names."""
+    stacks = model_stacks(model)
     paired = len(stacks) == 2
     found = {name: Stack(name, f"{name}." if paired else "", m) for name, m in stacks.items()}
     for found_stack in found.values():

@@ -31,6 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from ..models.encoder import EncoderClassifier, EncoderMLM
+from ..models.heads import LMHead
 from ..models.hooked import ActivationCache
 from .cached import model_of, require, stack_view
 from .components import Components
@@ -92,26 +93,24 @@ def readout(model: nn.Module, what: str) -> Readout:
         "mlm_transform, an EncoderClassifier without a pooler"
     )
     if isinstance(model, EncoderClassifier):
-        head = model.head
-        if head.pooler is not None:
+        if model.pooler is not None:
             raise ValueError(
                 f"{what}: the classifier's pooler tanh(W v + b) comes after the final stream "
                 f"and is not linear, so no term has a direct share of a score; {allowed}"
             )
-        proj = head.classifier
+        proj = model.classifier
         return Readout(
-            "encoder", proj.weight.detach(), _detached(proj.bias), head.pooling, "classifier_bias"
+            "encoder", proj.weight.detach(), _detached(proj.bias), model.pooling, "classifier_bias"
         )
-    head = getattr(model, "head", None)
-    if head is None or not hasattr(head, "unembed"):
+    if not isinstance(model, LMHead):
         raise ValueError(f"{what}: a {type(model).__name__} has no output layer to read; {allowed}")
-    if head.transform is not None:
+    if model.transform is not None:
         raise ValueError(
             f"{what}: the MLM head's transform Norm(a(W h + b)) (BERT's mlm_transform) comes "
             f"before the unembedding and is not linear, so no term has a direct share of a "
             f"logit; {allowed}"
         )
-    proj = head.unembed.proj
+    proj = model.unembed.proj
     stack = "encoder" if isinstance(model, EncoderMLM) else "decoder"
     return Readout(stack, proj.weight.detach(), _detached(proj.bias), None, "unembed_bias")
 

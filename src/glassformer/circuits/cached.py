@@ -60,9 +60,10 @@ def circuit_cache(model: nn.Module, *args: Any, **kwargs: Any) -> tuple[Any, Act
 @dataclass
 class StackView:
     """One stack of a model: its ``name`` (``"encoder"`` / ``"decoder"``), the ``prefix`` of its
-    hook point names (``""``, ``"encoder."``, ``"decoder."``), its input ``embed``
-    (glassformer.models.inputs.InputEmbedding), its ``blocks`` and its ``final_norm`` (None
-    for a post-norm stack)."""
+    hook point names (``""``, ``"encoder."``, ``"decoder."``), ``embed`` what holds its input
+    embedding (glassformer.models.inputs.InputEmbedding: the model itself, or an
+    encoder-decoder's encoder or decoder; ``embed.ln_embed``, ``embed.hook_embed``...), its
+    ``blocks`` and its ``final_norm`` (None for a post-norm stack)."""
 
     name: str
     prefix: str
@@ -107,15 +108,11 @@ def model_of(cache: ActivationCache, what: str) -> nn.Module:
 def stack_view(model: nn.Module, stack: str | None, what: str) -> StackView:
     """The stack named ``stack`` of ``model``; None: the decoder when there is one."""
     if isinstance(model, EncoderDecoder):
-        stacks = {
-            "decoder": (model.tgt_embed, model.decoder),
-            "encoder": (model.src_embed, model.encoder),
-        }
-        prefixed = True
+        stacks, prefixed = {"decoder": model.decoder, "encoder": model.encoder}, True
     elif isinstance(model, DecoderLM):
-        stacks, prefixed = {"decoder": (model.embed, model.decoder)}, False
+        stacks, prefixed = {"decoder": model}, False  # the model holds its embedding, blocks
     elif isinstance(model, EncoderModel):
-        stacks, prefixed = {"encoder": (model.embed, model.encoder)}, False
+        stacks, prefixed = {"encoder": model}, False
     else:
         raise ValueError(
             f"{what}: the cache's model is a {type(model).__name__}; allowed: a glassformer "
@@ -126,9 +123,9 @@ def stack_view(model: nn.Module, stack: str | None, what: str) -> StackView:
         raise ValueError(
             f"{what}: stack={stack!r}; allowed for a {type(model).__name__}: {tuple(stacks)}"
         )
-    embed, body = stacks[name]
+    body = stacks[name]  # holds the input embedding, the blocks and ln_final
     prefix = f"{name}." if prefixed else ""
-    return StackView(name, prefix, embed, body.blocks, body.ln_final)
+    return StackView(name, prefix, body, body.blocks, body.ln_final)
 
 
 def require(cache: ActivationCache, names: list[str], what: str) -> None:

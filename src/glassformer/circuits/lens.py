@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from ..models.encoder import EncoderModel
+from ..models.heads import LMHead
 from ..models.hooked import ActivationCache
 from .cached import model_of
 from .stream import NORM_MODES, accumulated_resid
@@ -72,8 +73,7 @@ def logit_lens(
     model = model_of(cache, what)
     if norm not in NORM_MODES[1:]:
         raise ValueError(f"{what}: norm={norm!r}; allowed: {NORM_MODES[1:]}")
-    head = getattr(model, "head", None)
-    if head is None or not hasattr(head, "unembed"):
+    if not isinstance(model, LMHead):
         raise ValueError(
             f"{what}: a {type(model).__name__} has no unembedding to read the stream through; "
             "allowed: a DecoderLM, an EncoderMLM, an EncoderDecoder"
@@ -81,9 +81,9 @@ def logit_lens(
     if (
         isinstance(k, bool)
         or not isinstance(k, int)
-        or not 1 <= k <= head.unembed.proj.out_features
+        or not 1 <= k <= model.unembed.proj.out_features
     ):
-        raise ValueError(f"{what}: k={k!r}; allowed: 1..{head.unembed.proj.out_features}")
+        raise ValueError(f"{what}: k={k!r}; allowed: 1..{model.unembed.proj.out_features}")
     stack = "encoder" if isinstance(model, EncoderModel) else "decoder"
     streams = accumulated_resid(cache, stack=stack, norm=norm)  # (L + 1, B, T, C)
     x = streams.values
@@ -95,7 +95,7 @@ def logit_lens(
             )
         x = x[:, :, position]  # (L + 1, B, C)
     with torch.no_grad():
-        probs = head(x).float().softmax(-1)  # (L + 1, B, [T,] V)
+        probs = model.lm_logits(x).float().softmax(-1)  # (L + 1, B, [T,] V)
     top = probs.topk(k, dim=-1)
     return LogitLens(streams.labels, top.indices, top.values, position)
 

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from ..models.heads import LMHead
+from ._sites import model_stacks
 from .factored import FactoredMatrix
 from .weights import ov_matrix, qk_matrix, stack_module
 
@@ -94,10 +95,7 @@ def full_qk_circuit(
 def token_embedding(model: nn.Module, stack: str | None = None) -> Tensor:
     """W_E (V, E): the token embeddings that enter ``stack``'s residual stream, one row per
     token, times the embedding's scale (√E with ``embed_scale``); detached."""
-    stack = _stack_name(model, stack)
-    embed = getattr(model, "src_embed" if stack == "encoder" else "tgt_embed", None)
-    embed = getattr(model, "embed", None) if embed is None else embed
-    token = embed.token
+    token = stack_module(model, stack).embed  # the model's, or its encoder's or decoder's
     return token.weight.detach() * token.multiplier
 
 
@@ -105,20 +103,19 @@ def unembedding(model: nn.Module, stack: str | None = None) -> Tensor:
     """W_U (E, V_out): the LM head's unembedding (logits = h W_U + b), read from the end of
     ``stack``; detached. A ValueError for a model, or a stack, without an LM head."""
     stack = _stack_name(model, stack)
-    head = getattr(model, "head", None)
-    feeds_head = stack == "decoder" or not isinstance(getattr(model, "decoder", None), nn.Module)
-    if not isinstance(head, LMHead) or not feeds_head:
+    feeds_head = stack == "decoder" or "decoder" not in model_stacks(model)
+    if not isinstance(model, LMHead) or not feeds_head:
         raise ValueError(
             f"the {stack} of this {type(model).__name__} does not end in an LM head "
             "(unembedding): the full OV circuit needs a DecoderLM, an EncoderMLM or the decoder "
             "of an EncoderDecoder"
         )
-    return head.unembed.proj.weight.detach().mT  # (E, V_out)
+    return model.unembed.proj.weight.detach().mT  # (E, V_out)
 
 
 def _stack_name(model: nn.Module, stack: str | None) -> str:
     module = stack_module(model, stack)  # validates
-    return "decoder" if module is getattr(model, "decoder", None) else "encoder"
+    return next(name for name, m in model_stacks(model).items() if m is module)
 
 
 def _ids(tokens: Sequence[int] | Tensor, vocab: int) -> Tensor:

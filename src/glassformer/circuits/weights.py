@@ -46,6 +46,7 @@ import torch
 from torch import Tensor, nn
 
 from ..nn import MultiHeadAttention
+from ._sites import model_stacks
 from .factored import FactoredMatrix
 
 __all__ = [
@@ -186,18 +187,19 @@ def attention_layer(
 
 
 def stack_module(model: nn.Module, stack: str | None = None) -> nn.Module:
-    """The model's ``encoder`` or ``decoder`` stack (default: the decoder when it has one)."""
+    """What holds the ``blocks`` of the model's ``encoder`` or ``decoder`` stack (default: the
+    decoder when it has one): an encoder-decoder's ``encoder`` / ``decoder``, or the model
+    itself for a DecoderLM ("decoder") or an EncoderModel ("encoder")."""
+    stacks = model_stacks(model)
     if stack is None:
-        stack = "decoder" if isinstance(getattr(model, "decoder", None), nn.Module) else "encoder"
+        stack = "decoder" if "decoder" in stacks else "encoder"
     if stack not in STACKS:
         raise ValueError(f"stack must be one of {STACKS} or None, got {stack!r}")
-    module = getattr(model, stack, None)
-    if not isinstance(module, nn.Module) or not hasattr(module, "blocks"):
-        has = [s for s in STACKS if isinstance(getattr(model, s, None), nn.Module)]
+    if stack not in stacks:
         raise ValueError(
-            f"stack={stack!r}: this {type(model).__name__} has no {stack}; it has {has}"
+            f"stack={stack!r}: this {type(model).__name__} has no {stack}; it has {list(stacks)}"
         )
-    return module
+    return stacks[stack]
 
 
 def _heads(head: int | None, n_head: int) -> Tensor:

@@ -51,11 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if asks_version(sys.argv[1:] if argv is None else argv):
         print(f"glassformer {__version__}")
         return 0
-    from .errors import UsageError, guarded
+    from .errors import UsageError, exit_status
 
     parser = build_parser()
-
-    def command() -> int:
+    try:
         args = parser.parse_args(argv)
         if args.command is None:
             raise UsageError(
@@ -63,9 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "(see --help)"
             )
         args.free_cores = argv is None  # a command, not a Python caller: threads.py
-        return args.handler(args)
-
-    return guarded(command)
+        code = args.handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+        return code
+    except (Exception, KeyboardInterrupt) as err:  # one line and an exit status (errors.py)
+        return exit_status(err)
 
 
 def asks_version(argv: Sequence[str]) -> bool:

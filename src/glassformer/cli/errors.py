@@ -36,6 +36,7 @@ __all__ = [
     "ArgumentParser",
     "Interrupted",
     "UsageError",
+    "exit_status",
     "guarded",
     "say_error",
 ]
@@ -84,29 +85,35 @@ def guarded(command: Callable[[], int]) -> int:
         code = command()
         sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
         return code
-    except BrokenPipeError:
+    except (Exception, KeyboardInterrupt) as err:
+        return exit_status(err)
+
+
+def exit_status(err: BaseException) -> int:
+    """The exit status of a command that raised ``err``, after one line saying what went
+    wrong; ``err`` is raised again when it is not an error a user can meet (a bug)."""
+    if isinstance(err, BrokenPipeError):
         _silence_stdout()
         return EXIT_BROKEN_PIPE
-    except UsageError as err:
+    if isinstance(err, UsageError):
         say_error(str(err))
         return EXIT_USAGE
-    except TrainingError as err:
+    if isinstance(err, TrainingError):
         say_error(str(err))
         return EXIT_RUN_FAILED
-    except Interrupted as err:
+    if isinstance(err, Interrupted):
         print(f"glassformer: {err}", file=sys.stderr)
         return err.status
-    except KeyboardInterrupt:
+    if isinstance(err, KeyboardInterrupt):
         print("glassformer: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except USER_ERRORS as err:
+    if isinstance(err, USER_ERRORS):
         say_error(_describe(err))
         return EXIT_USAGE
-    except OSError as err:
-        if err.errno not in NO_SPACE:
-            raise
+    if isinstance(err, OSError) and err.errno in NO_SPACE:
         say_error(f"{_describe(err)}; free some space and try again")
         return EXIT_RUN_FAILED
+    raise err
 
 
 def _silence_stdout() -> None:

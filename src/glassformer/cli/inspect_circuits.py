@@ -28,7 +28,7 @@ from torch import Tensor
 
 from .. import circuits
 from ..inspect import circuit_plots as plots
-from ..models import EncoderClassifier, EncoderDecoder, EncoderMLM
+from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
 from .inspect_answer import Prediction, analysed, answer_pair, chosen_tokens
 from .options import utf8_text
 
@@ -153,7 +153,7 @@ def _spectra(model, out: Path) -> dict[str, str]:
         [("decoder", "cross")] if isinstance(model, EncoderDecoder) else []
     )
     for stack, kind in kinds:
-        where = stack or ("encoder" if hasattr(model, "encoder") else "decoder")
+        where = stack or ("decoder" if isinstance(model, DecoderLM) else "encoder")
         suffix = where if kind == "self" else "cross"
         for name, matrix, formula in (
             ("ov", circuits.ov_matrix, "S = W_V W_O"),

@@ -242,6 +242,7 @@ def _checked(arg: str, values: list[int] | None, n: int) -> list[int] | None:
 
 
 def _stacks(model) -> list:
+    """What holds the blocks: an encoder-decoder's two sides, else the model itself."""
     if isinstance(model, EncoderDecoder):
         return [model.encoder, model.decoder]
-    return [model.decoder] if isinstance(model, DecoderLM) else [model.encoder]
+    return [model]

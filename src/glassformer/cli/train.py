@@ -55,11 +55,43 @@ def run(args: argparse.Namespace) -> int:
     runs this; only the first one (RANK 0) prints and writes files."""
     main = int(os.environ.get("RANK", "0")) == 0
     built: dict[str, Any] = {}  # the plan and the model's config and class, once known
+    quiet = contextlib.nullcontext() if main else contextlib.redirect_stdout(io.StringIO())
+    with _memory_advice(built), quiet:
+        run, builtin, settings = _the_run(args)
+        if run is None:  # a resumed run that has reached its steps
+            return 0
+        plan = run.plan
+        run.load()
+        built.update(plan=plan, config=run.model_config, architecture=run.architecture)
+        if getattr(args, "free_cores", False):  # run as a command: threads.py
+            use_free_cores()
+        shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
+        trainer = run.build(progress=shown)
+        _print_header(run, builtin, settings)
+        try:
+            with _notes():
+                run.fit(then=lambda last: _print_summary(plan, trainer, last, main))
+        except DiskFullError as err:
+            raise TrainingError(
+                f"{err}; free some space, then continue with: glassformer train --out "
+                f"{plan.out} --resume"
+            ) from None
+        except RunInterrupted as stop:
+            terminated = stop.signal == signal.SIGTERM
+            raise Interrupted(
+                f"{'terminated' if terminated else 'interrupted'} at step {trainer.step}; saved "
+                f"in {plan.out}; continue with: glassformer train --out {plan.out} --resume",
+                EXIT_TERMINATED if terminated else EXIT_INTERRUPTED,
+            ) from None
+        return 0
+
+
+@contextlib.contextmanager
+def _memory_advice(built: dict[str, Any]):
+    """Out of memory: one line with advice for the plan in ``built``; under torchrun, the
+    process group ends with the run."""
     try:
-        if main:
-            return _run(args, main, built)
-        with contextlib.redirect_stdout(io.StringIO()):
-            return _run(args, main, built)
+        yield
     except RuntimeError as err:
         if not out_of_memory(err):
             raise
@@ -70,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
             torch.distributed.destroy_process_group()
 
 
-def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
+def _the_run(args: argparse.Namespace) -> tuple[Run | None, str | None, dict[str, Any]]:
+    """(the run ``args`` ask for, new or resumed; the built-in config it started from or None;
+    its settings); the run is None when a resumed run has reached its steps already."""
     settings, builtin = gather_settings(args)
     note_scale()
     if _rerun_of_demo(args, builtin, settings):
@@ -95,35 +129,12 @@ def _run(args: argparse.Namespace, main: bool, built: dict[str, Any]) -> int:
                 f"{run.plan.out} has already reached step {run.step}; to train on: glassformer "
                 f"train --out {run.plan.out} --resume --steps N, with N above {run.step}"
             )
-            return 0
+            return None, builtin, settings
     else:
         if args.data_changed_ok:
             raise UsageError(f"{ACCEPT_FLAG} applies to --resume, which is not given")
         run = Run.from_settings(settings)
-    plan = run.plan
-    run.load()
-    built.update(plan=plan, config=run.model_config, architecture=run.architecture)
-    if getattr(args, "free_cores", False):  # run as a command: threads.py
-        use_free_cores()
-    shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
-    trainer = run.build(progress=shown)
-    _print_header(run, builtin, settings)
-    try:
-        with _notes():
-            run.fit(then=lambda last: _print_summary(plan, trainer, last, main))
-    except DiskFullError as err:
-        raise TrainingError(
-            f"{err}; free some space, then continue with: glassformer train --out "
-            f"{plan.out} --resume"
-        ) from None
-    except RunInterrupted as stop:
-        terminated = stop.signal == signal.SIGTERM
-        raise Interrupted(
-            f"{'terminated' if terminated else 'interrupted'} at step {trainer.step}; saved "
-            f"in {plan.out}; continue with: glassformer train --out {plan.out} --resume",
-            EXIT_TERMINATED if terminated else EXIT_INTERRUPTED,
-        ) from None
-    return 0
+    return run, builtin, settings
 
 
 @contextlib.contextmanager

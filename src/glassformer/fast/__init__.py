@@ -8,10 +8,10 @@ to earn its keep, it lives here as a subclass of the reference module that overr
 
     InplaceFeedForward  (inplace.py)  without an autograd graph, the activation a(H) written
                                       over the hidden layer H instead of a new tensor
-    PackedEncoder       (packing.py)  inference on a padded batch runs the position-wise work
+    PackedEncoderBlock  (packing.py)  inference on a padded batch runs the position-wise work
                                       on the real tokens only
 
-``use_fast_paths(module, True)`` gives every FeedForward and Encoder under ``module`` its fast
+``use_fast_paths(module, True)`` gives every FeedForward and EncoderBlock under ``module`` its fast
 class; ``use_fast_paths(module, False)`` gives them back exactly the reference classes. The
 models call it when they are built (``model.use_fast_paths(on)``). Generation with a KV cache
 also stores the weights input-major while it decodes (layout.py). Each fast form checks the
@@ -26,15 +26,15 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..nn import Encoder, FeedForward
+from ..nn import EncoderBlock, FeedForward
 from .inplace import InplaceFeedForward
-from .packing import PackedEncoder
+from .packing import PackedEncoderBlock
 
 __all__ = ["FAST_FORMS", "use_fast_paths"]
 
 FAST_FORMS: dict[type[nn.Module], type[nn.Module]] = {
     FeedForward: InplaceFeedForward,
-    Encoder: PackedEncoder,
+    EncoderBlock: PackedEncoderBlock,
 }
 _REFERENCE = {fast: reference for reference, fast in FAST_FORMS.items()}
 

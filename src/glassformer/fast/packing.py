@@ -6,11 +6,13 @@ padded batch those can run on the N real tokens only, (B, T, C) -> (N, C), and o
 attention needs the (B, T) layout back, with zeros at the padding, which its padding mask
 hides anyway. The result at every real token is unchanged; the work shrinks to N / (B T).
 
-``PackedEncoder`` is the Encoder stack with that change, which ``glassformer.fast`` gives to
-the models. It packs in inference (no gradients, eval mode) on CPU with no hook attached and a
-padding mask that hides every padded key from every real query; the padded positions of its
-output are then zero instead of values nothing should read. Anything else (a full mask, a
-graph's mask that shows padded keys, training, a hook) runs Encoder's own forward.
+``PackedEncoderBlock`` is EncoderBlock with that change, which ``glassformer.fast`` gives to
+the models: it packs the real tokens of its input, runs the block's formula on them and puts
+them back in their places, in inference (no gradients, eval mode) on CPU with no hook
+attached to the block and a padding mask that hides every padded key from every real query.
+The padded positions of its output are then zero instead of values nothing should read.
+Anything else (a full mask, a graph's mask that shows padded keys, training, a hook) runs
+EncoderBlock's own forward.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..nn import Encoder, EncoderBlock, MultiHeadAttention, apply_rotary
-from ..nn.attend import attend
+from ..nn import EncoderBlock, MultiHeadAttention, apply_rotary
 from ..nn.hooks import HookPoint
+from ..nn.multihead import attend
 
-__all__ = ["PackedEncoder", "Packing"]
+__all__ = ["PackedEncoderBlock", "Packing"]
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,8 @@ class Packing:
         return out.view(self.batch, self.length, *u.shape[1:])
 
 
-class PackedEncoder(Encoder):
-    """Encoder whose inference on a padded CPU batch runs on the real tokens only."""
+class PackedEncoderBlock(EncoderBlock):
+    """EncoderBlock whose inference on a padded CPU batch runs on the real tokens only."""
 
     def forward(
         self,
@@ -67,10 +69,8 @@ class PackedEncoder(Encoder):
         if not self._packs(x, mask, token_mask, causal):
             return super().forward(x, mask, causal=causal, token_mask=token_mask, rope=rope)
         packing = Packing.from_mask(token_mask)
-        x = packing.pack(x)  # (N, C): every row real, so the norms need no token_mask
-        for block in self.blocks:
-            x = packed_block(block, x, mask, causal, rope, packing)
-        return packing.unpack(x if self.ln_final is None else self.ln_final(x))
+        y = packed_block(self, packing.pack(x), mask, causal, rope, packing)  # (N, C)
+        return packing.unpack(y)
 
     def _packs(self, x: Tensor, mask, token_mask, causal: bool) -> bool:
         return (

@@ -34,9 +34,8 @@ import torch
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
-from ..nn import Decoder, Encoder
 from .records import AttentionRecord, ResidualRecord, StackRecord
-from .taps import StackTap
+from .taps import StackTap, find_stacks
 
 __all__ = ["Recording", "capture"]
 
@@ -172,8 +171,10 @@ def _stitch(parts: list[Tensor]) -> Tensor:
 
 @contextmanager
 def capture(model: nn.Module) -> Iterator[Recording]:
-    """Record attention (weights, masks, Q, K, V) and the residual stream of every Encoder
-    and Decoder stack in ``model`` while the block runs; yields the ``Recording``.
+    """Record attention (weights, masks, Q, K, V) and the residual stream of every stack of
+    blocks in ``model`` (taps.find_stacks: a DecoderLM or EncoderModel itself, an
+    encoder-decoder's encoder and decoder, a glassformer.nn Encoder or Decoder) while the block
+    runs; yields the ``Recording``.
 
     The records are built by functions attached to the stacks' hook points (taps.py); they
     are removed on exit, also when the block raises. Capturing a model that is already being
@@ -181,7 +182,7 @@ def capture(model: nn.Module) -> Iterator[Recording]:
     """
     if not isinstance(model, nn.Module):
         raise ValueError(f"capture: model must be a torch.nn.Module, got {type(model).__name__}")
-    stacks = [(n, m) for n, m in model.named_modules() if isinstance(m, Encoder | Decoder)]
+    stacks = find_stacks(model)
     if not stacks:
         raise ValueError(
             f"capture: {type(model).__name__} has no glassformer Encoder or Decoder stack; "
@@ -189,7 +190,7 @@ def capture(model: nn.Module) -> Iterator[Recording]:
         )
     if any(stack in _CAPTURED for _, stack in stacks):
         raise ValueError("capture: this model is already being captured; captures do not nest")
-    names = tuple(n or type(m).__name__.lower() for n, m in stacks)
+    names = tuple(n for n, _ in stacks)
     rec = Recording(names)
     handles: list[RemovableHandle] = []
     try:

@@ -19,9 +19,9 @@ import torch
 from torch import Tensor, nn
 
 from ..graphs import AttentionGraph, causal, full, receptive_fields
-from ..nn import Decoder, Encoder
 from .capture import Recording
 from .selection import check_index, pick
+from .taps import find_stacks, is_decoder_stack
 
 __all__ = ["GraphPanel", "attention_graphs", "attention_patterns", "graph_panels"]
 __all__ += ["receptive_grid", "stacks_of", "weighted_edges"]
@@ -30,9 +30,9 @@ Graphs = AttentionGraph | Sequence[AttentionGraph | None]
 
 
 def stacks_of(model: nn.Module) -> dict[str, nn.Module]:
-    """The model's Encoder and Decoder stacks by name, named as ``capture`` names them."""
-    found = {n or type(m).__name__.lower(): m for n, m in model.named_modules()}
-    stacks = {n: m for n, m in found.items() if isinstance(m, Encoder | Decoder)}
+    """The model's stacks of blocks by name, named as ``capture`` names them (a DecoderLM's is
+    the model itself, "decoder"; an encoder-decoder's "encoder" and "decoder")."""
+    stacks = dict(find_stacks(model))
     if not stacks:
         raise ValueError(f"{type(model).__name__} has no glassformer Encoder or Decoder stack")
     return stacks
@@ -42,7 +42,7 @@ def attention_graphs(
     model: nn.Module, stack: str | None = None, kind: str = "self"
 ) -> list[AttentionGraph]:
     """The graph each layer of ``stack`` attends along, as the model applies it: the block's
-    graph (the complete graph when it has none), made causal in a Decoder's self-attention;
+    graph (the complete graph when it has none), made causal in a decoder's self-attention;
     ``kind="cross"``: the cross-attention graphs (target positions attend source positions)."""
     stacks = stacks_of(model)
     if stack is None:
@@ -53,7 +53,7 @@ def attention_graphs(
         raise ValueError(f"stack={stack!r} is not a stack of the model; allowed {tuple(stacks)}")
     module = stacks[stack]
     if kind == "self":
-        is_causal = isinstance(module, Decoder)
+        is_causal = is_decoder_stack(module)
         graphs = [b.graph for b in module.blocks]
         if is_causal:
             return [causal() if g is None else g.causal() for g in graphs]

@@ -20,7 +20,8 @@ DEFAULT_POSITIONS = 64
 
 def positional_matrix(model: nn.Module, n_positions: int | None = None) -> tuple[str, dict]:
     """(title, {panel title: (matrix, x-axis label)}) for the first positional encoding in
-    ``model`` (a model, an InputEmbedding or a PositionalEncoding); rows = positions
+    ``model`` (a model, the encoder or decoder of an encoder-decoder, or a
+    PositionalEncoding); rows = positions
     0..n_positions-1 (after a learned encoding's ``position_offset``)."""
     encoding, offset = _find(model)
     available = encoding.max_len - offset
@@ -56,11 +57,11 @@ def _find(model: nn.Module) -> tuple[PositionalEncoding, int]:
         return model, 0
     for m in model.modules():
         if isinstance(m, InputEmbedding):
-            return m.pos, m.offset
+            return m.pos_embed, m.position_offset
     for m in model.modules():
         if isinstance(m, PositionalEncoding):
             return m, 0
     raise ValueError(
-        f"{type(model).__name__} has no positional encoding; allowed: a glassformer model, an "
-        "InputEmbedding or a PositionalEncoding"
+        f"{type(model).__name__} has no positional encoding; allowed: a glassformer model, its "
+        "encoder or decoder, or a PositionalEncoding"
     )

@@ -36,8 +36,9 @@ ACTIVATIONS = {
 
 @dataclass(frozen=True)
 class Step:
-    """One step of the forward pass: where it happens (e.g. "decoder.blocks.0.attn"),
-    its name, its formula as the notes write it, and the tensors it produced (by name)."""
+    """One step of the forward pass: where it happens (the path of the sub-layer or module,
+    as its hook points are named, e.g. "blocks.0.attn", "decoder.blocks.0.cross_attn"), its
+    name, its formula as the notes write it, and the tensors it produced (by name)."""
 
     where: str
     name: str
@@ -78,11 +79,12 @@ class Steps:
 
     # Input -----------------------------------------------------------------------------------
     def embed(self, emb, where: str) -> None:
-        """x^(0) = W_e[:, x[n]] (· √D) + W_p[:, n] (+ W_s[:, s[n]]) (then Norm)."""
+        """x^(0) = W_e[:, x[n]] (· √D) + W_p[:, n] (+ W_s[:, s[n]]) (then Norm); ``emb``: the
+        model or side that holds the input embedding (models.inputs.InputEmbedding)."""
         x = self.at(emb.hook_embed)  # (B, T, C)
-        formula = "x_n = W_e[:, x[n]]" + (" · √D" if emb.token.multiplier != 1.0 else "")
+        formula = "x_n = W_e[:, x[n]]" + (" · √D" if emb.embed.multiplier != 1.0 else "")
         self.emit(where, "token embedding", formula, X=x)
-        pos = emb.pos
+        pos = emb.pos_embed
         if isinstance(pos, SinusoidalPositionalEncoding | LearnedPositionalEncoding):
             r = self.at(emb.hook_pos_embed)  # (B, T, C)
             formula = (
@@ -97,7 +99,7 @@ class Steps:
             self.emit(where, "positional encoding", formula, cos=cos, sin=sin)
         else:
             self.emit(where, "positional encoding", "none: r_n = 0", X=x)
-        if emb.segment is not None:
+        if emb.token_type_embed is not None:
             s = self.at(emb.hook_token_type_embed)
             x = self.emit(where, "segment embedding", "x_n ← x_n + W_s[:, s[n]]", X=x + s)
         if emb.ln_embed is not None:
@@ -109,12 +111,15 @@ class Steps:
 
     # Stacks and blocks -------------------------------------------------------------------------
     def stack(self, stack, name: str, masking: Masking, cross: Masking | None = None) -> None:
+        """``stack``: what holds ``blocks`` and ``ln_final``, at the path ``name`` ("" for the
+        model itself, "encoder" or "decoder" of an encoder-decoder)."""
+        prefix = f"{name}." if name else ""
         for i, block in enumerate(stack.blocks):
             self.show = self.layer is None or self.layer == i
-            self.block(block, f"{name}.blocks.{i}", masking, cross)
+            self.block(block, f"{prefix}blocks.{i}", masking, cross)
         self.show = True
         if stack.ln_final is not None:
-            self.norm(stack.ln_final, name, "final norm")
+            self.norm(stack.ln_final, f"{prefix}ln_final", "final norm")
 
     def block(self, block, where: str, masking: Masking, cross: Masking | None) -> None:
         """One EncoderBlock or DecoderBlock: each sub-layer inside residual + norm."""
@@ -197,6 +202,7 @@ class Steps:
         self.emit(where, "second layer", formula, out=self.at(out))
 
     def lm_head(self, head, activation: str) -> None:
+        """``head``: the model that holds the unembedding (models.heads.LMHead)."""
         if head.transform is not None:
             u = self.at(head.hook_transform)  # a(W h + b)
             self.emit("head", "transform", f"X ← a(W X + b), {ACTIVATIONS[activation]}", X=u)

@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
-from ..nn import Decoder, Encoder, HookPoint, MultiHeadAttention
+from ..nn import Decoder, DecoderBlock, Encoder, EncoderBlock, HookPoint, MultiHeadAttention
 from .records import AttentionRecord, ResidualRecord, StackRecord
 
-__all__ = ["StackTap"]
+__all__ = ["StackTap", "find_stacks", "is_decoder_stack"]
 
 SUBLAYERS = (  # (ResidualRecord.sublayer, the block's attribute, its output's hook point)
     ("self_attn", "attn", "hook_attn_out"),
@@ -37,10 +37,43 @@ AFTER = {
 }
 
 
-class StackTap:
-    """Records the calls of one Encoder or Decoder stack into ``rec`` (a Recording)."""
+def find_stacks(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """The stacks of blocks in ``model``, in module order, by name: each module that holds
+    ``blocks`` (EncoderBlocks or DecoderBlocks) and ``ln_final``, a glassformer.nn Encoder or
+    Decoder included. A stack's name is its attribute path ("encoder", "decoder" of an
+    encoder-decoder); a model that holds its blocks itself (DecoderLM, EncoderModel) or a bare
+    stack is named "decoder" or "encoder" by its blocks."""
+    found = []
+    for path, module in model.named_modules():
+        if isinstance(module, Encoder | Decoder) or _holds_blocks(module):
+            name = path or ("decoder" if is_decoder_stack(module) else "encoder")
+            found.append((name, module))
+    return found
 
-    def __init__(self, rec, name: str, stack: Encoder | Decoder) -> None:
+
+def is_decoder_stack(stack: nn.Module) -> bool:
+    """Is ``stack`` made of DecoderBlocks (causal self-attention)? (A DecoderLM without
+    layers is one, by its family.)"""
+    return (
+        isinstance(stack, Decoder)
+        or getattr(stack, "family", None) == "decoder"
+        or (len(stack.blocks) > 0 and isinstance(stack.blocks[0], DecoderBlock))
+    )
+
+
+def _holds_blocks(module: nn.Module) -> bool:
+    blocks = getattr(module, "blocks", None)
+    return (
+        isinstance(blocks, nn.ModuleList)
+        and all(isinstance(b, EncoderBlock | DecoderBlock) for b in blocks)
+        and hasattr(module, "ln_final")
+    )
+
+
+class StackTap:
+    """Records the calls of one stack (see ``find_stacks``) into ``rec`` (a Recording)."""
+
+    def __init__(self, rec, name: str, stack: nn.Module) -> None:
         self.rec, self.name, self.stack = rec, name, stack
         self.call = -1  # the call under way; -1 before the first
         self.stream: Tensor | None = None  # the residual stream X as last seen
@@ -129,7 +162,7 @@ class _AttentionTap:
         q, k, v, mask = parts["q"], parts["k"], parts["v"], parts["mask"]
         t, s = weights.shape[-2:]
         causal = self.kind == "self" and (
-            isinstance(self.stack.stack, Decoder) or _hides_later_keys(mask, s - t)
+            is_decoder_stack(self.stack.stack) or _hides_later_keys(mask, s - t)
         )
         stack = self.stack
         record = AttentionRecord(

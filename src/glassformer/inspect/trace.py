@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM, EncoderModel
 from ..models.base import eval_mode
@@ -72,23 +72,21 @@ def trace(
     steps = Steps(cache, read, layer)
     if isinstance(model, DecoderLM):
         masking = Masking(causal=True, keys=attention_mask is not None)
-        steps.embed(model.embed, "input")
-        steps.stack(model.decoder, "decoder", masking)
-        steps.lm_head(model.head, model.config.activation)
+        steps.embed(model, "input")
+        steps.stack(model, "", masking)
+        steps.lm_head(model, model.config.activation)
     elif isinstance(model, EncoderModel):
-        steps.embed(model.embed, "input")
-        steps.stack(
-            model.encoder, "encoder", Masking(causal=False, keys=attention_mask is not None)
-        )
+        steps.embed(model, "input")
+        steps.stack(model, "", Masking(causal=False, keys=attention_mask is not None))
         _encoder_head(steps, model)
     else:
         source = Masking(causal=False, keys=attention_mask is not None)
-        steps.embed(model.src_embed, "encoder input")
+        steps.embed(model.encoder, "encoder input")
         steps.stack(model.encoder, "encoder", source)
-        steps.embed(model.tgt_embed, "decoder input")
+        steps.embed(model.decoder, "decoder input")
         target = Masking(causal=True, keys=decoder_attention_mask is not None)
         steps.stack(model.decoder, "decoder", target, cross=source)
-        steps.lm_head(model.head, model.config.activation)
+        steps.lm_head(model, model.config.activation)
     return steps.steps
 
 
@@ -109,14 +107,13 @@ def format_trace(steps: list[Step], values: bool = True) -> str:
 
 def _encoder_head(steps: Steps, model: EncoderModel) -> None:
     if isinstance(model, EncoderMLM):
-        steps.lm_head(model.head, model.config.activation)
+        steps.lm_head(model, model.config.activation)
     elif isinstance(model, EncoderClassifier):
-        head = model.head
-        steps.pool(head.hook_pool, model.config.pooling)
-        if head.pooler is not None:
-            steps.emit("head", "pooler", "v ← tanh(W v + b)", v=steps.at(head.hook_pooled))
+        steps.pool(model.hook_pool, model.config.pooling)
+        if model.pooler is not None:
+            steps.emit("head", "pooler", "v ← tanh(W v + b)", v=steps.at(model.hook_pooled))
         formula = "logits = W_c v + b_c  (one score per class)"
-        steps.emit("head", "classifier", formula, logits=steps.at(head.hook_logits))
+        steps.emit("head", "classifier", formula, logits=steps.at(model.hook_logits))
     elif model.pooler is not None:
         steps.pool(model.hook_pool, model.config.pooling)
         formula = "pooled = tanh(W v + b)"
@@ -130,25 +127,36 @@ def _wanted(name: str) -> bool:
 
 
 @contextmanager
-def _unhooked_reads(model: nn.Module) -> Iterator[dict[nn.Module, object]]:
+def _unhooked_reads(model) -> Iterator[dict[InputEmbedding, object]]:
     """The one thing a trace shows that is not an activation and so has no hook point: each
-    input embedding's rotary tables (cos, sin), read as the embedding returns them."""
-    read: dict[nn.Module, object] = {}
+    input embedding's rotary tables (cos, sin), read as its ``embed_input`` returns them."""
+    read: dict[InputEmbedding, object] = {}
+    owners = [m for m in model.modules() if isinstance(m, InputEmbedding)]
 
-    def output(module, args, out) -> None:
-        read[module] = out[1]  # InputEmbedding returns (x, rotary tables or None)
+    def reading(owner: InputEmbedding):
+        embed_input = owner.embed_input  # the bound method, as the class defines it
 
-    handles = [
-        m.register_forward_hook(output) for m in model.modules() if isinstance(m, InputEmbedding)
-    ]
+        def wrapped(*args, **kwargs):
+            out = embed_input(*args, **kwargs)
+            read[owner] = out[1]  # (x, rotary tables or None)
+            return out
+
+        return wrapped
+
+    before = [owner.__dict__.get("embed_input") for owner in owners]  # None: the method
+    for owner in owners:
+        owner.embed_input = reading(owner)  # an instance attribute hides the method
     try:
         yield read
     finally:
-        for handle in handles:
-            handle.remove()
+        for owner, previous in zip(owners, before, strict=True):
+            if previous is None:
+                del owner.embed_input
+            else:
+                owner.embed_input = previous
 
 
 def _stacks(model) -> list:
     if isinstance(model, EncoderDecoder):
         return [model.encoder, model.decoder]
-    return [model.decoder if isinstance(model, DecoderLM) else model.encoder]
+    return [model]  # DecoderLM, EncoderModel: the model holds its blocks and ln_final

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
+import torch
 from torch import nn
 
 from .. import fast
@@ -102,6 +103,13 @@ class GlassformerModel(HookedModel, nn.Module):
         n_matmul = sum(m.weight.numel() for m in self.modules() if isinstance(m, nn.Linear))
         n_attention = sum(1 for m in self.modules() if isinstance(m, MultiHeadAttention))
         return 6 * n_matmul + 12 * n_attention * t * self.config.d_model
+
+    checkpointing = False  # see enable_checkpointing
+
+    def checkpointed(self) -> bool:
+        """Are the blocks' activations recomputed in the backward pass (enable_checkpointing,
+        in training with gradients)?"""
+        return self.checkpointing and self.training and torch.is_grad_enabled()
 
     def enable_checkpointing(self, on: bool = True) -> None:
         """Activation checkpointing in training: each block's activations are recomputed in

@@ -174,7 +174,7 @@ def read_weights(model: Checkpointable, path: Path) -> dict[str, torch.Tensor]:
     try:
         with safe_open(path, framework="pt") as f:
             try:
-                stored = current_names(f.keys())  # today's name -> the name in the file
+                stored = current_names(f.keys(), model.family)  # today's name -> the stored
             except ValueError as err:
                 raise ValueError(f"{path}: {err}") from None
             names = set(stored)

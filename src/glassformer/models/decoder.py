@@ -17,42 +17,36 @@ whose attention depends on relative positions only, a sequence may run past ``ma
 
 from __future__ import annotations
 
-from typing import ClassVar
+from functools import partial
 
 from torch import Tensor
+from torch.utils.checkpoint import checkpoint
 
-from ..nn import Decoder, DecoderCache
+from ..nn import DecoderCache
+from ..nn.transformer import lookbacks, new_decoder_cache
 from .base import GlassformerModel
 from .config import ModelConfig
 from .heads import LMHead
 from .inputs import InputEmbedding, check_length, ids_length, key_mask, positions_from_mask
 from .outputs import IGNORE_INDEX, ModelOutput, lm_loss
+from .stacks import decoder_stack
 
 __all__ = ["DecoderLM"]
 
 
-class DecoderLM(GlassformerModel):
+class DecoderLM(GlassformerModel, InputEmbedding, LMHead):
+    """Modules under TransformerLens's names, so that a hook's name is its attribute path:
+    ``embed``, ``pos_embed`` (InputEmbedding), ``blocks`` (DecoderBlocks without
+    cross-attention), ``ln_final``, ``unembed`` (LMHead)."""
+
     family = "decoder"
-    hook_aliases: ClassVar[dict[str, str]] = {
-        "embed": "",
-        "decoder": "",
-        "head": "",
-    }  # public hook names (nn/hooks.py)
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        self.embed = InputEmbedding(config, config.vocab_size)
-        self.decoder = Decoder(
-            config.n_layer,
-            config.d_model,
-            config.n_head,
-            config.resolved_d_ff,
-            cross_attention=False,
-            graphs=config.layer_graphs("attention_graph"),
-            **config.block_options(),
-        )
-        self.head = LMHead(config, config.vocab_size, self.embed.token)
-        windowed = all(b is not None for b in self.decoder.lookbacks())
+        self.add_input_embedding(config, config.vocab_size)
+        self.blocks, self.ln_final = decoder_stack(config, cross_attention=False)
+        self.add_lm_head(config, config.vocab_size, tie_to=self.embed)
+        windowed = all(b is not None for b in lookbacks(self.blocks))
         relative = config.positional in ("rotary", "none")
         self._length_limit = None if windowed and relative else config.max_len
         self.post_init()
@@ -66,9 +60,9 @@ class DecoderLM(GlassformerModel):
     def new_cache(self, max_len: int | None = None, *, rolling: bool = False) -> DecoderCache:
         """An empty KV cache for ``max_len`` positions (default: the model's). ``rolling``:
         the layers whose graph reaches back at most w - 1 positions keep the latest w only,
-        whatever the length (Decoder.new_cache)."""
+        whatever the length (nn.transformer.new_decoder_cache)."""
         max_len = self.config.max_len if max_len is None else max_len
-        return self.decoder.new_cache(max_len, rolling=rolling)
+        return new_decoder_cache(self.blocks, max_len, rolling=rolling)
 
     def forward(
         self,
@@ -92,9 +86,14 @@ class DecoderLM(GlassformerModel):
         else:
             check_length(t, past, limit)
         token_mask = None if real is None else real[:, -t:]  # (B, T) the new positions
-        x, rope = self.embed(input_ids, positions, token_mask=token_mask, length=past + t)
-        h = self.decoder(x, mask=mask, causal=True, token_mask=token_mask, rope=rope, cache=cache)
-        logits = self.head(h)  # (B, T, V)
+        x, rope = self.embed_input(input_ids, positions, token_mask=token_mask, length=past + t)
+        caches = [None] * len(self.blocks) if cache is None else cache.self_attn
+        recompute = self.checkpointed()
+        for block, layer_cache in zip(self.blocks, caches, strict=True):  # X ← Block_l(X)
+            run = partial(checkpoint, block, use_reentrant=False) if recompute else block
+            x = run(x, mask=mask, causal=True, token_mask=token_mask, rope=rope, cache=layer_cache)
+        h = x if self.ln_final is None else self.ln_final(x, token_mask)  # (B, T, C)
+        logits = self.lm_logits(h)  # (B, T, V)
         loss = None
         if labels is not None:
             if token_mask is not None:

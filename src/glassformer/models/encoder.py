@@ -10,43 +10,37 @@ Padding (attention_mask = 0) is masked out of every attention and skipped by Bat
 
 from __future__ import annotations
 
-from typing import ClassVar
+from functools import partial
 
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
 
-from ..nn import Encoder, HookPoint
+from ..nn import HookPoint
 from .base import GlassformerModel
 from .config import ModelConfig
 from .heads import ClassificationHead, LMHead, pool
 from .inputs import InputEmbedding, ids_length, key_mask, positions_from_mask
 from .outputs import ModelOutput, lm_loss
+from .stacks import encoder_stack
 
 __all__ = ["EncoderClassifier", "EncoderMLM", "EncoderModel"]
 
 
-class EncoderModel(GlassformerModel):
+class EncoderModel(GlassformerModel, InputEmbedding):
     """The encoder body without a head: ``logits`` is None, ``hidden_states`` (B, T, C);
     with ``config.pooler`` also BERT's pooler, ``pooled`` = tanh(W v + b) (B, C) of the pooled
-    vector v (``config.pooling``), as Hugging Face's BertModel computes ``pooler_output``."""
+    vector v (``config.pooling``), as Hugging Face's BertModel computes ``pooler_output``.
+
+    Modules under TransformerLens's names, so that a hook's name is its attribute path:
+    ``embed``, ``pos_embed``, ``token_type_embed``, ``ln_embed`` (InputEmbedding), ``blocks``
+    (EncoderBlocks), ``ln_final``, then the head's."""
 
     family = "encoder"
-    hook_aliases: ClassVar[dict[str, str]] = {
-        "embed": "",
-        "encoder": "",
-        "head": "",
-    }  # public hook names (nn/hooks.py)
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        self.embed = InputEmbedding(config, config.vocab_size)
-        self.encoder = Encoder(
-            config.n_layer,
-            config.d_model,
-            config.n_head,
-            config.resolved_d_ff,
-            graphs=config.layer_graphs("attention_graph"),
-            **config.block_options(),
-        )
+        self.add_input_embedding(config, config.vocab_size)
+        self.blocks, self.ln_final = encoder_stack(config)
         self._build_head()
         self.post_init()
 
@@ -56,19 +50,6 @@ class EncoderModel(GlassformerModel):
         self.hook_pool = HookPoint()  # (B, C): the pooled vector v
         self.hook_pooled = HookPoint()  # (B, C): BERT's pooler output, tanh(W v + b)
 
-    def encode(
-        self,
-        input_ids: Tensor,
-        attention_mask: Tensor | None = None,
-        token_type_ids: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
-        """(hidden states (B, T, C), real-token mask (B, T) or None)."""
-        t = ids_length(input_ids)
-        mask, real = key_mask(attention_mask, (input_ids.shape[0], t))
-        positions = positions_from_mask(None, t, 0, input_ids.device, self.config.max_len)
-        x, rope = self.embed(input_ids, positions, token_type_ids, token_mask=real)
-        return self.encoder(x, mask, token_mask=real, rope=rope), real
-
     def forward(
         self,
         input_ids: Tensor,
@@ -77,11 +58,26 @@ class EncoderModel(GlassformerModel):
         *,
         token_type_ids: Tensor | None = None,
     ) -> ModelOutput:
+        """input_ids (B, T); attention_mask (B, T) with 1 = real token; labels as the head
+        scores them (``outputs``)."""
+        t = ids_length(input_ids)
+        mask, real = key_mask(attention_mask, (input_ids.shape[0], t))  # (B, 1, 1, T), (B, T)
+        positions = positions_from_mask(None, t, 0, input_ids.device, self.config.max_len)
+        x, rope = self.embed_input(input_ids, positions, token_type_ids, token_mask=real)
+        recompute = self.checkpointed()
+        for block in self.blocks:  # X ← Block_l(X)
+            run = partial(checkpoint, block, use_reentrant=False) if recompute else block
+            x = run(x, mask, token_mask=real, rope=rope)
+        h = x if self.ln_final is None else self.ln_final(x, real)  # (B, T, C)
+        return self.outputs(h, real, labels)
+
+    def outputs(self, h: Tensor, real: Tensor | None, labels: Tensor | None) -> ModelOutput:
+        """The head's outputs from the hidden states h (B, T, C) and the real tokens (B, T):
+        here the hidden states and, with a pooler, BERT's pooled vector."""
         if labels is not None:
             raise ValueError(
                 "EncoderModel has no head to score labels; use EncoderMLM or EncoderClassifier"
             )
-        h, real = self.encode(input_ids, attention_mask, token_type_ids)
         pooled = None
         if self.pooler is not None:
             v = self.hook_pool(pool(h, real, self.config.pooling))  # (B, C)
@@ -89,28 +85,27 @@ class EncoderModel(GlassformerModel):
         return ModelOutput(logits=None, hidden_states=h, pooled=pooled)
 
 
-class EncoderMLM(EncoderModel):
-    """Encoder + masked-LM head: logits (B, T, V); labels (B, T) hold the original ids at the
-    masked positions and -100 elsewhere."""
+class EncoderMLM(EncoderModel, LMHead):
+    """Encoder + masked-LM head (``unembed``, BERT's ``transform``): logits (B, T, V); labels
+    (B, T) hold the original ids at the masked positions and -100 elsewhere."""
 
     def _build_head(self) -> None:
-        self.head = LMHead(self.config, self.config.vocab_size, self.embed.token)
+        self.add_lm_head(self.config, self.config.vocab_size, tie_to=self.embed)
 
-    def forward(self, input_ids, attention_mask=None, labels=None, *, token_type_ids=None):
-        h, _ = self.encode(input_ids, attention_mask, token_type_ids)
-        logits = self.head(h)
+    def outputs(self, h: Tensor, real: Tensor | None, labels: Tensor | None) -> ModelOutput:
+        logits = self.lm_logits(h)  # (B, T, V)
         loss = None if labels is None else lm_loss(logits, labels, shift=False)
         return ModelOutput(logits=logits, hidden_states=h, loss=loss)
 
 
-class EncoderClassifier(EncoderModel):
-    """Encoder + classification head: logits (B, n_classes); labels (B,) class indices."""
+class EncoderClassifier(EncoderModel, ClassificationHead):
+    """Encoder + classification head (``pooler``, ``classifier``): logits (B, n_classes);
+    labels (B,) class indices."""
 
     def _build_head(self) -> None:
-        self.head = ClassificationHead(self.config)
+        self.add_classification_head(self.config)
 
-    def forward(self, input_ids, attention_mask=None, labels=None, *, token_type_ids=None):
-        h, real = self.encode(input_ids, attention_mask, token_type_ids)
-        logits = self.head(h, real)
+    def outputs(self, h: Tensor, real: Tensor | None, labels: Tensor | None) -> ModelOutput:
+        logits = self.class_logits(h, real)  # (B, n_classes)
         loss = None if labels is None else lm_loss(logits, labels, shift=False)
         return ModelOutput(logits=logits, hidden_states=h, loss=loss)

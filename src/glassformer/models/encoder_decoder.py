@@ -12,70 +12,70 @@ target + <EOS>; if only labels are given they are shifted right with ``decoder_s
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from ..nn import Decoder, DecoderCache, Encoder
+from ..nn import Decoder, DecoderCache, Encoder, TokenEmbedding
+from ..nn.transformer import new_decoder_cache
 from .base import GlassformerModel
 from .config import ModelConfig
 from .heads import LMHead
 from .inputs import InputEmbedding, check_length, ids_length, key_mask, positions_from_mask
 from .outputs import IGNORE_INDEX, ModelOutput, lm_loss
+from .stacks import decoder_stack, encoder_stack
 
 __all__ = ["EncoderDecoder", "shift_right"]
 
 
-class EncoderDecoder(GlassformerModel):
+class SourceEncoder(Encoder, InputEmbedding):
+    """The encoder of an encoder-decoder, with its input embedding: ``embed``, ``pos_embed``,
+    ``ln_embed`` (InputEmbedding), ``blocks`` and ``ln_final`` (glassformer.nn.Encoder)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        nn.Module.__init__(self)  # the embedding first: the hook points in the order of a pass
+        self.add_input_embedding(config, config.vocab_size)
+        self.blocks, self.ln_final = encoder_stack(config)
+
+
+class TargetDecoder(Decoder, InputEmbedding):
+    """The decoder of an encoder-decoder, with its input embedding: ``embed`` (the source's
+    when ``share_embeddings``), ``pos_embed``, ``ln_embed`` (InputEmbedding), ``blocks`` and
+    ``ln_final`` (glassformer.nn.Decoder)."""
+
+    def __init__(self, config: ModelConfig, token: TokenEmbedding | None = None) -> None:
+        nn.Module.__init__(self)
+        self.add_input_embedding(config, config.resolved_tgt_vocab_size, token)
+        self.cross_attention = True
+        self.blocks, self.ln_final = decoder_stack(config, cross_attention=True)
+
+
+class EncoderDecoder(GlassformerModel, LMHead):
+    """Modules named so that a hook's name is its attribute path: ``encoder`` (the source's
+    embedding and blocks), ``decoder`` (the target's), ``unembed`` (LMHead)."""
+
     family = "encoder-decoder"
-    # public hook names (nn/hooks.py): encoder.blocks.0..., decoder.blocks.0..., hook_logits
-    hook_aliases: ClassVar[dict[str, str]] = {
-        "src_embed": "encoder",
-        "tgt_embed": "decoder",
-        "head": "",
-    }
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        c = config
-        self.src_embed = InputEmbedding(c, c.vocab_size)
-        shared = self.src_embed.token if c.share_embeddings else None
-        self.tgt_embed = InputEmbedding(c, c.resolved_tgt_vocab_size, token=shared)
-        options = c.block_options()
-        self.encoder = Encoder(
-            c.n_layer,
-            c.d_model,
-            c.n_head,
-            c.resolved_d_ff,
-            graphs=c.layer_graphs("attention_graph"),
-            **options,
-        )
-        self.decoder = Decoder(
-            c.resolved_n_decoder_layer,
-            c.d_model,
-            c.n_head,
-            c.resolved_d_ff,
-            graphs=c.layer_graphs("decoder_attention_graph"),
-            cross_graphs=c.layer_graphs("cross_attention_graph"),
-            **options,
-        )
-        self.head = LMHead(c, c.resolved_tgt_vocab_size, self.tgt_embed.token)
+        self.encoder = SourceEncoder(config)
+        shared = self.encoder.embed if config.share_embeddings else None
+        self.decoder = TargetDecoder(config, token=shared)
+        self.add_lm_head(config, config.resolved_tgt_vocab_size, tie_to=self.decoder.embed)
         self.post_init()
 
     def new_cache(self, max_len: int | None = None, *, rolling: bool = False) -> DecoderCache:
         """An empty KV cache for ``max_len`` target positions (default: the model's).
         ``rolling``: the decoder layers whose self-attention graph reaches back at most w - 1
-        positions keep the latest w only (Decoder.new_cache)."""
+        positions keep the latest w only (nn.transformer.new_decoder_cache)."""
         max_len = self.config.max_len if max_len is None else max_len
-        return self.decoder.new_cache(max_len, rolling=rolling)
+        return new_decoder_cache(self.decoder.blocks, max_len, rolling=rolling)
 
     def encode(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
         """Source ids (B, S) -> memory Z (B, S, C)."""
         t = ids_length(input_ids)
         mask, real = key_mask(attention_mask, (input_ids.shape[0], t))
         positions = positions_from_mask(None, t, 0, input_ids.device, self.config.max_len)
-        x, rope = self.src_embed(input_ids, positions, token_mask=real)
+        x, rope = self.encoder.embed_input(input_ids, positions, token_mask=real)
         return self.encoder(x, mask, token_mask=real, rope=rope)
 
     def decode(
@@ -105,11 +105,12 @@ class EncoderDecoder(GlassformerModel):
             )
         else:
             check_length(t, past, self.config.max_len)
-        x, rope = self.tgt_embed(decoder_input_ids, positions, token_mask=token_mask)
+        x, rope = self.decoder.embed_input(decoder_input_ids, positions, token_mask=token_mask)
         h = self.decoder(
             x, memory, mask, memory_mask, token_mask=token_mask, rope=rope, cache=cache
         )
-        return ModelOutput(logits=self.head(h), hidden_states=h, encoder_hidden_states=memory)
+        logits = self.lm_logits(h)  # (B, T, V_tgt)
+        return ModelOutput(logits=logits, hidden_states=h, encoder_hidden_states=memory)
 
     def forward(
         self,

@@ -18,49 +18,56 @@ from .config import ModelConfig
 __all__ = ["ClassificationHead", "LMHead", "pool"]
 
 
-class LMHead(nn.Module):
-    """h (B, T, C) -> logits (B, T, V); hook point ``hook_logits`` (B, T, V)."""
+class LMHead:
+    """The unembedding, on the model that mixes this class in: ``unembed`` W_u, and for BERT
+    the transform before it, ``transform`` W and ``transform_norm``; hook points
+    ``hook_transform`` (B, T, C) a(W h + b) before the norm, ``hook_logits`` (B, T, V)."""
 
-    def __init__(self, config: ModelConfig, vocab_size: int, tie_to: TokenEmbedding | None):
-        super().__init__()
+    def add_lm_head(
+        self, config: ModelConfig, vocab_size: int, tie_to: TokenEmbedding | None
+    ) -> None:
+        """Build the parts above; the unembedding shares ``tie_to``'s matrix when
+        ``config.tie_embeddings``."""
         self.transform = self.transform_norm = None
         if config.mlm_transform:
             self.transform = nn.Linear(config.d_model, config.d_model)
             self.transform_norm = make_norm(config.norm, config.d_model, config.norm_eps)
-        self.activation = activation_fn(config.activation) if config.mlm_transform else None
-        if config.mlm_transform:
-            self.hook_transform = HookPoint()  # (B, T, C): a(W h + b), before the norm
+            self.transform_activation = activation_fn(config.activation)
+            self.hook_transform = HookPoint()
         tie = tie_to if config.tie_embeddings else None
         self.unembed = Unembedding(config.d_model, vocab_size, bias=config.head_bias, tie_to=tie)
         self.hook_logits = HookPoint()
 
-    def forward(self, h: Tensor) -> Tensor:
+    def lm_logits(self, h: Tensor) -> Tensor:
+        """h (B, T, C) -> logits (B, T, V) = W_u h (+ b)."""
         if self.transform is not None:  # BERT: h ← Norm(a(W h + b))
-            h = self.transform_norm(self.hook_transform(self.activation(self.transform(h))))
+            h = self.hook_transform(self.transform_activation(self.transform(h)))
+            h = self.transform_norm(h)
         return self.hook_logits(self.unembed(h))  # (B, T, V): W_u h (+ b)
 
 
-class ClassificationHead(nn.Module):
-    """h (B, T, C), token_mask (B, T) -> class logits (B, n_classes); hook points
-    ``hook_pool`` (B, C) the pooled vector v, ``hook_pooled`` (B, C) v after BERT's pooler
-    (v itself without one) and ``hook_logits`` (B, n_classes)."""
+class ClassificationHead:
+    """Sequence classification, on the model that mixes this class in: the pooled vector v,
+    BERT's optional ``pooler`` tanh(W v + b), ``classifier_dropout`` and ``classifier``; hook
+    points ``hook_pool`` (B, C) v, ``hook_pooled`` (B, C) v after the pooler (v itself
+    without one) and ``hook_logits`` (B, n_classes)."""
 
-    def __init__(self, config: ModelConfig) -> None:
-        super().__init__()
+    def add_classification_head(self, config: ModelConfig) -> None:
         self.pooling = config.pooling
         self.pooler = nn.Linear(config.d_model, config.d_model) if config.pooler else None
-        self.dropout = nn.Dropout(config.dropout)
+        self.classifier_dropout = nn.Dropout(config.dropout)
         self.classifier = nn.Linear(config.d_model, config.n_classes)
         self.hook_pool = HookPoint()
         self.hook_pooled = HookPoint()
         self.hook_logits = HookPoint()
 
-    def forward(self, h: Tensor, token_mask: Tensor | None) -> Tensor:
+    def class_logits(self, h: Tensor, token_mask: Tensor | None) -> Tensor:
+        """h (B, T, C), token_mask (B, T) -> class logits (B, n_classes)."""
         v = self.hook_pool(pool(h, token_mask, self.pooling))  # (B, C)
         if self.pooler is not None:
             v = self.pooler(v).tanh()
         v = self.hook_pooled(v)
-        return self.hook_logits(self.classifier(self.dropout(v)))  # (B, n_classes)
+        return self.hook_logits(self.classifier(self.classifier_dropout(v)))  # (B, n_classes)
 
 
 def pool(h: Tensor, token_mask: Tensor | None, pooling: str) -> Tensor:

@@ -17,48 +17,49 @@ from .config import ModelConfig
 __all__ = ["InputEmbedding", "check_length", "ids_length", "key_mask", "positions_from_mask"]
 
 
-class InputEmbedding(nn.Module):
-    """ids (B, T) -> x^(0) (B, T, C), plus the rotary tables when ``positional='rotary'``.
+class InputEmbedding:
+    """The parts of x^(0), on the model (or the side of an encoder-decoder) that mixes this
+    class in, under TransformerLens's names: ``embed`` the token embedding W_e, ``pos_embed``
+    the positional encoding (W_p when learned), ``token_type_embed`` BERT's segment embedding
+    W_s, ``ln_embed`` the embedding norm (BERT, BART), ``embed_dropout``.
 
-    Hook points (TransformerLens's names): ``hook_embed`` (B, T, C) the token embeddings
-    W_e[:, x[n]] (· √D), ``hook_pos_embed`` (B, T, C) the positional vectors r_n added to
-    them (sinusoidal or learned), ``hook_token_type_embed`` (B, T, C) BERT's segment
-    embeddings; the embedding norm (BERT, BART), ``ln_embed``, has ``hook_normalized``."""
+    Hook points: ``hook_embed`` (B, T, C) the token embeddings W_e[:, x[n]] (· √D),
+    ``hook_pos_embed`` (B, T, C) the positional vectors r_n added to them (sinusoidal or
+    learned), ``hook_token_type_embed`` (B, T, C) the segment embeddings; ``ln_embed`` has its
+    ``hook_normalized``."""
 
-    def __init__(
+    def add_input_embedding(
         self, config: ModelConfig, vocab_size: int, token: TokenEmbedding | None = None
     ) -> None:
-        super().__init__()
-        self.token = (
-            token
-            if token is not None
-            else TokenEmbedding(vocab_size, config.d_model, scale=config.embed_scale)
-        )
-        self.offset = config.position_offset
-        self.pos = make_positional_encoding(
+        """Build the parts above (``token``: an embedding shared with another side)."""
+        if token is None:
+            token = TokenEmbedding(vocab_size, config.d_model, scale=config.embed_scale)
+        self.embed = token
+        self.position_offset = config.position_offset
+        self.pos_embed = make_positional_encoding(
             config.positional,
             config.d_model,
-            config.max_len + self.offset,
+            config.max_len + self.position_offset,
             n_head=config.n_head,
             base=config.rope_base,
             layout=config.positional_layout,
         )
-        self.segment = (
+        self.token_type_embed = (
             nn.Embedding(config.type_vocab_size, config.d_model) if config.type_vocab_size else None
         )
         self.ln_embed = (
             make_norm(config.norm, config.d_model, config.norm_eps, config.bias)
-            if (config.embed_norm)
+            if config.embed_norm
             else None
         )
-        self.dropout = nn.Dropout(config.dropout)
+        self.embed_dropout = nn.Dropout(config.dropout)
         self.hook_embed = HookPoint()
         if config.positional in ("sinusoidal", "learned"):  # the additive encodings
             self.hook_pos_embed = HookPoint()
-        if self.segment is not None:
+        if self.token_type_embed is not None:
             self.hook_token_type_embed = HookPoint()
 
-    def forward(
+    def embed_input(
         self,
         ids: Tensor,
         positions: Tensor,
@@ -66,25 +67,26 @@ class InputEmbedding(nn.Module):
         token_mask: Tensor | None = None,
         length: int | None = None,
     ) -> tuple[Tensor, tuple[Tensor, Tensor] | None]:
-        """ids (B, T), positions (T,) or (B, T) -> (x (B, T, C), rotary tables or None).
+        """ids (B, T), positions (T,) or (B, T) -> (x^(0) (B, T, C), rotary tables or None).
         ``length``: every position is below it; rotary angles past max_len are computed for a
         model that may run past max_len (DecoderLM.length_limit)."""
-        positions = positions + self.offset
-        x = self.hook_embed(self.token(ids))  # (B, T, C): W_e[:, x[n]]
-        r = self.pos.vectors(positions)  # (T, C) or (B, T, C): r_n, None for rotary
+        positions = positions + self.position_offset
+        x = self.hook_embed(self.embed(ids))  # (B, T, C): W_e[:, x[n]]
+        r = self.pos_embed.vectors(positions)  # (T, C) or (B, T, C): r_n, None for rotary
         if r is not None:
             x = x + self.hook_pos_embed(r.to(x.dtype).expand_as(x))  # x_n + r_n
-        if self.segment is not None:
+        if self.token_type_embed is not None:
             if token_type_ids is None:  # every token of type 0: one row, broadcast
-                s = self.segment.weight[0].expand_as(x)
+                s = self.token_type_embed.weight[0].expand_as(x)
             else:
-                s = self.segment(token_type_ids)
+                s = self.token_type_embed(token_type_ids)
             x = x + self.hook_token_type_embed(s)  # + W_s[:, segment[n]]
         if self.ln_embed is not None:
             x = self.ln_embed(x, token_mask)
         if self.training:  # dropout is the identity in eval mode
-            x = self.dropout(x)
-        return x, self.pos.rotary(positions, None if length is None else length + self.offset)
+            x = self.embed_dropout(x)
+        end = None if length is None else length + self.position_offset
+        return x, self.pos_embed.rotary(positions, end)
 
 
 def positions_from_mask(

@@ -1,9 +1,19 @@
 """Weight names of checkpoints written before the modules took TransformerLens's names.
 
-Then a stack held ``layers`` and a final ``norm``, a block ``self_attn``, ``attn_norm``,
-``cross_norm``, ``ffn`` and ``ff_norm``; now they are ``blocks``, ``ln_final``, ``attn``,
-``ln1``, ``ln2``, ``mlp`` and ``ln2`` (``ln3`` in a block that cross-attends), and an input
-embedding's norm is ``ln_embed``. ``current_names`` maps each stored name to today's, so that
+Two earlier layouts are read:
+
+* the first: a stack held ``layers`` and a final ``norm``, a block ``self_attn``,
+  ``attn_norm``, ``cross_norm``, ``ffn`` and ``ff_norm``, an input embedding's norm ``norm``;
+* the second: those were ``blocks``, ``ln_final``, ``attn``, ``ln1``, ``ln2``, ``mlp``, ``ln2``
+  (``ln3`` in a block that cross-attends) and ``ln_embed``, but a decoder-only or encoder-only
+  model held them in containers: ``embed.token`` / ``embed.pos`` / ``embed.segment`` /
+  ``embed.ln_embed``, ``decoder.blocks`` (or ``encoder.blocks``), ``decoder.ln_final``,
+  ``head.unembed`` (``head.transform``, ``head.pooler``, ``head.classifier``); an
+  encoder-decoder held ``src_embed.*`` and ``tgt_embed.*`` beside ``encoder`` and ``decoder``.
+
+Today a model holds ``embed``, ``pos_embed``, ``token_type_embed``, ``ln_embed``, ``blocks``,
+``ln_final``, ``unembed`` (and its head's parts) itself; an encoder-decoder's ``encoder`` and
+``decoder`` hold their embeddings. ``current_names`` maps each stored name to today's, so that
 such a checkpoint loads (checkpoint.read_weights); today's names map to themselves.
 """
 
@@ -18,14 +28,19 @@ _STACKS = {"encoder", "decoder"}
 _EMBEDDINGS = {"embed", "src_embed", "tgt_embed"}
 
 
-def current_names(stored: Iterable[str]) -> dict[str, str]:
-    """{today's name: the stored name} for the tensor names of a checkpoint; a ValueError
-    when two stored names (one earlier, one of today) are one tensor's."""
+_EMBEDDING_PARTS = {"token": "embed", "pos": "pos_embed", "segment": "token_type_embed"}
+_SIDES = {"src_embed": "encoder", "tgt_embed": "decoder"}
+
+
+def current_names(stored: Iterable[str], family: str) -> dict[str, str]:
+    """{today's name: the stored name} for the tensor names of a checkpoint of a model of
+    ``family`` (decoder, encoder, encoder-decoder); a ValueError when two stored names (one
+    earlier, one of today) are one tensor's."""
     stored = list(stored)
     cross = {_block_of(n) for n in stored if ".cross_norm." in n}  # blocks that cross-attend
     names: dict[str, str] = {}
     for name in stored:
-        new = _rename(name, cross)
+        new = _unwrap(_rename(name, cross), family)
         if new in names:
             raise ValueError(
                 f"tensors {names[new]!r} and {name!r} are both {new!r} (the earlier and "
@@ -53,4 +68,22 @@ def _rename(name: str, cross: set[str]) -> str:
         return ".".join([parts[0], "ln_final", *parts[2:]])
     if len(parts) > 2 and parts[1] == "norm" and parts[0] in _EMBEDDINGS:
         return ".".join([parts[0], "ln_embed", *parts[2:]])
+    return name
+
+
+def _unwrap(name: str, family: str) -> str:
+    """The second layout's name -> today's (see the module docstring)."""
+    first, _, rest = name.partition(".")
+    if first in _SIDES and family == "encoder-decoder":  # src_embed.token.weight
+        part, _, tail = rest.partition(".")
+        return ".".join([_SIDES[first], _EMBEDDING_PARTS.get(part, part), tail])
+    if first == "head":  # head.unembed.proj.weight -> unembed.proj.weight
+        return rest
+    if family == "encoder-decoder":
+        return name
+    if first == "embed" and rest.partition(".")[0] in (*_EMBEDDING_PARTS, "ln_embed"):
+        part, _, tail = rest.partition(".")
+        return ".".join([_EMBEDDING_PARTS.get(part, part), tail])
+    if first in _STACKS and rest.partition(".")[0] in ("blocks", "ln_final"):
+        return rest  # decoder.blocks.0.attn... -> blocks.0.attn...
     return name

@@ -73,16 +73,19 @@ def _measure(config: ModelConfig, architecture: str | type) -> tuple[dict[str, i
 
 
 def _part(name: str) -> str:
-    """The part a parameter belongs to, from its name: "embed.token.weight" -> vocabulary,
-    "embed.pos.weight" -> positions, "decoder.blocks.0.mlp.fc1.weight" -> blocks."""
+    """The part a parameter belongs to, from its name: "embed.weight" -> vocabulary,
+    "pos_embed.weight" -> positions, "blocks.0.mlp.fc1.weight" -> blocks (an encoder-decoder's
+    "encoder." and "decoder." are looked through)."""
     words = name.split(".")
     if words[0] in ("encoder", "decoder"):
+        words = words[1:]
+    if words[0] in ("blocks", "ln_final"):
         return "blocks"
-    if "token" in words or "unembed" in words:
+    if words[0] in ("embed", "unembed"):
         return "vocabulary"
-    if "pos" in words:
+    if words[0] == "pos_embed":
         return "positions"
-    return "classes" if "classifier" in words else "other"
+    return "classes" if words[0] == "classifier" else "other"
 
 
 def _class(architecture: str | type) -> type:

@@ -12,7 +12,7 @@ from .masks import (
     padding_mask,
     padding_mask_from_ids,
 )
-from .multihead import MultiHeadAttention
+from .multihead import MultiHeadAttention, attend
 from .norms import NORM_KINDS, BatchNorm, LayerNorm, RMSNorm, make_norm
 from .positional import (
     POSITIONAL_KINDS,
@@ -55,6 +55,7 @@ __all__ = [
     "TokenEmbedding",
     "Unembedding",
     "apply_rotary",
+    "attend",
     "attention",
     "causal_mask",
     "combine_masks",

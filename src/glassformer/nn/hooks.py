@@ -11,16 +11,16 @@ have the shape of the tensor it replaces: anything else is refused with a ValueE
 the point and both shapes (the check runs only when a hook is attached). The convention is
 TransformerLens's, whose names glassformer's hook points follow.
 
-Public names: ``hook_points(model)`` walks the module tree and names each point by its path.
-The modules carry TransformerLens's names (``blocks``, ``attn``, ``ln1``, ``mlp``, ``ln_final``),
-so a path reads as TransformerLens's names do: ``blocks.0.attn.hook_pattern``. A model may
-leave a container out of the path with ``hook_aliases`` (``{"decoder": ""}``: a decoder-only
-model's blocks are ``blocks.0``, not ``decoder.blocks.0``).
+Public names: ``hook_points(model)`` walks the module tree and names each point by its
+attribute path. The modules carry TransformerLens's names (``embed``, ``pos_embed``,
+``blocks``, ``attn``, ``ln1``, ``mlp``, ``ln_final``, ``unembed``), so a path reads as
+TransformerLens's names do: ``blocks.0.attn.hook_pattern``, and the path of a hook point is
+where to find it: ``model.blocks[0].attn.hook_pattern``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
@@ -85,18 +85,8 @@ def _checked(new: object, old: Tensor, point: HookPoint) -> Tensor | None:
 def hook_points(module: nn.Module) -> dict[str, HookPoint]:
     """Every HookPoint under ``module`` by its public name, in the order the modules were
     built (``run_with_cache`` keeps the order of the pass); also sets each point's ``name``."""
-    points = dict(_walk(module, ""))
+    points = {name: m for name, m in module.named_modules() if isinstance(m, HookPoint)}
     for name, point in points.items():
         point.name = name
     return points
 
-
-def _walk(module: nn.Module, prefix: str) -> Iterator[tuple[str, HookPoint]]:
-    aliases: dict[str, str] = getattr(module, "hook_aliases", {})
-    for name, child in module.named_children():
-        part = aliases.get(name, name)  # "" drops the segment
-        path = ".".join(p for p in (prefix, part) if p)
-        if isinstance(child, HookPoint):
-            yield path, child
-        else:
-            yield from _walk(child, path)

@@ -1,4 +1,5 @@
-"""Multi-head attention: self-attention (Eq. 4) and cross-attention (Eq. 5), then Eq. (1).
+"""Multi-head attention: self-attention (Eq. 4) and cross-attention (Eq. 5), then Eq. (1) on
+every head by the kernel that fits (``attend``).
 
     Q = Linear^Q(X),  K = Linear^K(Z),  V = Linear^V(Z)        (Z = X for self-attention)
     head_i = Attention(Q_i, K_i, V_i)                           (Eq. 1 on the i-th D columns)
@@ -8,6 +9,17 @@ The three projections are stacked in one matrix ``in_proj`` = [W^Q; W^K; W^V], a
 torch.nn.MultiheadAttention, so self-attention computes Q, K and V with one matmul.
 Grouped-query attention: with ``n_kv_head`` < ``n_head`` there are fewer key/value heads, each
 shared by ``n_head / n_kv_head`` consecutive query heads.
+
+``attend`` computes Eq. (1) by one of three kernels, which give the same z (B, H, T, D_v),
+zeros for a query row with nothing to attend to:
+
+    written out   ``scores``, ``pattern``, ``weighted_sum`` (Eqs. 2, 3, 1), with a hook point
+                  on the mask, the scores â and the weights A: when a hook reads one of them
+                  or the caller asks for A (``need_weights``);
+    graph         ``graph_attention`` (nn/graph_attention.py; glassformer.graphs.kernel_for
+                  picks its kernel): when a graph is given;
+    fused         ``torch.nn.functional.scaled_dot_product_attention``, which never forms A:
+                  otherwise.
 """
 
 from __future__ import annotations
@@ -18,12 +30,86 @@ from torch import Tensor, nn
 
 from ..graphs import AttentionGraph
 from .arguments import fraction, positive_int
-from .attend import attend
+from .graph_attention import graph_attention, graph_mask, with_edges
 from .hooks import HookPoint
 from .kv_cache import KVCache
 from .positional import apply_rotary
+from .scaled_dot_product import (
+    check_mask,
+    expanded_mask,
+    fused_attention,
+    pattern,
+    scores,
+    weighted_sum,
+    with_causal,
+)
 
-__all__ = ["MultiHeadAttention"]
+__all__ = ["MultiHeadAttention", "attend"]
+
+
+def attend(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    *,
+    causal: bool = False,
+    graph: AttentionGraph | None = None,
+    key_start: int = 0,
+    query_start: int | None = None,
+    hooks: MultiHeadAttention | None = None,
+    need_weights: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """(z (B, H, T, D_v), A (B, H, T, S) if need_weights else None): Eq. (1).
+
+    q (B, H, T, D), k and v (B, H_kv, S, ·). mask: bool (True = may attend) or additive
+    float, broadcastable to (B, H, T, S). causal: the causal mask too (bottom-right aligned for
+    T < S). graph: attend only along its edges; the keys are at positions ``key_start``.. (a
+    rolling KV cache keeps the latest), the queries at ``query_start``.. (default: the last T
+    of the keys). hooks: the module whose hook points (hook_mask, hook_attn_scores,
+    hook_pattern) the written-out path runs through; it runs when one of them is read or when
+    need_weights is True.
+    """
+    t, s = q.shape[2], k.shape[2]
+    if mask is not None:
+        check_mask(mask, (q.shape[0], q.shape[1], t, s), "MultiHeadAttention")
+    if need_weights or (
+        hooks is not None
+        and (hooks.hook_mask.active or hooks.hook_attn_scores.active or hooks.hook_pattern.active)
+    ):  # Eq. (1) written out, every step hooked
+        mask = with_causal(mask, causal, t, s, q.device)
+        if graph is not None:  # the graph's edges as a (T, S) mask
+            edges = graph_mask(
+                graph, t, s, key_start=key_start, query_start=query_start, causal=causal
+            )
+            mask = with_edges(mask, edges.to(q.device))
+        if hooks is not None and hooks.hook_mask.active:
+            mask = hooks.hook_mask(expanded_mask(mask, q, k))
+        a = scores(q, k, mask)  # â = QKᵀ/√d_k + b (Eq. 2)
+        weights = pattern(a if hooks is None else hooks.hook_attn_scores(a))  # A (Eq. 3)
+        if hooks is not None:
+            weights = hooks.hook_pattern(weights)
+        return weighted_sum(weights, v, dropout_p), (weights if need_weights else None)
+    if graph is not None:  # Eq. (1) over the graph's edges only
+        z = graph_attention(
+            q,
+            k,
+            v,
+            graph,
+            mask,
+            dropout_p,
+            causal=causal,
+            key_start=key_start,
+            query_start=query_start,
+        )
+        return z, None
+    if mask is None and (not causal or t == s):  # nothing to mask but the causal triangle
+        z = F.scaled_dot_product_attention(
+            q, k, v, dropout_p=dropout_p, is_causal=causal, enable_gqa=q.shape[1] != k.shape[1]
+        )
+        return z, None
+    return fused_attention(q, k, v, mask, dropout_p, causal=causal), None
 
 
 class MultiHeadAttention(nn.Module):
@@ -41,7 +127,7 @@ class MultiHeadAttention(nn.Module):
     head's term z_h W^O_h, which sum (with b^O) to the output. The written-out path runs only
     when a hook reads the mask, the scores or the pattern (or ``need_weights``); ``hook_result``
     is computed only when a hook reads it. Otherwise torch's fused kernel runs, which never
-    forms A, or a graph kernel when a graph is given (``attend`` in nn/attend.py chooses).
+    forms A, or a graph kernel when a graph is given (``attend`` chooses).
     """
 
     def __init__(
@@ -201,20 +287,8 @@ class MultiHeadAttention(nn.Module):
         return hook(u.view(b, t, n, self.head_dim)).transpose(1, 2)
 
 
-_HOOKS = (
-    "hook_q",
-    "hook_k",
-    "hook_v",
-    "hook_rot_q",
-    "hook_rot_k",
-    "hook_keys",
-    "hook_values",
-    "hook_mask",
-    "hook_attn_scores",
-    "hook_pattern",
-    "hook_z",
-    "hook_result",
-)
+_HOOKS = ("hook_q", "hook_k", "hook_v", "hook_rot_q", "hook_rot_k", "hook_keys", "hook_values",
+          "hook_mask", "hook_attn_scores", "hook_pattern", "hook_z", "hook_result")  # fmt: skip
 
 
 def _hooked(hook: HookPoint, u: Tensor) -> Tensor:

@@ -33,6 +33,7 @@ from .masks import causal_mask
 __all__ = [
     "attention",
     "check_mask",
+    "expanded_mask",
     "fused_attention",
     "pattern",
     "scores",
@@ -211,3 +212,10 @@ def _broadcasts(shape: tuple[int, ...], full: tuple[int, int, int, int]) -> bool
         if n != 1 and n != full[skip + i]:
             return False
     return True
+
+
+def expanded_mask(mask: Tensor | None, q: Tensor, k: Tensor) -> Tensor:
+    """The mask as (B, H, T, S) (a broadcast view); all True when there is none."""
+    shape = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+    full = torch.ones((), dtype=torch.bool, device=q.device) if mask is None else mask
+    return full.expand(shape)

@@ -15,7 +15,15 @@ from .blocks import DecoderBlock, EncoderBlock
 from .kv_cache import DecoderCache
 from .norms import make_norm
 
-__all__ = ["Decoder", "Encoder"]
+__all__ = [
+    "Decoder",
+    "Encoder",
+    "decoder_blocks",
+    "encoder_blocks",
+    "lookbacks",
+    "make_final_norm",
+    "new_decoder_cache",
+]
 
 
 class _Stack(nn.Module):
@@ -33,7 +41,9 @@ class _Stack(nn.Module):
         return self.checkpointing and self.training and torch.is_grad_enabled()
 
 
-def _final_norm(final_norm: bool | None, options: dict, d_model: int) -> nn.Module | None:
+def make_final_norm(final_norm: bool | None, options: dict, d_model: int) -> nn.Module | None:
+    """The norm after the last block (``ln_final``): by default only after pre-norm blocks,
+    whose output is not normalised; None when there is none."""
     if final_norm is None:
         final_norm = options.get("norm_first", False)
     if not final_norm:
@@ -65,6 +75,65 @@ def _per_layer(graphs, n_layer: int, what: str) -> list[AttentionGraph | None]:
     return graphs
 
 
+def encoder_blocks(
+    n_layer: int, d_model: int, n_head: int, d_ff: int, *, graphs: Graphs = None, **block_options
+) -> nn.ModuleList:
+    """``n_layer`` EncoderBlocks with the same options, each with its attention graph."""
+    _check_layers(n_layer)
+    graphs = _per_layer(graphs, n_layer, "graphs")
+    return nn.ModuleList(
+        EncoderBlock(d_model, n_head, d_ff, graph=g, **block_options) for g in graphs
+    )
+
+
+def decoder_blocks(
+    n_layer: int,
+    d_model: int,
+    n_head: int,
+    d_ff: int,
+    *,
+    cross_attention: bool = True,
+    graphs: Graphs = None,
+    cross_graphs: Graphs = None,
+    **block_options,
+) -> nn.ModuleList:
+    """``n_layer`` DecoderBlocks with the same options, each with its self- (and cross-)
+    attention graph."""
+    _check_layers(n_layer)
+    graphs = _per_layer(graphs, n_layer, "graphs")
+    cross_graphs = _per_layer(cross_graphs, n_layer, "cross_graphs")
+    if not cross_attention and any(g is not None for g in cross_graphs):
+        raise ValueError("cross_graphs need cross_attention=True")
+    return nn.ModuleList(
+        DecoderBlock(
+            d_model,
+            n_head,
+            d_ff,
+            cross_attention=cross_attention,
+            graph=g,
+            cross_graph=c,
+            **block_options,
+        )
+        for g, c in zip(graphs, cross_graphs, strict=True)
+    )
+
+
+def lookbacks(blocks: nn.ModuleList) -> list[int | None]:
+    """Per decoder block, how far back (i - j) causal self-attention can reach, when bounded
+    by its graph (a causal sliding window of w: w - 1), else None."""
+    return [None if b.graph is None else b.graph.causal().lookback() for b in blocks]
+
+
+def new_decoder_cache(
+    blocks: nn.ModuleList, max_len: int | None, *, rolling: bool = False
+) -> DecoderCache:
+    """An empty KV cache for incremental decoding with these decoder blocks. ``rolling``:
+    layers whose graph reaches back at most w - 1 positions keep only the latest w."""
+    windows = [None if r is None else r + 1 for r in lookbacks(blocks)] if rolling else None
+    cross = len(blocks) > 0 and blocks[0].cross_attn is not None
+    return DecoderCache(len(blocks), max_len, cross_attention=cross, windows=windows)
+
+
 class Encoder(_Stack):
     """``n_layer`` EncoderBlocks (same options) and a final norm (default: when norm_first).
 
@@ -82,12 +151,8 @@ class Encoder(_Stack):
         **block_options,
     ) -> None:
         super().__init__()
-        _check_layers(n_layer)
-        graphs = _per_layer(graphs, n_layer, "graphs")
-        self.blocks = nn.ModuleList(
-            EncoderBlock(d_model, n_head, d_ff, graph=g, **block_options) for g in graphs
-        )
-        self.ln_final = _final_norm(final_norm, block_options, d_model)
+        self.blocks = encoder_blocks(n_layer, d_model, n_head, d_ff, graphs=graphs, **block_options)
+        self.ln_final = make_final_norm(final_norm, block_options, d_model)
 
     def forward(
         self,
@@ -126,38 +191,26 @@ class Decoder(_Stack):
         **block_options,
     ) -> None:
         super().__init__()
-        _check_layers(n_layer)
         self.cross_attention = cross_attention
-        graphs = _per_layer(graphs, n_layer, "graphs")
-        cross_graphs = _per_layer(cross_graphs, n_layer, "cross_graphs")
-        if not cross_attention and any(g is not None for g in cross_graphs):
-            raise ValueError("cross_graphs need cross_attention=True")
-        self.blocks = nn.ModuleList(
-            DecoderBlock(
-                d_model,
-                n_head,
-                d_ff,
-                cross_attention=cross_attention,
-                graph=g,
-                cross_graph=c,
-                **block_options,
-            )
-            for g, c in zip(graphs, cross_graphs, strict=True)
+        self.blocks = decoder_blocks(
+            n_layer,
+            d_model,
+            n_head,
+            d_ff,
+            cross_attention=cross_attention,
+            graphs=graphs,
+            cross_graphs=cross_graphs,
+            **block_options,
         )
-        self.ln_final = _final_norm(final_norm, block_options, d_model)
+        self.ln_final = make_final_norm(final_norm, block_options, d_model)
 
     def lookbacks(self) -> list[int | None]:
-        """Per layer, how far back (i - j) causal self-attention can reach, when bounded by
-        its graph (a causal sliding window of w: w - 1), else None."""
-        return [None if b.graph is None else b.graph.causal().lookback() for b in self.blocks]
+        """Per layer, how far back causal self-attention can reach (see ``lookbacks``)."""
+        return lookbacks(self.blocks)
 
     def new_cache(self, max_len: int | None = None, *, rolling: bool = False) -> DecoderCache:
-        """An empty KV cache for incremental decoding with this stack. ``rolling``: layers
-        whose graph reaches back at most w - 1 positions keep only the latest w."""
-        windows = [None if r is None else r + 1 for r in self.lookbacks()] if rolling else None
-        return DecoderCache(
-            len(self.blocks), max_len, cross_attention=self.cross_attention, windows=windows
-        )
+        """An empty KV cache for incremental decoding with this stack (``new_decoder_cache``)."""
+        return new_decoder_cache(self.blocks, max_len, rolling=rolling)
 
     def forward(
         self,

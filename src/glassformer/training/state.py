@@ -144,7 +144,7 @@ def load_checkpoint(
         where = f"{path / 'trainer.safetensors'}: tensor {name!r}"
         check_finite(tensor, where, "the optimizer's state is")
     try:
-        _current_parameter_names(meta, tensors)
+        _current_parameter_names(meta, tensors, model.family)
     except ValueError as err:
         raise ValueError(f"{path / 'trainer.json'}: {err}") from None
     check_training_state(path, meta, tensors, model, optimizer, scheduler)
@@ -214,7 +214,7 @@ def _optimizer_state(meta: dict[str, Any], tensors: dict[str, torch.Tensor]) -> 
     return {"state": state, "param_groups": meta["param_groups"]}
 
 
-def _current_parameter_names(meta: Any, tensors: dict[str, torch.Tensor]) -> None:
+def _current_parameter_names(meta: Any, tensors: dict[str, torch.Tensor], family: str) -> None:
     """Rename, in place, the parameters of optimizer state saved under the earlier module names
     (models/legacy_keys.py) to today's; state of another shape is left to the checks."""
     optimizer = meta.get("optimizer") if isinstance(meta, dict) else None
@@ -224,7 +224,7 @@ def _current_parameter_names(meta: Any, tensors: dict[str, torch.Tensor]) -> Non
     ):
         return
     stored = [p for g in groups for p in g["params"] if isinstance(p, str)]
-    new = {old: name for name, old in current_names(stored).items() if name != old}
+    new = {old: name for name, old in current_names(stored, family).items() if name != old}
     if not new:
         return
     for group in groups:

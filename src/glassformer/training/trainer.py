@@ -124,6 +124,47 @@ class Trainer:
         it runs (see lock.py): a second run into the same folder is refused. ``lock``: that
         lock, taken already by the caller (who releases it), e.g. to write files of its own
         into the run folder before and after training."""
+        with self._run_lock(resume, lock):
+            c, last = self.config, {}
+            self.interrupted, self.stop_signal = False, None
+            self._shown = Progress(self.progress, c.steps, self.step)
+            window = {"tokens": 0, "since": time.perf_counter()}  # the steps since the last log
+            with stop_requests(self._stop), contextlib.closing(self._shown):
+                while self.step < c.steps and not self.interrupted:
+                    loss, tokens = self.train_step()
+                    self.step += 1
+                    last = self._after_step(loss, tokens, window)
+            if stop := self.interrupted:
+                self._log({"step": self.step, "event": "interrupted"})
+            elif self.val_stream is not None and (not c.eval_every or self.step % c.eval_every):
+                last.update(self._evaluate())
+            if self.run_dir is not None and (not c.save_every or self.step % c.save_every or stop):
+                self.save()
+            return last
+
+    def _after_step(self, loss: float, tokens: int, window: dict[str, Any]) -> dict[str, Any]:
+        """Show and log the step, evaluate and save when due; the step's metrics (``window``:
+        tokens and start time of the steps since the last log)."""
+        c = self.config
+        window["tokens"] += tokens
+        rate = round(window["tokens"] / max(time.perf_counter() - window["since"], 1e-9), 1)
+        last = {"step": self.step, "loss": loss, "lr": self.scheduler.get_last_lr()[0]}
+        log = self.step % c.log_every == 0 or self.step == c.steps
+        self._shown.step(self.step, loss, last["lr"], rate, log)
+        if log:
+            self._log({**last, "tokens_per_s": rate})
+        if self.val_stream is not None and c.eval_every and self.step % c.eval_every == 0:
+            last.update(self._evaluate())
+        if c.save_every and self.step % c.save_every == 0:
+            self.save()
+        if log:  # the next rate counts training steps only, not evaluation or saving
+            window["tokens"], window["since"] = 0, time.perf_counter()
+        return last
+
+    @contextlib.contextmanager
+    def _run_lock(self, resume: bool, lock: RunLock | None):
+        """Inside: ``run_dir`` exists and the first process holds its lock (``lock``, or one
+        this call takes and releases)."""
         if lock is not None and not (lock.held and lock.run_dir == self.run_dir):
             raise ValueError(f"lock={lock.path} is not a held lock of run_dir={self.run_dir}")
         own = None  # the lock this call takes (and releases)
@@ -142,47 +183,14 @@ class Trainer:
                 error = err
         self.cluster.raise_together(error)  # under torchrun: every process stops, none hangs
         try:
-            return self._fit(resume)
+            if resume:
+                self.resume()
+            elif self.run_dir is not None and self.cluster.is_main:
+                write_text(self.run_dir / "metrics.jsonl", "")
+            yield
         finally:
             if own is not None:
                 own.release()
-
-    def _fit(self, resume: bool) -> dict[str, Any]:
-        if resume:
-            self.resume()
-        elif self.run_dir is not None and self.cluster.is_main:
-            write_text(self.run_dir / "metrics.jsonl", "")
-        c = self.config
-        self.interrupted, self.stop_signal = False, None
-        self._shown = Progress(self.progress, c.steps, self.step)
-        last: dict[str, Any] = {}
-        seen, since = 0, time.perf_counter()  # tokens and start of the steps since the last log
-        with stop_requests(self._stop), contextlib.closing(self._shown):
-            while self.step < c.steps and not self.interrupted:
-                loss, tokens = self.train_step()
-                self.step += 1
-                seen += tokens
-                rate = round(seen / max(time.perf_counter() - since, 1e-9), 1)  # shown = logged
-                last = {"step": self.step, "loss": loss, "lr": self.scheduler.get_last_lr()[0]}
-                log = self.step % c.log_every == 0 or self.step == c.steps
-                self._shown.step(self.step, loss, last["lr"], rate, log)
-                if log:
-                    self._log({**last, "tokens_per_s": rate})
-                if self.val_stream is not None and c.eval_every and self.step % c.eval_every == 0:
-                    last.update(self._evaluate())
-                if c.save_every and self.step % c.save_every == 0:
-                    self.save()
-                if log:  # the next rate counts training steps only, not evaluation or saving
-                    seen, since = 0, time.perf_counter()
-        if self.interrupted:
-            self._log({"step": self.step, "event": "interrupted"})
-        elif self.val_stream is not None and (not c.eval_every or self.step % c.eval_every):
-            last.update(self._evaluate())
-        if self.run_dir is not None and (
-            not c.save_every or self.step % c.save_every or self.interrupted
-        ):
-            self.save()
-        return last
 
     def train_step(self) -> tuple[float, int]:
         """One optimizer step; returns (mean loss over the micro-batches, real tokens seen)."""

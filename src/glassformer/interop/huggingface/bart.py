@@ -8,13 +8,13 @@ and the unembedding; logits + ``final_logits_bias`` (the head bias); decoding st
 
     Hugging Face (BartForConditionalGeneration)   glassformer (EncoderDecoder)
     model.shared.weight (= model.encoder.embed_tokens, model.decoder.embed_tokens, lm_head)
-                                                  src_embed.token.weight (= tgt_embed.token,
-                                                      head.unembed.proj.weight)
-    model.encoder.embed_positions.weight          src_embed.pos.weight
-    model.encoder.layernorm_embedding.*           src_embed.ln_embed.*
-    model.decoder.embed_positions.weight          tgt_embed.pos.weight
-    model.decoder.layernorm_embedding.*           tgt_embed.ln_embed.*
-    final_logits_bias (1, V), a buffer            head.unembed.proj.bias (V,)
+                                                  encoder.embed.weight (= decoder.embed,
+                                                      unembed.proj.weight)
+    model.encoder.embed_positions.weight          encoder.pos_embed.weight
+    model.encoder.layernorm_embedding.*           encoder.ln_embed.*
+    model.decoder.embed_positions.weight          decoder.pos_embed.weight
+    model.decoder.layernorm_embedding.*           decoder.ln_embed.*
+    final_logits_bias (1, V), a buffer            unembed.proj.bias (V,)
     and for X = encoder, decoder, each layer i:
     model.X.layers.i.self_attn.{q,k,v}_proj.*     X.blocks.i.attn.in_proj.*  [Q; K; V]
     model.X.layers.i.self_attn.out_proj.*         X.blocks.i.attn.out_proj.*
@@ -99,14 +99,13 @@ def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
 
 def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
     out = [
-        rule("src_embed.token.weight", "model.shared.weight"),
-        rule("head.unembed.proj.bias", "final_logits_bias"),
+        rule("encoder.embed.weight", "model.shared.weight"),
+        rule("unembed.proj.bias", "final_logits_bias"),
     ]
     for side, n in (("encoder", config.n_layer), ("decoder", config.resolved_n_decoder_layer)):
-        emb = "src_embed" if side == "encoder" else "tgt_embed"
         out += [
-            rule(f"{emb}.pos.weight", f"model.{side}.embed_positions.weight"),
-            *linear(f"{emb}.ln_embed", f"model.{side}.layernorm_embedding"),
+            rule(f"{side}.pos_embed.weight", f"model.{side}.embed_positions.weight"),
+            *linear(f"{side}.ln_embed", f"model.{side}.layernorm_embedding"),
         ]
         for i in range(n):
             g, h = f"{side}.blocks.{i}", f"model.{side}.layers.{i}"

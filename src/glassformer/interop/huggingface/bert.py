@@ -6,23 +6,23 @@ LayerNorm on the embeddings; no final norm. The separate query/key/value Linears
 into glassformer's fused ``in_proj`` = [W^Q; W^K; W^V].
 
     Hugging Face (prefix "bert." except in BertModel)   glassformer
-    embeddings.word_embeddings.weight                   embed.token.weight
-    embeddings.position_embeddings.weight               embed.pos.weight
-    embeddings.token_type_embeddings.weight             embed.segment.weight
-    embeddings.LayerNorm.*                              embed.ln_embed.*
-    encoder.layer.i.attention.self.{query,key,value}.*  encoder.blocks.i.attn.in_proj.*
-    encoder.layer.i.attention.output.dense.*            encoder.blocks.i.attn.out_proj.*
-    encoder.layer.i.attention.output.LayerNorm.*        encoder.blocks.i.ln1.*
-    encoder.layer.i.intermediate.dense.*                encoder.blocks.i.mlp.fc1.*
-    encoder.layer.i.output.dense.*                      encoder.blocks.i.mlp.fc2.*
-    encoder.layer.i.output.LayerNorm.*                  encoder.blocks.i.ln2.*
+    embeddings.word_embeddings.weight                   embed.weight
+    embeddings.position_embeddings.weight               pos_embed.weight
+    embeddings.token_type_embeddings.weight             token_type_embed.weight
+    embeddings.LayerNorm.*                              ln_embed.*
+    encoder.layer.i.attention.self.{query,key,value}.*  blocks.i.attn.in_proj.*
+    encoder.layer.i.attention.output.dense.*            blocks.i.attn.out_proj.*
+    encoder.layer.i.attention.output.LayerNorm.*        blocks.i.ln1.*
+    encoder.layer.i.intermediate.dense.*                blocks.i.mlp.fc1.*
+    encoder.layer.i.output.dense.*                      blocks.i.mlp.fc2.*
+    encoder.layer.i.output.LayerNorm.*                  blocks.i.ln2.*
     pooler.dense.*                   (BertModel)        pooler.*
-    cls.predictions.transform.dense.*     (MLM)         head.transform.*
-    cls.predictions.transform.LayerNorm.* (MLM)         head.transform_norm.*
-    cls.predictions.decoder.weight        (MLM, tied)   head.unembed.proj.weight
-    cls.predictions.bias                  (MLM)         head.unembed.proj.bias
-    bert.pooler.dense.*              (classifier)       head.pooler.*
-    classifier.*                     (classifier)       head.classifier.*
+    cls.predictions.transform.dense.*     (MLM)         transform.*
+    cls.predictions.transform.LayerNorm.* (MLM)         transform_norm.*
+    cls.predictions.decoder.weight        (MLM, tied)   unembed.proj.weight
+    cls.predictions.bias                  (MLM)         unembed.proj.bias
+    bert.pooler.dense.*              (classifier)       pooler.*
+    classifier.*                     (classifier)       classifier.*
 """
 
 from __future__ import annotations
@@ -103,13 +103,13 @@ def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
     p = "" if hf_class == "BertModel" else "bert."
     e = f"{p}embeddings"
     out = [
-        rule("embed.token.weight", f"{e}.word_embeddings.weight"),
-        rule("embed.pos.weight", f"{e}.position_embeddings.weight"),
-        rule("embed.segment.weight", f"{e}.token_type_embeddings.weight"),
-        *linear("embed.ln_embed", f"{e}.LayerNorm"),
+        rule("embed.weight", f"{e}.word_embeddings.weight"),
+        rule("pos_embed.weight", f"{e}.position_embeddings.weight"),
+        rule("token_type_embed.weight", f"{e}.token_type_embeddings.weight"),
+        *linear("ln_embed", f"{e}.LayerNorm"),
     ]
     for i in range(config.n_layer):
-        g, h = f"encoder.blocks.{i}", f"{p}encoder.layer.{i}"
+        g, h = f"blocks.{i}", f"{p}encoder.layer.{i}"
         qkv = (f"{h}.attention.self.{x}" for x in ("query", "key", "value"))
         out += [
             *stacked(f"{g}.attn.in_proj", qkv),
@@ -123,15 +123,15 @@ def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
         out += linear("pooler", "pooler.dense")
     elif hf_class == "BertForMaskedLM":
         out += [
-            *linear("head.transform", "cls.predictions.transform.dense"),
-            *linear("head.transform_norm", "cls.predictions.transform.LayerNorm"),
-            rule("head.unembed.proj.weight", "cls.predictions.decoder.weight"),
-            rule("head.unembed.proj.bias", "cls.predictions.decoder.bias"),
+            *linear("transform", "cls.predictions.transform.dense"),
+            *linear("transform_norm", "cls.predictions.transform.LayerNorm"),
+            rule("unembed.proj.weight", "cls.predictions.decoder.weight"),
+            rule("unembed.proj.bias", "cls.predictions.decoder.bias"),
         ]
     elif hf_class == "BertForSequenceClassification":
         out += [
-            *linear("head.pooler", "bert.pooler.dense"),
-            *linear("head.classifier", "classifier"),
+            *linear("pooler", "bert.pooler.dense"),
+            *linear("classifier", "classifier"),
         ]
     return out
 

@@ -5,16 +5,16 @@ activation "gelu_tanh"), a final norm ``ln_f`` and an unembedding tied to ``wte`
 GPT-2's Conv1D stores each weight as (in, out), so every matrix is transposed.
 
     Hugging Face (GPT2LMHeadModel)          glassformer (DecoderLM)
-    transformer.wte.weight                  embed.token.weight (= head.unembed.proj.weight)
-    transformer.wpe.weight                  embed.pos.weight
-    transformer.h.i.ln_1.*                  decoder.blocks.i.ln1.*
-    transformer.h.i.attn.c_attn.*  (Wᵀ)     decoder.blocks.i.attn.in_proj.*  [Q; K; V]
-    transformer.h.i.attn.c_proj.*  (Wᵀ)     decoder.blocks.i.attn.out_proj.*
-    transformer.h.i.ln_2.*                  decoder.blocks.i.ln2.*
-    transformer.h.i.mlp.c_fc.*     (Wᵀ)     decoder.blocks.i.mlp.fc1.*
-    transformer.h.i.mlp.c_proj.*   (Wᵀ)     decoder.blocks.i.mlp.fc2.*
-    transformer.ln_f.*                      decoder.ln_final.*
-    lm_head.weight                          head.unembed.proj.weight
+    transformer.wte.weight                  embed.weight (= unembed.proj.weight)
+    transformer.wpe.weight                  pos_embed.weight
+    transformer.h.i.ln_1.*                  blocks.i.ln1.*
+    transformer.h.i.attn.c_attn.*  (Wᵀ)     blocks.i.attn.in_proj.*  [Q; K; V]
+    transformer.h.i.attn.c_proj.*  (Wᵀ)     blocks.i.attn.out_proj.*
+    transformer.h.i.ln_2.*                  blocks.i.ln2.*
+    transformer.h.i.mlp.c_fc.*     (Wᵀ)     blocks.i.mlp.fc1.*
+    transformer.h.i.mlp.c_proj.*   (Wᵀ)     blocks.i.mlp.fc2.*
+    transformer.ln_f.*                      ln_final.*
+    lm_head.weight                          unembed.proj.weight
 """
 
 from __future__ import annotations
@@ -75,13 +75,13 @@ def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
 
 def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
     out = [
-        rule("embed.token.weight", "transformer.wte.weight"),
-        rule("embed.pos.weight", "transformer.wpe.weight"),
-        *linear("decoder.ln_final", "transformer.ln_f"),
-        rule("head.unembed.proj.weight", "lm_head.weight"),
+        rule("embed.weight", "transformer.wte.weight"),
+        rule("pos_embed.weight", "transformer.wpe.weight"),
+        *linear("ln_final", "transformer.ln_f"),
+        rule("unembed.proj.weight", "lm_head.weight"),
     ]
     for i in range(config.n_layer):
-        g, h = f"decoder.blocks.{i}", f"transformer.h.{i}"
+        g, h = f"blocks.{i}", f"transformer.h.{i}"
         out += [
             *linear(f"{g}.ln1", f"{h}.ln_1"),
             *linear(f"{g}.ln2", f"{h}.ln_2"),

@@ -6,15 +6,15 @@ feed-forward (``silu(x W_gate) ⊙ (x W_up)``), grouped-query attention
 untied unless ``tie_word_embeddings``. Plain RoPE only (no ``rope_scaling``).
 
     Hugging Face (LlamaForCausalLM)                      glassformer (DecoderLM)
-    model.embed_tokens.weight                            embed.token.weight
-    model.layers.i.input_layernorm.weight                decoder.blocks.i.ln1.weight
-    model.layers.i.self_attn.{q,k,v}_proj.weight         decoder.blocks.i.attn.in_proj.weight
-    model.layers.i.self_attn.o_proj.weight               decoder.blocks.i.attn.out_proj.weight
-    model.layers.i.post_attention_layernorm.weight       decoder.blocks.i.ln2.weight
-    model.layers.i.mlp.{gate,up}_proj.weight             decoder.blocks.i.mlp.fc1.weight [gate; up]
-    model.layers.i.mlp.down_proj.weight                  decoder.blocks.i.mlp.fc2.weight
-    model.norm.weight                                    decoder.ln_final.weight
-    lm_head.weight                                       head.unembed.proj.weight
+    model.embed_tokens.weight                            embed.weight
+    model.layers.i.input_layernorm.weight                blocks.i.ln1.weight
+    model.layers.i.self_attn.{q,k,v}_proj.weight         blocks.i.attn.in_proj.weight
+    model.layers.i.self_attn.o_proj.weight               blocks.i.attn.out_proj.weight
+    model.layers.i.post_attention_layernorm.weight       blocks.i.ln2.weight
+    model.layers.i.mlp.{gate,up}_proj.weight             blocks.i.mlp.fc1.weight [gate; up]
+    model.layers.i.mlp.down_proj.weight                  blocks.i.mlp.fc2.weight
+    model.norm.weight                                    ln_final.weight
+    lm_head.weight                                       unembed.proj.weight
 """
 
 from __future__ import annotations
@@ -93,12 +93,12 @@ def _rope_theta(c: Any, where: str) -> float:
 
 def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
     out = [
-        rule("embed.token.weight", "model.embed_tokens.weight"),
-        rule("decoder.ln_final.weight", "model.norm.weight"),
-        rule("head.unembed.proj.weight", "lm_head.weight"),
+        rule("embed.weight", "model.embed_tokens.weight"),
+        rule("ln_final.weight", "model.norm.weight"),
+        rule("unembed.proj.weight", "lm_head.weight"),
     ]
     for i in range(config.n_layer):
-        g, h = f"decoder.blocks.{i}", f"model.layers.{i}"
+        g, h = f"blocks.{i}", f"model.layers.{i}"
         qkv = (f"{h}.self_attn.{x}_proj.weight" for x in ("q", "k", "v"))
         out += [
             rule(f"{g}.ln1.weight", f"{h}.input_layernorm.weight"),
