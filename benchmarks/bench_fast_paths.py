@@ -3,14 +3,9 @@ it. The same model runs with the path on (as built) and with that one path switc
 reference form; everything else stays as it is.
 
     packing  inference on the real tokens of a padded batch (fast/packing.py); off: every
-             PackedEncoderBlock back to the reference
-             EncoderBlock. Encoder inference on a padded batch,
-             BERT layout: tiny (4 layers, 128, 4 heads) and base (BERT base: 12 layers, 768,
-             12 heads).
-    inplace  the feed-forward activation written in place without a graph (fast/inplace.py);
-             off: every InplaceFeedForward back to the reference FeedForward. Encoder
-             inference on a dense batch, tiny and base; and (tiny) a DecoderLM's forward pass
-             (4 layers, 128, GPT-2 layout, T 64, B 12).
+             PackedEncoderBlock back to the reference EncoderBlock. Encoder inference on a
+             padded batch, BERT layout: tiny (4 layers, 128, 4 heads) and base (BERT base:
+             12 layers, 768, 12 heads).
     layout   input-major weights while decoding (fast/layout.py); off: the weights as
              built. GPT-2 small (12 layers, 768, 12 heads, V 50257): one cached decoding
              step of one row (base only); and the re-lay alone (enter + exit), with the
@@ -60,18 +55,16 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/bench_fast_p
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import encoder_peers, paired, peers
-from benchmarks.common import Shape, environment, print_table, write_json
+from benchmarks.common import Shape, environment, write_json
+from benchmarks.fast_paths_report import EARNS, SPREAD, print_report, relay_note, verdict
 from glassformer.fast import packing
-from glassformer.fast.inplace import InplaceFeedForward
 from glassformer.fast.layout import input_major_weights
 from glassformer.fast.packing import PackedEncoderBlock
 from glassformer.models import DecoderLM, EncoderModel
-from glassformer.nn import EncoderBlock, FeedForward
+from glassformer.nn import EncoderBlock
 
-PATHS = ("packing", "inplace", "layout")
+PATHS = ("packing", "layout")
 SHAPES = ("tiny", "base")
-EARNS = 1.05  # the speed-up a fast path must reach
-SPREAD = 0.02  # a median this close to EARNS, with rounds on both sides: inside the spread
 TOLERANCE = 1e-5  # on and off agree: max |on - off| <= TOLERANCE * max(1, max |off|)
 BLOCK_S = 0.25  # seconds a block of passes lasts (at least one pass)
 PROMPT = 16  # layout: tokens cached before the timed step
@@ -81,7 +74,7 @@ GPT2_SMALL = Shape(n_layer=12, n_head=12, d_model=768, context=1024, batch=1, vo
 @dataclass(frozen=True)
 class Case:
     """One measurement: ``path`` at ``shape`` on ``workload`` (encoder-padded,
-    encoder-dense, decoder, decode-step) of a model of ``size``."""
+    decode-step) of a model of ``size``."""
 
     path: str
     shape: str
@@ -97,24 +90,19 @@ def cases(paths: list[str], shapes: list[str]) -> list[Case]:
     enc = {"tiny": encoder_peers.SHAPES["tiny"], "base": encoder_peers.SHAPES["bert-base"]}
     table = [
         *(Case("packing", s, "encoder-padded", enc[s]) for s in SHAPES),
-        *(Case("inplace", s, "encoder-dense", enc[s]) for s in SHAPES),
-        Case("inplace", "tiny", "decoder", peers.SHAPES["tiny"]),
         Case("layout", "base", "decode-step", GPT2_SMALL),
     ]
     return [c for c in table if c.path in paths and c.shape in shapes]
 
 
 # The switches: the model as built (on), or with one path in its reference form (off) ----------
-CLASSES = {
-    "packing": (EncoderBlock, PackedEncoderBlock),
-    "inplace": (FeedForward, InplaceFeedForward),
-}
+CLASSES = {"packing": (EncoderBlock, PackedEncoderBlock)}
 
 
 @contextmanager
 def reference_classes(model: torch.nn.Module, path: str) -> Iterator[None]:
     """Inside: every module of ``path``'s fast class in ``model`` has its reference class
-    (packing, inplace); the fast classes are put back on exit."""
+    (packing); the fast classes are put back on exit."""
     reference, fast = CLASSES[path]
     changed = [m for m in model.modules() if type(m) is fast]
     try:
@@ -136,28 +124,17 @@ def switch(model: torch.nn.Module, path: str, on: bool):
 # Workloads: (model, step) where step() returns the outputs to compare ---------------------------
 def build(case: Case) -> tuple[torch.nn.Module, Callable[[], torch.Tensor]]:
     torch.manual_seed(0)
-    if case.workload.startswith("encoder"):
+    if case.workload == "encoder-padded":
         model = EncoderModel(encoder_peers.glassformer_config(case.size)).eval()
         ids, mask = encoder_peers.make_batch(case.size)
-        if case.workload == "encoder-dense":
-            mask = None
-        real = None if mask is None else mask.bool()  # (B, T): compare real tokens only
+        real = mask.bool()  # (B, T): compare real tokens only
 
         @torch.no_grad()
         def step() -> torch.Tensor:
-            h = model(ids, mask).hidden_states
-            return h if real is None else h[real]
+            return model(ids, mask).hidden_states[real]
 
         return model, step
     model = DecoderLM(peers.glassformer_config(case.size)).eval()
-    if case.workload == "decoder":
-        ids = torch.randint(0, case.size.vocab, (case.size.batch, case.size.context))
-
-        @torch.no_grad()
-        def forward() -> torch.Tensor:
-            return model(ids).logits
-
-        return model, forward
     prompt = torch.randint(0, case.size.vocab, (1, PROMPT))
     cache = model.new_cache(PROMPT + 1)
     with torch.inference_mode():
@@ -224,14 +201,7 @@ def relay_ms(model: torch.nn.Module, times: int) -> list[float]:
     return out
 
 
-# The verdict -------------------------------------------------------------------------------------
-def verdict(speed: dict[str, float]) -> str:
-    s, lo, hi = speed["median"], speed["min"], speed["max"]
-    if lo < EARNS < hi and abs(s - EARNS) <= SPREAD:
-        return "inside the spread"
-    return "earns" if s >= EARNS else "does not"
-
-
+# Measuring ---------------------------------------------------------------------------------------
 def measure(case: Case, rounds: int, seconds: float, warmup: int) -> dict[str, Any]:
     model, step = build(case)
     diff = difference(model, case.path, step)
@@ -314,39 +284,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if failed:
         raise SystemExit(f"{failed} case(s) failed")
     return data
-
-
-def relay_note(r: dict[str, Any]) -> str:
-    relay, even = r["relay_ms"], r["break_even_steps"]
-    repaid = "never repaid (no step saved)" if even is None else f"repaid after {even:.0f} steps"
-    return (
-        f"layout: re-laying the weights (enter + exit) {relay['median']:.1f} ms "
-        f"(min {relay['min']:.1f}, max {relay['max']:.1f}), {repaid}"
-    )
-
-
-def print_report(results: dict[str, dict[str, Any]], notes: list[str], elapsed: float) -> None:
-    rows = []
-    for r in results.values():
-        head = [r["path"], r["shape"], r["workload"]]
-        if "error" in r:
-            rows.append([*head, "-", "-", "-", "-", "-", "FAILED"])
-            continue
-        s = r["speedup"]
-        rows.append([*head, f"{r['on_ms']:.2f}", f"{r['off_ms']:.2f}", f"{s['median']:.3f}x",
-                     f"{s['min']:.2f}-{s['max']:.2f}", str(r["rounds"]), r["verdict"]])  # fmt: skip
-    print_table(
-        f"fast paths on vs off (the reference form), paired rounds, {elapsed:.0f} s",
-        ["path", "shape", "workload", "on ms", "off ms", "speed-up", "min-max", "rounds",
-         "verdict"],
-        rows,
-        [
-            "on, off: median ms a pass; speed-up: median over rounds of off / on (min-max)",
-            f"verdict: 'inside the spread' if min < {EARNS} < max and the median is within",
-            f"  {EARNS} +- {SPREAD}; else 'earns' if the median >= {EARNS}, 'does not' below",
-            *notes,
-        ],
-    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -119,8 +119,8 @@ def test_hooks_smoke(tmp_path):
 
 
 def test_fast_paths_smoke(tmp_path, monkeypatch):
-    """One paired round of each fast path on vs off: packing and inplace at the tiny shapes,
-    layout on a small GPT in place of GPT-2 small."""
+    """One paired round of each fast path on vs off: packing at the tiny shape, layout on a
+    small GPT in place of GPT-2 small."""
     assert common.Shape(12, 12, 768, 1024, 1, 50257) == bench_fast_paths.GPT2_SMALL
     monkeypatch.setattr(bench_fast_paths, "GPT2_SMALL", common.Shape(2, 4, 64, 32, 1, 256))
     monkeypatch.setattr(bench_fast_paths, "BLOCK_S", 0.02)  # blocks of a few passes
@@ -130,9 +130,7 @@ def test_fast_paths_smoke(tmp_path, monkeypatch):
         ["--paths", "layout", "--shapes", "base", *one, "--out", str(tmp_path / "layout.json")]
     )
     assert json.loads((tmp_path / "tiny.json").read_text()) == tiny
-    assert set(tiny["cases"]) == {
-        "packing/tiny/encoder-padded", "inplace/tiny/encoder-dense", "inplace/tiny/decoder"
-    }  # fmt: skip
+    assert set(tiny["cases"]) == {"packing/tiny/encoder-padded"}
     assert tiny["notes"] == ["layout: skipped, measured at GPT-2 small only (--shapes base)"]
     assert set(layout["cases"]) == {"layout/base/decode-step"}
     for case in [*tiny["cases"].values(), *layout["cases"].values()]:
@@ -210,10 +208,9 @@ def test_graph_attention_records_an_allocation_failure_as_oom(monkeypatch):
     assert goals["dense_oom_at"] == [8192] and goals["speed"]["met"] and goals["memory"]["met"]
 
 
-def test_fast_paths_off_switches_only_that_path_to_the_reference_form():
-    from glassformer.fast.inplace import InplaceFeedForward
+def test_fast_paths_off_gives_the_reference_form_and_back():
     from glassformer.fast.packing import PackedEncoderBlock
-    from glassformer.nn import EncoderBlock, FeedForward
+    from glassformer.nn import EncoderBlock
 
     fp = bench_fast_paths
     small = common.Shape(2, 2, 16, 8, 4, 50)
@@ -221,19 +218,15 @@ def test_fast_paths_off_switches_only_that_path_to_the_reference_form():
     linear = [m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)]
     assert fp.packing_runs(model, step)  # the batch is padded
 
-    def classes() -> tuple[set[type], set[type]]:
-        return {type(b) for b in model.blocks}, {type(b.mlp) for b in model.blocks}
+    def classes() -> set[type]:
+        return {type(b) for b in model.blocks}
 
-    as_built = ({PackedEncoderBlock}, {InplaceFeedForward})
-    assert classes() == as_built
+    assert classes() == {PackedEncoderBlock}
     with fp.switch(model, "packing", False):
-        assert classes() == ({EncoderBlock}, {InplaceFeedForward})
-        assert not fp.packing_runs(model, step)
-    with fp.switch(model, "inplace", False):
-        assert classes() == ({PackedEncoderBlock}, {FeedForward})
-    with fp.switch(model, "packing", True), fp.switch(model, "inplace", True):
-        assert classes() == as_built
-    assert classes() == as_built  # put back
+        assert classes() == {EncoderBlock} and not fp.packing_runs(model, step)
+    with fp.switch(model, "packing", True):
+        assert classes() == {PackedEncoderBlock}
+    assert classes() == {PackedEncoderBlock}  # put back
     with fp.switch(model, "layout", True):
         assert all(w.stride() == (1, w.shape[0]) for w in linear)  # input-major
     assert all(w.is_contiguous() for w in linear)

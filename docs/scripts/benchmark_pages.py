@@ -160,12 +160,19 @@ def summary(results: Path) -> str:
                 text = ", ".join(f"{s} {t}" for s, t in found) if both else found[0][1]
                 cells.append(f"{row} {text}")
         lines.append(f"| {what} | {'; '.join(cells) or 'failed'} | `{BENCHMARKS[name][1]}` |")
-    runs = [json.loads((results / f"{n}.json").read_text(encoding="utf-8")) for n in SUMMARY
-            if (results / f"{n}.json").exists()]  # fmt: skip
-    recorded = [d for d in runs if d.get("environment", {}).get("cpu")]
-    recorded.sort(key=lambda d: "threads" not in d["environment"])  # torch's settings first
+    runs = {n: json.loads((results / f"{n}.json").read_text(encoding="utf-8")) for n in SUMMARY
+            if (results / f"{n}.json").exists()}  # fmt: skip
+    recorded = [(n, d) for n, d in runs.items() if d.get("environment", {}).get("cpu")]
+    recorded.sort(key=lambda nd: "threads" not in nd[1]["environment"])  # torch's settings first
     if recorded:  # the machine, as the first benchmark that names its CPU recorded it
-        lines += ["", machine(recorded[0]).replace("**Machine:**", "Machine:")]
+        first = recorded[0][1]
+        lines += ["", machine(first).replace("**Machine:**", "Machine:")]
+        cpu = first["environment"]["cpu"]
+        others = [(n, d["environment"]["cpu"]) for n, d in recorded]
+        others = [(n, c) for n, c in others if c != cpu]
+        if others:  # a benchmark re-run on another machine says so
+            where = "; ".join(f"{SUMMARY[n][0].split(',')[0]}: {c}" for n, c in others)
+            lines.append(f"Measured on another machine: {where} (see each benchmark's page).")
     return "\n".join(lines) + "\n"
 
 

@@ -160,6 +160,20 @@ def test_the_readme_results_are_the_summary_of_the_committed_results():
     )
 
 
+def test_the_summary_names_a_benchmark_measured_on_another_machine(tmp_path):
+    for name in pages.SUMMARY:
+        if (DATA / f"{name}.json").exists():
+            data = json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
+            if name == "hooks":
+                data["environment"]["cpu"] = "Another CPU"
+            (tmp_path / f"{name}.json").write_text(json.dumps(data), encoding="utf-8")
+    summary = pages.summary(tmp_path)
+    assert summary.splitlines()[-1] == (
+        "Measured on another machine: hook points: Another CPU (see each benchmark's page)."
+    )
+    assert "Measured on another" not in pages.summary(DATA)
+
+
 def test_the_summary_carries_each_benchmarks_ratios(tmp_path):
     summary = pages.summary(DATA)
     rows = [line for line in summary.splitlines()[2:] if line.startswith("| ")]

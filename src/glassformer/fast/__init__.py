@@ -6,15 +6,14 @@ torch's own kernels, and knows nothing of this package. Where a CPU-specific for
 to earn its keep, it lives here as a subclass of the reference module that overrides
 ``forward`` alone (same parameters, same buffers, same state dict):
 
-    InplaceFeedForward  (inplace.py)  without an autograd graph, the activation a(H) written
-                                      over the hidden layer H instead of a new tensor
     PackedEncoderBlock  (packing.py)  inference on a padded batch runs the position-wise work
                                       on the real tokens only
 
-``use_fast_paths(module, True)`` gives every FeedForward and EncoderBlock under ``module`` its fast
-class; ``use_fast_paths(module, False)`` gives them back exactly the reference classes. The
-models call it when they are built (``model.use_fast_paths(on)``). Generation with a KV cache
-also stores the weights input-major while it decodes (layout.py). Each fast form checks the
+``use_fast_paths(module, True)`` gives every EncoderBlock under ``module`` its fast class;
+``use_fast_paths(module, False)`` gives them back exactly the reference classes. The models
+call it when they are built (``model.use_fast_paths(on)``). Generation with a KV cache also
+stores the weights input-major while it decodes (layout.py), when the model's fast paths
+are on. Each fast form checks the
 conditions it was measured under and otherwise runs the reference ``forward``, so the results
 agree with the reference code to float rounding, in values and gradients (tests/fast,
 tests/models/test_hooks.py); none runs where a hook is attached that would see a difference.
@@ -26,16 +25,12 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..nn import EncoderBlock, FeedForward
-from .inplace import InplaceFeedForward
+from ..nn import EncoderBlock
 from .packing import PackedEncoderBlock
 
 __all__ = ["FAST_FORMS", "use_fast_paths"]
 
-FAST_FORMS: dict[type[nn.Module], type[nn.Module]] = {
-    FeedForward: InplaceFeedForward,
-    EncoderBlock: PackedEncoderBlock,
-}
+FAST_FORMS: dict[type[nn.Module], type[nn.Module]] = {EncoderBlock: PackedEncoderBlock}
 _REFERENCE = {fast: reference for reference, fast in FAST_FORMS.items()}
 
 
