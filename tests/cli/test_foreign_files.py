@@ -139,7 +139,7 @@ def test_a_deeply_nested_metrics_line_is_passed_over(bpe_run: Path, tmp_path: Pa
     assert result.code == 0, result.err
     lines = (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
     assert DEEP_JSON not in lines and json.loads(lines[-1])["step"] == 3
-    from glassformer.cli.plots import read_metrics
+    from glassformer.runs.curves import read_metrics
 
     (run / "metrics.jsonl").write_text(DEEP_JSON + "\n" + lines[-1] + "\n", encoding="utf-8")
     assert [r["step"] for r in read_metrics(run)] == [3]

@@ -64,6 +64,12 @@ def test_a_run_from_python_is_the_run_the_command_line_makes(tmp_path, text, cap
     assert last["step"] == 3 and last["loss"] == losses(tmp_path / "py")[-1][1]
     assert "val_loss" in last
     assert (tmp_path / "py" / "checkpoints" / "step-000003" / "model.safetensors").is_file()
+    for folder in ("py", "cli"):  # the same files in both folders, the curves included
+        assert (tmp_path / folder / "loss.png").is_file()
+    assert run.loss_plot == tmp_path / "py" / "loss.png"
+    assert sorted(p.name for p in (tmp_path / "py").iterdir()) == sorted(
+        p.name for p in (tmp_path / "cli").iterdir()
+    )
 
 
 def test_a_run_resumed_from_python_extends_it(tmp_path, text):

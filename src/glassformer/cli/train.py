@@ -34,7 +34,6 @@ from ..training import DiskFullError, Trainer, TrainingError
 from ..training.lock import StaleLockWarning
 from ..training.runtime import SlowBfloat16Warning
 from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Interrupted, UsageError
-from .plots import write_loss_plot, write_tensorboard
 from .textgen import continue_text
 from .threads import use_free_cores
 from .train_args import DEFINES_RUN, DEMO, gather_settings
@@ -70,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         _print_header(run, builtin, settings)
         try:
             with _notes():
-                run.fit(then=lambda last: _print_summary(plan, trainer, last, main))
+                run.fit(then=lambda last: _print_summary(run, last, main))
         except DiskFullError as err:
             raise TrainingError(
                 f"{err}; free some space, then continue with: glassformer train --out "
@@ -203,7 +202,8 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _print_summary(plan: RunPlan, trainer: Trainer, last: dict[str, Any], main: bool) -> None:
+def _print_summary(run: Run, last: dict[str, Any], main: bool) -> None:
+    plan, trainer = run.plan, run.trainer
     val = {k[4:]: v for k, v in last.items() if k.startswith("val_")}
     if val:
         shown = ", ".join(f"{k} {v:.4f}" for k, v in val.items())
@@ -214,14 +214,12 @@ def _print_summary(plan: RunPlan, trainer: Trainer, last: dict[str, Any], main: 
         _print_sample(plan, trainer)  # every process: a sharded model needs them all
     if not main:
         return
-    png = write_loss_plot(plan.out)
-    if png is None:
+    if run.loss_plot is None:
         print("loss.png: matplotlib is not installed (pip install 'glassformer[plot]')")
     else:
-        print(f"loss curve: {png}")
-    tb = write_tensorboard(plan.out)
-    if tb is not None:
-        print(f"TensorBoard logs: {tb} (tensorboard --logdir {tb})")
+        print(f"loss curve: {run.loss_plot}")
+    if run.tensorboard is not None:
+        print(f"TensorBoard logs: {run.tensorboard} (tensorboard --logdir {run.tensorboard})")
     print(f"checkpoints: {plan.out / CHECKPOINTS}")
 
 

@@ -8,8 +8,10 @@
 
 ``train()`` is ``load()`` (the data, checked against run.json's record when resuming; the
 tokenizer; the model config, checked to fit the device), ``build()`` (the model and its
-Trainer) and ``fit()`` (the folder locked, run.json written, the steps trained and saved); the
-command line calls the three itself to print between them. Mistakes are ``RunError``
+Trainer) and ``fit()`` (the folder locked, run.json written, the steps trained and saved, the
+loss curve loss.png and the TensorBoard logs written from metrics.jsonl, each when its
+optional package is installed: ``run.loss_plot``, ``run.tensorboard``); the command line calls
+the three itself to print between them. Mistakes are ``RunError``
 (a ``ValueError``) naming what is wrong; Ctrl-C or SIGTERM ends ``fit()`` with ``RunInterrupted``
 after saving.
 """
@@ -32,6 +34,7 @@ from ..tokenizers import load_tokenizer
 from ..training import Trainer, lr_at
 from ..training.lock import RunLock
 from .claim import check_out, refuse_kept_run, take_lock
+from .curves import write_loss_plot, write_tensorboard
 from .data_identity import check_same_data, data_identity
 from .datasets import load_splits, train_tokenizer
 from .errors import RunError, RunInterrupted
@@ -61,6 +64,8 @@ class Run:
         self.resumed, self.data_changed_ok = resumed, data_changed_ok
         self.train_data = self.val_data = self.tokenizer = self.architecture = None
         self.model = self.trainer = None
+        self.loss_plot: Path | None = None  # <out>/loss.png once fit() wrote it
+        self.tensorboard: Path | None = None  # <out>/tensorboard once fit() wrote it
 
     # Making a run --------------------------------------------------------------------------
     @classmethod
@@ -193,8 +198,9 @@ class Run:
 
     def fit(self, then: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """Lock the folder, write run.json, train to the plan's steps; the final metrics.
-        ``then(metrics)`` runs before the lock is released (the command line writes loss.png
-        and the TensorBoard logs there). Under torchrun only the first process (RANK 0)
+        Then loss.png and the TensorBoard logs (``loss_plot``, ``tensorboard``: None where
+        matplotlib or tensorboard is not installed); ``then(metrics)`` runs before the lock is
+        released (the command line prints there). Under torchrun only the first process (RANK 0)
         writes."""
         plan, trainer = self.plan, self.trainer
         main = int(os.environ.get("RANK", "0")) == 0
@@ -217,6 +223,9 @@ class Run:
                     f"Run.resume({str(plan.out)!r})",
                     trainer.stop_signal,
                 )
+            if main:  # the curves of metrics.jsonl
+                self.loss_plot = write_loss_plot(plan.out)
+                self.tensorboard = write_tensorboard(plan.out)
             if then is not None:
                 then(last)
         finally:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from glassformer.cli.plots import curves, read_metrics, write_loss_plot, write_tensorboard
+from glassformer.runs.curves import curves, read_metrics, write_loss_plot, write_tensorboard
 
 
 def test_curves_are_the_logged_losses(cli, lm_run):
