@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..tasks import DATA_KINDS, check_data_kind
-from . import corpora, synthetic
+from . import corpora, genres, synthetic
 from .examples import SPLITS, TextDataset
 from .user_files import read_file
 
@@ -42,6 +42,10 @@ def shakespeare(split: str = "train") -> TextDataset:
 _SHAKESPEARE = "Shakespeare's 38 plays as 'SPEAKER:\\nline' text (34 train / 4 validation plays)"
 _BUILTINS: dict[str, tuple[DatasetInfo, Callable[..., TextDataset]]] = {
     "shakespeare": (DatasetInfo("shakespeare", "lm", _SHAKESPEARE), shakespeare),
+    "shakespeare-genre": (
+        DatasetInfo("shakespeare-genre", "classification", genres.DESCRIPTION),
+        genres.shakespeare_genre,
+    ),
     "reverse": (
         DatasetInfo("reverse", "seq2seq", synthetic.DESCRIPTIONS["reverse"]),
         synthetic.reverse,
