@@ -175,6 +175,8 @@ def test_special_strings_in_text_are_ordinary_text(make):
     # only allowed_special turns them into their ids
     pad_string = tok.id_to_token(tok.pad_id)
     assert tok.encode(f"x{pad_string}", allowed_special=True)[-1] == tok.pad_id
+    # and the role names too: "<MASK>" is BERT's [MASK]
+    assert tok.encode("x<MASK><PAD>", allowed_special=True)[-2:] == [tok.mask_id, tok.pad_id]
 
 
 def test_whitespace_wordpiece_never_matches_a_special_word():

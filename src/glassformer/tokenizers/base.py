@@ -98,6 +98,7 @@ class Tokenizer(abc.ABC):
         alts = sorted(special, key=lambda s: (-len(s), s))
         self._special_re = regex.compile("|".join(regex.escape(s) for s in alts))
         self._special_id_set = frozenset(self._special_by_id)
+        self._special_match = self._special  # the strings allowed_special turns into ids
 
     @property
     def special_tokens(self) -> dict[str, int]:
@@ -193,7 +194,7 @@ class Tokenizer(abc.ABC):
             parts, specials, start = [], [], 0
             for m in self._special_re.finditer(text):
                 parts.append(text[start : m.start()])
-                specials.append(self._special[m.group()])
+                specials.append(self._special_match[m.group()])
                 start = m.end()
             parts.append(text[start:])
             for part_ids, special in zip(self._encode_parts(parts), [*specials, None], strict=True):

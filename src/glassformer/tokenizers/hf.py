@@ -17,8 +17,10 @@ loaded from GPT-2 files: it is added under its glassformer name at the lowest id
 leaves free (GPT-2: ``<PAD>`` = 50257, ``<MASK>`` = 50258), so ``vocab_size`` counts it.
 
 Special tokens are never produced by splitting ordinary text: ``"[PAD]"`` or ``"<|endoftext|>"``
-in a text is encoded as ordinary characters (the library's ``encode_special_tokens``); only
-``allowed_special=True`` turns their literal strings into their ids. The special-token table
+in a text is encoded as ordinary characters (the library's ``encode_special_tokens``, and the
+special tokens' own vocabulary entries renamed in the copy that encodes, so that no model
+matches them); only ``allowed_special=True`` turns their literal strings into their ids, and
+then the role names too (``"<MASK>"`` as well as BERT's ``"[MASK]"``). The special-token table
 holds the file's added tokens marked ``special`` and the five roles.
 
 Saved as one glassformer tokenizer file whose ``"huggingface"`` field is the whole Hugging Face
@@ -35,6 +37,8 @@ import json
 import os
 from collections.abc import Iterable
 from typing import Any
+
+import regex
 
 from ..structured import loads_json
 from .base import SPECIAL_TOKENS, Tokenizer
@@ -136,6 +140,14 @@ class HFTokenizer(Tokenizer):
         self._roles = found
         self._set_special_tokens(special)
         self._guard_specials()
+
+    def _set_special_tokens(self, special: dict[str, int]) -> None:
+        super()._set_special_tokens(special)
+        roles = getattr(self, "_roles", None)
+        if roles:  # with allowed_special, "<MASK>" is the mask token as "[MASK]" is
+            self._special_match = {**roles, **special}
+            alts = sorted(self._special_match, key=lambda s: (-len(s), s))
+            self._special_re = regex.compile("|".join(regex.escape(s) for s in alts))
 
     def _guard_specials(self) -> None:
         """The library's tokenizer that encodes ordinary text: the file's, except that the
@@ -249,6 +261,7 @@ class HFTokenizer(Tokenizer):
                     f"{self._hf.id_to_token(i)!r}: allowed the vocabulary's own string"
                 )
         self._roles = dict(roles)
+        self._set_special_tokens(special)
         self._guard_specials()
 
 
