@@ -193,3 +193,26 @@ def test_refusals(cli, bert_dir, gpt2_dir, tmp_path):
     )
     (bare / "tokenizer.json").write_text("[" * 5000 + "]" * 5000)
     cli.assert_user_error(cli.run("trace", "--checkpoint", bare, "--text", "to"), "tokenizer")
+
+
+def test_eval_pads_a_gpt2_directory_with_its_eos(cli, gpt2_dir, tmp_path):
+    """GPT-2 has no pad token: <PAD> is <|endoftext|>, an id the model has a row for, so the
+    last, shorter window is padded and every window is scored."""
+    assert load_hf_tokenizer(gpt2_dir).pad_id == Tokenizer.from_file(
+        str(gpt2_dir / "tokenizer.json")
+    ).token_to_id("<|endoftext|>")
+    (tmp_path / "text.txt").write_text("\n".join(SENTENCES * 3) + "\n")
+    out = tmp_path / "eval.json"
+    result = cli.run("eval", "--checkpoint", gpt2_dir, "--data", tmp_path / "text.txt",
+                     "--batch-size", "4", "--json", out)  # fmt: skip
+    assert result.code == 0, result.err
+    report = json.loads(out.read_text())
+    assert report["task"] == "lm" and report["examples"] == report["examples_in_split"] > 1
+    assert 0 < report["metrics"]["loss"] < 20
+
+
+def test_explore_exports_the_page_of_a_directory(cli, bert_dir, tmp_path):
+    page = tmp_path / "page.html"
+    result = cli.run("explore", "--checkpoint", bert_dir, "--text", "to be", "--export", page)
+    assert result.code == 0, result.err
+    assert '"[CLS]"' in page.read_text() and '"[SEP]"' in page.read_text()

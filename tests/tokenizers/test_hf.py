@@ -150,14 +150,20 @@ def test_unigram_roles_and_a_missing_mask_at_the_first_free_id():
 
 def test_byte_level_bpe_roles_like_gpt2():
     """GPT-2's layout: <|endoftext|> is bos, eos and unk (named by tokenizer_config.json);
-    <PAD> and <MASK> take the first ids after the vocabulary."""
+    without a pad token <PAD> is <EOS>, as Hugging Face pads GPT-2; <MASK> takes the first
+    id after the vocabulary."""
     ref = byte_bpe()
     n = ref.get_vocab_size()
     eot = ref.token_to_id("<|endoftext|>")
     roles = {"<BOS>": "<|endoftext|>", "<EOS>": "<|endoftext|>", "<UNK>": "<|endoftext|>"}
     tok = HFTokenizer.from_str(ref.to_str(), roles)
-    assert tok.roles == {"<PAD>": n, "<BOS>": eot, "<EOS>": eot, "<UNK>": eot, "<MASK>": n + 1}
-    assert tok.special_tokens == {"<|endoftext|>": eot, "<PAD>": n, "<MASK>": n + 1}
+    assert tok.roles == {"<PAD>": eot, "<BOS>": eot, "<EOS>": eot, "<UNK>": eot, "<MASK>": n}
+    assert tok.special_tokens == {"<|endoftext|>": eot, "<MASK>": n}
+    assert tok.vocab_size == n + 1
+    # a file that names no role at all: the usual names among its special tokens
+    bare = HFTokenizer.from_str(ref.to_str())
+    expected = {"<PAD>": eot, "<BOS>": eot, "<EOS>": eot, "<UNK>": n, "<MASK>": n + 1}
+    assert bare.roles == expected
 
 
 @pytest.mark.parametrize("make", [wordpiece, wordpiece_whitespace, unigram, byte_bpe])
@@ -270,8 +276,15 @@ def test_bad_saved_hf_files_are_refused(tmp_path):
     for broken, words in [
         ({**d, "roles": {"<PAD>": 0}}, "roles is"),
         ({**d, "roles": {**d["roles"], "<PAD>": 12345}}, "roles['<PAD>'] is 12345"),
-        ({**d, "special_tokens": {"[XX]" if s == "[PAD]" else s: i
-                                  for s, i in d["special_tokens"].items()}}, "spells '[PAD]'"),
+        (
+            {
+                **d,
+                "special_tokens": {
+                    "[XX]" if s == "[PAD]" else s: i for s, i in d["special_tokens"].items()
+                },
+            },
+            "spells '[PAD]'",
+        ),
         ({**d, "huggingface": "x"}, "allowed a JSON object"),
     ]:
         path = tmp_path / "t.json"

@@ -12,9 +12,11 @@ Ids keep the file's numbering. The five roles of glassformer (``<PAD> <BOS> <EOS
 <MASK>``, see ``base``) are read from the model directory (``hf_roles``): ``pad_token``;
 ``bos_token``, else ``cls_token``; ``eos_token``, else ``sep_token``; ``unk_token``;
 ``mask_token``; several roles may share one token (GPT-2's ``<|endoftext|>`` is its
-``bos``, ``eos`` and ``unk``). A role the vocabulary lacks is handled as for a BPE vocabulary
-loaded from GPT-2 files: it is added under its glassformer name at the lowest id the file
-leaves free (GPT-2: ``<PAD>`` = 50257, ``<MASK>`` = 50258), so ``vocab_size`` counts it.
+``bos``, ``eos`` and ``unk``). Without a pad token, ``<PAD>`` is the ``<EOS>`` token, as
+Hugging Face pads GPT-2 and Llama (padding is masked by the sequence lengths, so the filler
+is never read). Any other role the vocabulary lacks is handled as for a BPE vocabulary loaded
+from GPT-2 files: it is added under its glassformer name at the lowest id the file leaves
+free (GPT-2: ``<MASK>`` = 50257), so ``vocab_size`` counts it.
 
 Special tokens are never produced by splitting ordinary text: ``"[PAD]"`` or ``"<|endoftext|>"``
 in a text is encoded as ordinary characters (the library's ``encode_special_tokens``, and the
@@ -42,6 +44,7 @@ import regex
 
 from ..structured import loads_json
 from .base import SPECIAL_TOKENS, Tokenizer
+from .hf_special import RESERVED, renamed_specials, role_ids
 
 __all__ = ["MODEL_TYPES", "HFTokenizer", "require_tokenizers"]
 
@@ -74,7 +77,7 @@ class HFTokenizer(Tokenizer):
         ...) -> token string, as ``hf_roles`` reads them from a model directory (a role left
         out is looked for among the file's special tokens by its usual names)."""
         self._install(data, "tokenizer.json")
-        self._place_roles(_role_ids(self._hf, self._data, roles or {}))
+        self._place_roles(role_ids(self._hf, self._data, roles or {}))
 
     @classmethod
     def from_str(
@@ -83,7 +86,7 @@ class HFTokenizer(Tokenizer):
         """Parse the text of a ``tokenizer.json`` (nesting bounded, see ``structured``)."""
         tok = cls.__new__(cls)
         tok._install(loads_json(text, where), where)
-        tok._place_roles(_role_ids(tok._hf, tok._data, roles or {}))
+        tok._place_roles(role_ids(tok._hf, tok._data, roles or {}))
         return tok
 
     @classmethod
@@ -120,9 +123,7 @@ class HFTokenizer(Tokenizer):
         """Install the special-token table: the file's special tokens, the roles found in the
         vocabulary, and each missing role at the lowest id the vocabulary leaves free."""
         hf = self._hf
-        special = {
-            t.content: i for i, t in hf.get_added_tokens_decoder().items() if t.special
-        }
+        special = {t.content: i for i, t in hf.get_added_tokens_decoder().items() if t.special}
         found: dict[str, int] = {}
         taken = set(self._hf_ids) | set(special.values())
         free = 0
@@ -155,7 +156,7 @@ class HFTokenizer(Tokenizer):
         produces (a Unigram or WordPiece model would otherwise match ``"</s>"`` or
         ``"[PAD]"`` in a text as that piece). Ids stay the same."""
         hf_specials = {s for s, i in self._special.items() if i in self._hf_ids}
-        guarded = _renamed(self._data, hf_specials)
+        guarded = renamed_specials(self._data, hf_specials)
         if guarded is None:
             self._hf_enc = self._hf
             return
@@ -263,92 +264,3 @@ class HFTokenizer(Tokenizer):
         self._roles = dict(roles)
         self._set_special_tokens(special)
         self._guard_specials()
-
-
-# ---- special tokens kept out of ordinary text ----------------------------------------------------
-RESERVED = "\x00"  # a renamed special piece is RESERVED + its string
-
-
-def _renamed(data: dict[str, Any], specials: set[str]) -> dict[str, Any] | None:
-    """A copy of ``data`` whose model vocabulary spells each of ``specials`` as RESERVED +
-    the string (with the added tokens and the model's unknown token renamed alike, so that
-    every id is unchanged), or None when the vocabulary holds none of them."""
-    model = data["model"]
-    vocab = model.get("vocab")
-    if isinstance(vocab, dict):
-        hit = specials & set(vocab)
-    elif isinstance(vocab, list):
-        hit = specials & {p[0] for p in vocab if isinstance(p, list) and p}
-    else:
-        return None
-    if not hit:
-        return None
-
-    def name(s: Any) -> Any:
-        return RESERVED + s if isinstance(s, str) and s in hit else s
-
-    new = json.loads(json.dumps(data))
-    m = new["model"]
-    if isinstance(vocab, dict):
-        m["vocab"] = {name(k): v for k, v in vocab.items()}
-    else:
-        m["vocab"] = [[name(p[0]), *p[1:]] for p in vocab]
-    if "unk_token" in m:
-        m["unk_token"] = name(m["unk_token"])
-    if m.get("type") == "BPE" and isinstance(m.get("merges"), list):  # no merge makes a special
-        m["merges"] = [
-            mg
-            for mg in m["merges"]
-            if not set(mg if isinstance(mg, list) else str(mg).split(" ", 1)) & hit
-            and "".join(mg if isinstance(mg, list) else str(mg).split(" ", 1)) not in hit
-        ]
-    for t in new.get("added_tokens") or []:
-        if isinstance(t, dict):
-            t["content"] = name(t.get("content"))
-    return new
-
-
-# ---- the roles ----------------------------------------------------------------------------------
-# The usual spellings of each role among a file's special tokens, looked for when the model
-# directory's tokenizer_config.json / special_tokens_map.json does not name the role.
-USUAL_NAMES: dict[str, tuple[str, ...]] = {
-    "<PAD>": ("[PAD]", "<pad>", "<PAD>", "<|pad|>", "<|padding|>"),
-    "<BOS>": ("[CLS]", "<s>", "<BOS>", "<bos>", "<|begin_of_text|>", "<|startoftext|>"),
-    "<EOS>": ("[SEP]", "</s>", "<EOS>", "<eos>", "<|end_of_text|>", "<|endoftext|>"),
-    "<UNK>": ("[UNK]", "<unk>", "<UNK>", "<|unk|>"),
-    "<MASK>": ("[MASK]", "<mask>", "<MASK>"),
-}
-
-
-def _role_ids(hf: Any, data: dict[str, Any], roles: dict[str, str]) -> dict[str, int | None]:
-    """Role -> id: the directory's names first, then the model's unknown token, then the
-    usual names among the file's special tokens; None where none is found."""
-    special = {t.content: i for i, t in hf.get_added_tokens_decoder().items() if t.special}
-    out: dict[str, int | None] = {}
-    for name in SPECIAL_TOKENS:
-        token = roles.get(name)
-        if token is not None:
-            i = hf.token_to_id(token)
-            if i is None:
-                raise ValueError(
-                    f"the tokenizer's {name} is {token!r}, which tokenizer.json does not "
-                    "contain: allowed a token of its vocabulary"
-                )
-            out[name] = i
-            continue
-        out[name] = next((special[s] for s in USUAL_NAMES[name] if s in special), None)
-    if roles.get("<UNK>") is None:
-        unk = _model_unk(hf, data["model"])
-        if unk is not None:
-            out["<UNK>"] = unk
-    return out
-
-
-def _model_unk(hf: Any, model: dict[str, Any]) -> int | None:
-    """The id of the model's own unknown token (``unk_token``, or Unigram's ``unk_id``)."""
-    token, unk_id = model.get("unk_token"), model.get("unk_id")
-    if isinstance(token, str):
-        return hf.token_to_id(token)
-    if type(unk_id) is int and 0 <= unk_id < hf.get_vocab_size(with_added_tokens=False):
-        return unk_id
-    return None
