@@ -216,3 +216,11 @@ def test_explore_exports_the_page_of_a_directory(cli, bert_dir, tmp_path):
     result = cli.run("explore", "--checkpoint", bert_dir, "--text", "to be", "--export", page)
     assert result.code == 0, result.err
     assert '"[CLS]"' in page.read_text() and '"[SEP]"' in page.read_text()
+
+
+def test_without_the_tokenizers_package_the_command_names_the_extra(cli, gpt2_dir, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tokenizers", None)
+    result = cli.run("generate", "--checkpoint", gpt2_dir, "--prompt", "to")
+    cli.assert_user_error(result, "'tokenizers'", "glassformer[hf]")

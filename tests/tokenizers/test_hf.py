@@ -309,3 +309,33 @@ def test_read_from_a_file(tmp_path: Path):
     ref.save(str(tmp_path / "tokenizer.json"))
     tok = HFTokenizer.from_file(tmp_path / "tokenizer.json")
     assert tok.encode(HARD[2]) == ref.encode(HARD[2], add_special_tokens=False).ids
+
+
+def test_a_text_the_library_cannot_encode_is_a_value_error():
+    """A WordPiece file whose unk_token is missing from its vocabulary fails on an unknown
+    word inside the library: one-line ValueError, not the library's bare Exception."""
+    t = Tokenizer(models.WordPiece({"a": 0, "b": 1}, unk_token="[UNK]"))
+    t.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = HFTokenizer.from_str(t.to_str())
+    assert tok.encode("a b a") == [0, 1, 0]
+    with pytest.raises(ValueError) as err:
+        tok.encode("a zzz")
+    assert "cannot encode the text 'a zzz'" in one_line(err) and "[UNK]" in one_line(err)
+
+
+def test_nul_before_a_special_string_is_refused():
+    """The encoding copy spells a special entry as NUL + its string: a text holding exactly
+    that would match it, and is refused rather than encoded as the special token."""
+    tok = HFTokenizer.from_str(unigram().to_str())
+    with pytest.raises(ValueError) as err:
+        tok.encode("\x00<pad>")
+    assert "followed by a special token's string" in one_line(err)
+    assert tok.pad_id not in tok.encode("x\x00y <pad>")
+
+
+def test_without_the_tokenizers_package_the_error_names_the_extra(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tokenizers", None)
+    with pytest.raises(ImportError, match=r"glassformer\[hf\]"):
+        HFTokenizer.from_str(json.dumps({"model": {"type": "WordLevel", "vocab": {}}}))

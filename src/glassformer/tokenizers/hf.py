@@ -194,7 +194,14 @@ class HFTokenizer(Tokenizer):
         )
 
     def _encode_ordinary(self, text: str) -> list[int]:
-        ids = self._hf_enc.encode(text, add_special_tokens=False).ids
+        try:
+            ids = self._hf_enc.encode(text, add_special_tokens=False).ids
+        except Exception as err:  # e.g. WordPiece whose unk_token is not in its vocabulary
+            reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise ValueError(
+                f"the {self.model_type} tokenizer cannot encode the text {text[:40]!r} "
+                f"({reason}): allowed a tokenizer.json that the tokenizers library can apply"
+            ) from None
         if self._hf_enc is not self._hf:
             found = (set(ids) & self._special_id_set) - {self._roles["<UNK>"]}
             if found:
