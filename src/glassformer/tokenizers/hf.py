@@ -173,6 +173,12 @@ class HFTokenizer(Tokenizer):
         return 1 + max(max(self._hf_ids, default=-1), max(self._special.values()))
 
     @property
+    def file_vocab_size(self) -> int:
+        """The ids the Hugging Face file defines (``vocab_size`` less the roles added past
+        them): every id that encoding a text can give is below it."""
+        return 1 + max(self._hf_ids, default=-1)
+
+    @property
     def model_type(self) -> str:
         """The Hugging Face model: ``"BPE"``, ``"WordPiece"``, ``"Unigram"`` or ``"WordLevel"``."""
         return self._data["model"]["type"]
