@@ -130,7 +130,7 @@ def test_sizes_are_refused_before_the_model_is_loaded(cli, lm, monkeypatch, opti
     def never(*args, **kwargs):
         raise AssertionError("the checkpoint was loaded")
 
-    monkeypatch.setattr("glassformer.cli.generate.load_checkpoint", never)
+    monkeypatch.setattr("glassformer.cli.generate.load_model_dir", never)
     result = cli.run("generate", "--checkpoint", lm[0], "--prompt", "a", option, value)
     cli.assert_user_error(result, *words)
 

@@ -188,7 +188,7 @@ def test_load_wrong_kind(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"kind is 'char': WordTokenizer.from_dict allows only"):
         WordTokenizer.from_dict(d)
     d["kind"] = "unigram"
-    with pytest.raises(ValueError, match=r"kind is 'unigram': allowed 'char', 'word', 'bpe'"):
+    with pytest.raises(ValueError, match=r"kind is 'unigram': allowed 'char', 'word', 'bpe', 'hf'"):
         load_tokenizer(_write(tmp_path, d))
     with pytest.raises(ValueError, match=r"format is None: allowed 'glassformer-tokenizer'"):
         load_tokenizer(_write(tmp_path, {"kind": "char"}))

@@ -34,13 +34,14 @@ from ..models.registry import model_class
 from ..runs.datasets import align_labels, load_split, validation_options
 from ..runs.evaldata import check_dataset, check_header
 from ..runs.plan import is_builtin
-from ..runs.record import RUN_FILE, load_checkpoint, read_run, write_json
+from ..runs.record import RUN_FILE, read_run, write_json
 from ..runs.scale import note_scale, scaled_batches
 from ..runs.settings import parse_assignment
 from ..structured import loads_json
 from ..tasks import TASKS, task_for_model
 from ..training import BatchStream, evaluate
 from .errors import UsageError
+from .model_source import load_model_dir
 from .options import add_checkpoint, add_device, non_negative, output_file, positive
 from .threads import use_free_cores
 
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         output_file(path, "--json")  # before anything is loaded
     kinds = tuple(model_class(t.model_class) for t in TASKS.values())
-    model, folder = load_checkpoint(args.checkpoint, kinds, "eval", args.device)
+    model, folder = load_model_dir(args.checkpoint, kinds, "eval", args.device)
     task = task_for_model(model.architecture()).name
     dataset = _dataset(args, folder, task)
     labels = model.config.extra.get("labels")

@@ -4,19 +4,18 @@
     glassformer explore --checkpoint DIR --text T [--target T] --export page.html
 
 DIR is a glassformer checkpoint or run folder, or a Hugging Face model directory (GPT-2, BERT,
-BART, Llama, converted on loading; its tokenizer from vocab.json + merges.txt).
+BART, Llama, converted on loading; its tokenizer from tokenizer.json of any kind, or from
+vocab.json + merges.txt: cli/model_source.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 from pathlib import Path
 
-from ..runs.record import load_checkpoint
 from ..safe_write import write_text
-from ..structured import loads_json
 from .errors import UsageError
+from .model_source import load_model_dir
 from .options import add_checkpoint, add_device, output_file, positive_up_to, utf8_text
 
 __all__ = ["add_parser", "run_explore"]
@@ -111,38 +110,7 @@ def _load(path: Path, device: str):
     """A glassformer checkpoint or run folder, or a Hugging Face model directory."""
     from ..models import DecoderLM, EncoderDecoder, EncoderModel
 
-    config = path / "config.json"
-    if config.is_file() and not _is_glassformer(config):
-        return _load_huggingface(path, device), path
-    return load_checkpoint(path, (DecoderLM, EncoderModel, EncoderDecoder), "explore", device)
-
-
-def _is_glassformer(config: Path) -> bool:
-    try:
-        meta = loads_json(config.read_bytes(), str(config))
-    except (OSError, ValueError):
-        return True  # let the checkpoint loader say what is wrong with it
-    return not isinstance(meta, dict) or ("architectures" not in meta and "model_type" not in meta)
-
-
-def _load_huggingface(path: Path, device: str):
-    from ..interop.huggingface import from_huggingface_dir
-    from ..tokenizers import BPETokenizer
-    from ..training import resolve_device
-
-    vocab, merges = path / "vocab.json", path / "merges.txt"
-    if not (vocab.is_file() and merges.is_file()):
-        raise UsageError(
-            f"--checkpoint {path}: a Hugging Face model without vocab.json and merges.txt; "
-            "the explorer reads byte-level BPE (GPT-2 style) tokenizers from those two files"
-        )
-    with contextlib.suppress(ImportError):  # without transformers the loader says what to do
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # one line for the address, no loading bars
-    model = from_huggingface_dir(path)
-    model.tokenizer = BPETokenizer.from_gpt2_files(vocab, merges)
-    return model.to(resolve_device(device))
+    return load_model_dir(path, (DecoderLM, EncoderModel, EncoderDecoder), "explore", device)
 
 
 def _port(text: str) -> int:

@@ -19,8 +19,8 @@ from ..generation import GenerationConfig, encode_prompt, generate_text
 from ..generation.config import MAX_BEAMS
 from ..generation.job import max_new_tokens_allowed
 from ..models import DecoderLM, EncoderDecoder
-from ..runs.record import load_checkpoint
 from .errors import UsageError
+from .model_source import load_model_dir
 from .options import add_checkpoint, add_device, non_negative, positive_up_to, utf8_text
 from .textgen import continue_text
 
@@ -102,7 +102,7 @@ def add_parser(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     """Stream the continuation (or the encoder-decoder output) to stdout."""
     _check_beam_options(args)
-    model, _ = load_checkpoint(
+    model, _ = load_model_dir(
         args.checkpoint, (DecoderLM, EncoderDecoder), "generate", args.device
     )
     seq2seq = isinstance(model, EncoderDecoder)

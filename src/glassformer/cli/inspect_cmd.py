@@ -23,10 +23,10 @@ from ..inspect.inputs import analysed_position, corrupt_ids, encode_inputs
 from ..inspect.readout import format_prediction
 from ..inspect.trace import format_trace, trace
 from ..models import DecoderLM, EncoderDecoder, EncoderModel
-from ..runs.record import load_checkpoint
 from ..safe_write import write_text
 from . import inspect_circuits
 from .inspect_graphs import draw_graphs, receptive_positions
+from .model_source import load_model_dir
 from .options import add_checkpoint, add_device, non_negative, output_dir, positive, utf8_text
 
 __all__ = ["add_parser", "run", "run_inspect", "run_trace"]
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
 # trace ---------------------------------------------------------------------------------------
 def run_trace(args: argparse.Namespace) -> int:
-    model, _ = load_checkpoint(args.checkpoint, KINDS, "trace", args.device)
+    model, _ = load_model_dir(args.checkpoint, KINDS, "trace", args.device)
     depth = max(len(s.blocks) for s in _stacks(model))
     if args.layer is not None and args.layer >= depth:
         raise ValueError(f"--layer {args.layer} is out of range: allowed 0..{depth - 1}")
@@ -150,7 +150,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         raise ValueError(f"glassformer inspect: {err}") from None
     inspect_circuits.check_arguments(args)
     output_dir(args.out, "--out")
-    model, _ = load_checkpoint(args.checkpoint, KINDS, "inspect", args.device)
+    model, _ = load_model_dir(args.checkpoint, KINDS, "inspect", args.device)
     seq2seq = isinstance(model, EncoderDecoder)
     if args.cross and not seq2seq:
         raise ValueError(

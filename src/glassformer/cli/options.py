@@ -85,6 +85,8 @@ def add_checkpoint(parser: argparse.ArgumentParser) -> None:
         required=True,
         type=Path,
         metavar="DIR",
-        help="a checkpoint folder (with config.json) or a run folder (its best checkpoint "
-        "when trainer.json records one, else its newest)",
+        help="a checkpoint folder (with config.json), a run folder (its best checkpoint "
+        "when trainer.json records one, else its newest), or a Hugging Face model folder "
+        "(GPT-2, BERT, BART, Llama; its tokenizer.json of any kind, or vocab.json and "
+        "merges.txt)",
     )

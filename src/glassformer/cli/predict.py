@@ -12,8 +12,8 @@ from ..data.user_files import read_utf8
 from ..generation import InputTooLong, classify, fill_mask
 from ..generation.inputs import check_text
 from ..models import EncoderClassifier, EncoderMLM
-from ..runs.record import load_checkpoint
 from .errors import UsageError
+from .model_source import load_model_dir
 from .options import add_checkpoint, add_device, positive, utf8_text
 
 __all__ = ["add_parser", "run"]
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     """Print one prediction per input text."""
     texts, where = _inputs(args)
     kinds = (EncoderClassifier, EncoderMLM)
-    model, _ = load_checkpoint(args.checkpoint, kinds, "predict", args.device)
+    model, _ = load_model_dir(args.checkpoint, kinds, "predict", args.device)
     if args.truncate and not isinstance(model, EncoderClassifier):
         raise UsageError(
             "--truncate is for classifier checkpoints: a masked LM reads the whole text (a "

@@ -23,7 +23,7 @@ literal strings of the special tokens in the text encoded as their ids.
 
 A tokenizer is saved as ONE JSON file (written atomically: temp file + ``os.replace``)::
 
-    {"format": "glassformer-tokenizer", "version": 1, "kind": "char" | "word" | "bpe",
+    {"format": "glassformer-tokenizer", "version": 1, "kind": "char" | "word" | "bpe" | "hf",
      "special_tokens": {"<PAD>": 0, ...}, ...kind-specific fields...}
 """
 
@@ -78,6 +78,8 @@ class Tokenizer(abc.ABC):
     """
 
     kind: ClassVar[str] = ""
+    # the special tokens a saved file of this kind must hold (an "hf" file names its own)
+    required_special: ClassVar[tuple[str, ...]] = SPECIAL_TOKENS
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -96,6 +98,7 @@ class Tokenizer(abc.ABC):
         alts = sorted(special, key=lambda s: (-len(s), s))
         self._special_re = regex.compile("|".join(regex.escape(s) for s in alts))
         self._special_id_set = frozenset(self._special_by_id)
+        self._special_match = self._special  # the strings allowed_special turns into ids
 
     @property
     def special_tokens(self) -> dict[str, int]:
@@ -108,23 +111,28 @@ class Tokenizer(abc.ABC):
 
     @property
     def pad_id(self) -> int:
-        return self._special["<PAD>"]
+        return self._role_id("<PAD>")
 
     @property
     def bos_id(self) -> int:
-        return self._special["<BOS>"]
+        return self._role_id("<BOS>")
 
     @property
     def eos_id(self) -> int:
-        return self._special["<EOS>"]
+        return self._role_id("<EOS>")
 
     @property
     def unk_id(self) -> int:
-        return self._special["<UNK>"]
+        return self._role_id("<UNK>")
 
     @property
     def mask_id(self) -> int:
-        return self._special["<MASK>"]
+        return self._role_id("<MASK>")
+
+    def _role_id(self, name: str) -> int:
+        """The id of role ``name`` ("<PAD>" ...): the special token of that name (an "hf"
+        tokenizer maps the roles onto its own tokens, "[PAD]" ...)."""
+        return self._special[name]
 
     # ---- what subclasses implement ------------------------------------------------------
     @property
@@ -186,7 +194,7 @@ class Tokenizer(abc.ABC):
             parts, specials, start = [], [], 0
             for m in self._special_re.finditer(text):
                 parts.append(text[start : m.start()])
-                specials.append(self._special[m.group()])
+                specials.append(self._special_match[m.group()])
                 start = m.end()
             parts.append(text[start:])
             for part_ids, special in zip(self._encode_parts(parts), [*specials, None], strict=True):
@@ -260,7 +268,8 @@ class Tokenizer(abc.ABC):
             raise ValueError(f"version is {d.get('version')!r}: allowed {FORMAT_VERSION}")
         kind = d.get("kind")
         if kind not in _REGISTRY:
-            raise ValueError(f"kind is {kind!r}: allowed {', '.join(map(repr, KINDS))}")
+            loadable = [*KINDS, *(k for k in _REGISTRY if k not in KINDS)]
+            raise ValueError(f"kind is {kind!r}: allowed {', '.join(map(repr, loadable))}")
         target = _REGISTRY[kind]
         if cls.kind and cls is not target:
             raise ValueError(
@@ -268,7 +277,7 @@ class Tokenizer(abc.ABC):
                 f"(use load_tokenizer to accept any kind)"
             )
         tok = target.__new__(target)
-        tok._set_special_tokens(validate_special(d.get("special_tokens"), SPECIAL_TOKENS))
+        tok._set_special_tokens(validate_special(d.get("special_tokens"), target.required_special))
         tok._set_state(d)
         return tok
 
@@ -288,8 +297,9 @@ class Tokenizer(abc.ABC):
 
 
 def get_tokenizer(kind: str, **kwargs: Any) -> Tokenizer:
-    """A new, untrained tokenizer of ``kind`` ("char" | "word" | "bpe")."""
-    if kind not in _REGISTRY:
+    """A new, untrained tokenizer of ``kind`` ("char" | "word" | "bpe"); an "hf" tokenizer is
+    read from a Hugging Face file instead (``load_hf_tokenizer``, ``HFTokenizer.from_file``)."""
+    if kind not in KINDS:
         raise ValueError(f"kind is {kind!r}: allowed {', '.join(map(repr, KINDS))}")
     return _REGISTRY[kind](**kwargs)
 
