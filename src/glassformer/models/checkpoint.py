@@ -128,16 +128,19 @@ def read_tokenizer(path: Path, config: ModelConfig):
 
 def check_vocabulary(tokenizer, config: ModelConfig, where: str = "the tokenizer") -> None:
     """Refuse a tokenizer with more ids than the model's vocabulary (vocab_size, and for an
-    encoder-decoder also the target's, tgt_vocab_size), naming both sizes."""
+    encoder-decoder also the target's, tgt_vocab_size), naming both sizes. A Hugging Face
+    tokenizer counts the ids its file defines (``file_vocab_size``): a role it lacks, such as
+    GPT-2's <MASK>, gets an id past them that no text encodes to."""
+    n = getattr(tokenizer, "file_vocab_size", tokenizer.vocab_size)
     sizes = {"vocab_size": config.vocab_size}
     if config.family == "encoder-decoder" and config.tgt_vocab_size is not None:
         sizes["tgt_vocab_size"] = config.tgt_vocab_size
     for name, size in sizes.items():
-        if tokenizer.vocab_size > size:
+        if n > size:
             raise ValueError(
-                f"{where} has {tokenizer.vocab_size} tokens but the model's vocabulary "
-                f"({name}) is {size}; ids {size} .. {tokenizer.vocab_size - 1} have no "
-                "embedding: use the tokenizer the model was trained with"
+                f"{where} has {n} tokens but the model's vocabulary ({name}) is {size}; ids "
+                f"{size} .. {n - 1} have no embedding: use the tokenizer the model was trained "
+                "with"
             )
 
 

@@ -79,9 +79,7 @@ def check_pairs(dataset: TextDataset) -> None:
 
 def check_vocabulary(dataset: TextDataset, tokenizer: Tokenizer) -> None:
     """Refuse data whose tokens are mostly ``<UNK>`` for ``tokenizer`` (module docstring)."""
-    unk = tokenizer.special_tokens.get("<UNK>")
-    if unk is None:
-        return  # a byte-level tokenizer encodes everything
+    unk = tokenizer.unk_id  # a Hugging Face tokenizer's own unknown token ("[UNK]", ...)
     unknown = total = chars = 0
     for text in dataset.texts():
         ids = tokenizer.encode(text[: SAMPLE_CHARS - chars])
