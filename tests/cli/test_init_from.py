@@ -83,3 +83,19 @@ def test_a_preset_or_tokenizer_with_init_from_is_refused(cli, task_runs, rows, t
                          *option)  # fmt: skip
         cli.assert_user_error(result, f"{option[0]} {option[1]} and --init-from", "leave")
     assert not out.exists()
+
+
+def test_a_classifier_from_a_language_model_evaluates_and_predicts(cli, lm_run, rows, tmp_path):
+    out = tmp_path / "run"
+    result = cli.run("train", "--data", rows, "--init-from", lm_run[0], "--out", out,
+                     "--steps", "2", *SMALL)  # fmt: skip
+    assert result.code == 0, result.err
+    config = json.loads((out / "checkpoints" / "step-000002" / "config.json").read_text())
+    assert config["architecture"] == "DecoderClassifier"
+    assert config["config"]["pooling"] == "last"
+    evaluated = cli.run("eval", "--checkpoint", out)
+    assert evaluated.code == 0, evaluated.err
+    assert "accuracy" in json.loads((out / "eval.json").read_text())["metrics"]
+    predicted = cli.run("predict", "--checkpoint", out, "--text", "the cat sat", "--json")
+    assert predicted.code == 0, predicted.err
+    assert json.loads(predicted.out)["label"] in ("pos", "neg")
