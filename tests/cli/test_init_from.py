@@ -47,6 +47,8 @@ def test_a_classifier_from_a_masked_lm_run(cli, task_runs, rows, tmp_path):
     [
         (lambda tmp: tmp / "nowhere", ["--init-from", "nowhere: no such folder", "allowed"]),
         (lambda tmp: tmp, ["not a model (no config.json)", "Hugging Face model directory"]),
+        (lambda tmp: "", ["--init-from '': an empty path; allowed"]),
+        (lambda tmp: tmp / "notes.txt", ["notes.txt: not a folder; allowed"]),
     ],
 )
 def test_a_missing_folder_or_one_without_a_model_is_refused(cli, rows, tmp_path, make, words):

@@ -72,6 +72,8 @@ WHAT = (
 def check_init_path(name: str) -> str:
     """``--init-from name`` as an absolute path, refused when it is not a folder that holds a
     model (a config.json, or a run folder's checkpoints)."""
+    if not name.strip():
+        raise RunError(f"--init-from {name!r}: an empty path; {WHAT}")
     path = Path(name).expanduser()
     if not path.is_dir():
         what = "no such folder" if not path.exists() else "not a folder"
@@ -207,8 +209,9 @@ def _read(path: Path):
         return model, tokenizer
     try:
         model = load_pretrained(path)
-    except ValueError as err:
-        raise RunError(f"--init-from {path}: {err}") from None
+    except ValueError as err:  # its message names the file
+        where = "" if str(err).startswith(str(path)) else f"{path}: "
+        raise RunError(f"--init-from {where}{err}") from None
     if model.tokenizer is None:
         raise RunError(
             f"--init-from {path}: the checkpoint has no tokenizer.json; the run needs the "
