@@ -203,7 +203,7 @@ def test_mlm_then_classifier_from_a_glassformer_run(tmp_path, files):
 def test_mlm_from_a_bert_body_gets_a_new_head(tmp_path, files, hf_dirs):
     run = built(tmp_path, files["txt"], hf_dirs["bert"], task="mlm", steps=2)
     assert run.start.left_out == ["pooler 32 -> 32"]  # BertModel's, unused by an MLM
-    assert run.start.new == []  # the unembedding is tied to the pre-trained embedding
+    assert run.start.new == ["unembed (sharing the loaded token embedding)"]
     assert run.model.unembed.proj.weight is run.model.embed.weight
 
 

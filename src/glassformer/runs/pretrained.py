@@ -140,6 +140,11 @@ class Pretrained:
                 used.add(name)
                 report.loaded += tensor.numel()
         report.new = _parts(model, [n for n in _unique(model) if n not in used])
+        had = dict(self.model.named_children())
+        for name, child in model.named_children():  # a new head that shares a loaded matrix
+            shared = next(child.parameters(), None) is not None and name not in had
+            if shared and not any(part.split()[0] == name for part in report.new):
+                report.new.append(f"{name} (sharing the loaded token embedding)")
         report.left_out = _parts(self.model, [n for n in source if n not in used])
         return report
 
