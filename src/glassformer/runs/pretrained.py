@@ -134,8 +134,13 @@ class Pretrained:
             for name, tensor in _unique(model).items():
                 got = source.get(name)
                 head = name.split(".")[0] == "classifier"
-                if got is None or got.shape != tensor.shape or (head and not keep_classifier):
+                if got is None or (head and not keep_classifier):
                     continue
+                if got.shape != tensor.shape:  # the configs agree but for the head
+                    raise RunError(
+                        f"--init-from {self.path}: tensor {name!r} has shape "
+                        f"{tuple(got.shape)}, the run's model needs {tuple(tensor.shape)}"
+                    )
                 tensor.copy_(got)
                 used.add(name)
                 report.loaded += tensor.numel()
