@@ -49,6 +49,14 @@ class Task:
     model_noun: str  # its model in messages ("the checkpoint is a classifier")
     data_format: str  # what a data file for it holds, in messages
     aliases: tuple[str, ...] = ()  # other names the data API (make_loader) accepts
+    # other model classes that do the task, by (family, class name): a classifier on a
+    # pre-trained decoder (``glassformer train --init-from``)
+    other_models: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def families(self) -> dict[str, str]:
+        """{family: model class} of every model that does the task, its own first."""
+        return {self.family: self.model_class, **dict(self.other_models)}
 
 
 # fmt: off
@@ -66,7 +74,8 @@ TASKS: dict[str, Task] = {task.name: task for task in (
     Task("classify", aliases=("classification",), family="encoder",
          model_class="EncoderClassifier", data="classification", preset="tiny-encoder",
          loss="class", metrics=("loss", "accuracy"), help="encoder + classifier",
-         model_noun="classifier", data_format="label,text rows (label<TAB>text in a .tsv)"),
+         model_noun="classifier", data_format="label,text rows (label<TAB>text in a .tsv)",
+         other_models=(("decoder", "DecoderClassifier"),)),
 )}
 # fmt: on
 TASK_NAMES: tuple[str, ...] = tuple(TASKS)
@@ -98,8 +107,8 @@ def task_for_data(kind: str) -> Task:
 
 def task_for_model(architecture: str) -> Task:
     """The task whose model is the class called ``architecture`` (``model.architecture()``)."""
-    task = next((task for task in TASKS.values() if task.model_class == architecture), None)
+    task = next((t for t in TASKS.values() if architecture in t.families.values()), None)
     if task is None:
-        allowed = ", ".join(task.model_class for task in TASKS.values())
+        allowed = ", ".join(c for t in TASKS.values() for c in t.families.values())
         raise ValueError(f"architecture is {architecture!r}: allowed {allowed}")
     return task

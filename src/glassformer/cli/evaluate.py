@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     path = args.json or args.checkpoint / "eval.json"
     if args.json is not None:
         output_file(path, "--json")  # before anything is loaded
-    kinds = tuple(model_class(t.model_class) for t in TASKS.values())
+    kinds = tuple(model_class(c) for t in TASKS.values() for c in t.families.values())
     model, folder = load_model_dir(args.checkpoint, kinds, "eval", args.device)
     task = task_for_model(model.architecture()).name
     dataset = _dataset(args, folder, task)

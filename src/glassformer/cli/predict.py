@@ -11,7 +11,8 @@ from typing import Any
 from ..data.user_files import read_utf8
 from ..generation import InputTooLong, classify, fill_mask
 from ..generation.inputs import check_text
-from ..models import EncoderClassifier, EncoderMLM
+from ..models import DecoderClassifier, EncoderClassifier, EncoderMLM
+from ..models.heads import ClassificationHead
 from .errors import UsageError
 from .model_source import load_model_dir
 from .options import add_checkpoint, add_device, positive, utf8_text
@@ -57,15 +58,15 @@ def add_parser(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print one prediction per input text."""
     texts, where = _inputs(args)
-    kinds = (EncoderClassifier, EncoderMLM)
+    kinds = (EncoderClassifier, DecoderClassifier, EncoderMLM)
     model, _ = load_model_dir(args.checkpoint, kinds, "predict", args.device)
-    if args.truncate and not isinstance(model, EncoderClassifier):
+    if args.truncate and not isinstance(model, ClassificationHead):
         raise UsageError(
             "--truncate is for classifier checkpoints: a masked LM reads the whole text (a "
             "<MASK> past max_len would be lost); shorten the text instead"
         )
     try:
-        if isinstance(model, EncoderClassifier):
+        if isinstance(model, ClassificationHead):
             results = classify(model, texts, tokenizer=model.tokenizer, truncate=args.truncate)
             top_k = args.top_k or 1
             rows = [_classification(t, r, top_k) for t, r in zip(texts, results, strict=True)]
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     except InputTooLong as err:
         remedy = (
             f"shorten it, or add --truncate to cut it to {err.max_len} tokens"
-            if isinstance(model, EncoderClassifier)
+            if isinstance(model, ClassificationHead)
             else "shorten it (a masked LM reads the whole text)"
         )
         raise UsageError(

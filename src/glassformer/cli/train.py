@@ -185,7 +185,7 @@ def _print_header(run: Run, builtin, settings) -> None:
         f"{val or 'no validation'}; "
         f"{plan.tokenizer} tokenizer ({trainer.tokenizer.vocab_size} tokens); "
         f"{plan.preset} model ({model.num_parameters() / 1e6:.2f}M parameters, context "
-        f"{model.config.max_len}) on {trainer.device}"
+        f"{trainer.window()}) on {trainer.device}"
     )
     encoded = {"training": (train_data, trainer.train_stream.dataset)}
     if val_data is not None:
@@ -193,6 +193,9 @@ def _print_header(run: Run, builtin, settings) -> None:
     for line in (held_out_line(plan, val_data), overflow_line(encoded, model.config.max_len)):
         if line is not None:
             print(line)
+    if run.start is not None:  # what came from --init-from, and the fine-tuning settings
+        train = plan.train
+        print(f"{run.start.line()}; train.lr={train.lr:g}, train.warmup={train.warmup}")
     start = f"resuming at step {run.step}" if run.checkpoint is not None else "training"
     print(f"{start} to step {plan.train.steps}; run directory: {plan.out}", flush=True)
 

@@ -20,7 +20,9 @@ __all__ = ["CHOOSES_RUN", "DEFINES_RUN", "DEMO", "add_parser", "gather_settings"
 
 DEMO = "shakespeare-char"
 # Options that say what to train (the demo runs when none is given; --resume checks them).
-CHOOSES_RUN = ("config", "task", "data", "val_data", "tokenizer", "vocab_size", "model")
+CHOOSES_RUN = (
+    "config", "task", "data", "val_data", "tokenizer", "vocab_size", "model", "init_from"
+)
 DEFINES_RUN = (*CHOOSES_RUN, "set", "seed")
 
 DESCRIPTION = """\
@@ -36,10 +38,11 @@ examples:
   glassformer train --data is_sorted                    a classifier on a built-in task
   glassformer train --task seq2seq --data pairs.tsv --val-data dev.tsv
   glassformer train --data reviews.csv --set model.n_layer=2 --set train.lr=1e-3
+  glassformer train --data reviews.csv --init-from path/to/bert   fine-tune a pre-trained model
   glassformer train --out runs/shakespeare-char --resume --steps 2000   continue / extend
 
 settings tables (for --config FILE.toml and --set SECTION.KEY=VALUE):
-  [run]     task, data, val_data, tokenizer, vocab_size, model, out
+  [run]     task, data, val_data, tokenizer, vocab_size, model, init_from, out
   [model]   ModelConfig fields applied to the preset (d_model, n_layer, max_len, dropout, ...)
   [train]   TrainConfig fields (steps, batch_size, lr, warmup, eval_every, save_every, ...)
   [data]    options of the dataset (num_examples, max_length, ... of a synthetic task;
@@ -99,6 +102,15 @@ def add_parser(commands, run) -> None:
         metavar="PRESET",
         help=f"a model preset ({', '.join(PRESETS)}), resized to the tokenizer; default: "
         f"{_default_presets()}",
+    )
+    p.add_argument(
+        "--init-from",
+        metavar="PATH",
+        help="start from a pre-trained model instead of --model and --tokenizer: a glassformer "
+        "checkpoint or run folder, or a Hugging Face model directory (GPT-2, Llama, BERT, "
+        "BART); its architecture and tokenizer are kept, a new head added where the task "
+        "needs one; defaults then train.lr=5e-5, train.warmup = 10%% of the steps, "
+        "train.context=1024 (lm, mlm)",
     )
     p.add_argument(
         "--config",

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from ..models import EncoderClassifier, EncoderMLM
+from ..models.heads import ClassificationHead
 from .decoding import eval_mode
 from .inputs import check_ids, check_text, pad_prompts
 
@@ -88,8 +89,10 @@ def classify(
 
     labels: the class names, default ``model.config.extra["labels"]`` if the model has them,
     else "0", "1", ... ."""
-    if not isinstance(model, EncoderClassifier):
-        raise ValueError(f"classify needs an EncoderClassifier, got {type(model).__name__}")
+    if not isinstance(model, ClassificationHead):
+        raise ValueError(
+            f"classify needs an EncoderClassifier or DecoderClassifier, got {type(model).__name__}"
+        )
     n_classes = model.config.n_classes
     names = labels if labels is not None else model.config.extra.get("labels")
     names = [str(i) for i in range(n_classes)] if names is None else [str(n) for n in names]

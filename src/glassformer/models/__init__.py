@@ -3,6 +3,7 @@
 from .base import GlassformerModel
 from .checkpoint import load_pretrained as load_model
 from .decoder import DecoderLM
+from .decoder_classifier import DecoderClassifier
 from .encoder import EncoderClassifier, EncoderMLM, EncoderModel
 from .encoder_decoder import EncoderDecoder
 from .outputs import IGNORE_INDEX, ModelOutput
@@ -11,6 +12,7 @@ from .registry import ARCHITECTURES
 __all__ = [
     "ARCHITECTURES",
     "IGNORE_INDEX",
+    "DecoderClassifier",
     "DecoderLM",
     "EncoderClassifier",
     "EncoderDecoder",

@@ -43,7 +43,7 @@ from .config_graphs import FAMILIES, GRAPH_FIELDS, as_spec, check_graph_type
 
 __all__ = ["FAMILIES", "GRAPH_FIELDS", "POOLINGS", "ModelConfig"]
 
-POOLINGS = ("cls", "mean")
+POOLINGS = ("cls", "mean", "last")
 
 
 @dataclass
@@ -80,7 +80,7 @@ class ModelConfig:
     head_bias: bool = False  # bias on the unembedding (BERT's MLM head, BART's final_logits_bias)
     mlm_transform: bool = False  # BERT's dense + activation + norm before the MLM unembedding
     n_classes: int = 2  # classification head
-    pooling: str = "cls"  # classification: the first (<BOS>/CLS) position, or mean over tokens
+    pooling: str = "cls"  # classification: the first (<BOS>/CLS) position, mean, or last real token
     pooler: bool = False  # BERT's dense + tanh on the pooled vector
     pad_id: int = 0
     decoder_start_id: int = 1  # encoder-decoder: first decoder input (<BOS>; BART uses </s>)

@@ -3,12 +3,14 @@
 * LM / MLM head: unembedding, logits = W_u h (+ b), with BERT's optional transform
   h ← Norm(a(W h + b)) first (notes: "Output Layer"; Algorithm 9's final projection).
 * Classification head: pool the sequence into one vector (the first, CLS/<BOS>, position,
-  or the mean over real tokens), optionally BERT's pooler tanh(W v + b), then a linear
-  layer to one score per class (Algorithm 9 applied to sequence classification).
+  the mean over real tokens, or a decoder's last real token), optionally BERT's pooler
+  tanh(W v + b), then a linear layer to one score per class (Algorithm 9 applied to
+  sequence classification).
 """
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from ..nn import HookPoint, TokenEmbedding, Unembedding, make_norm
@@ -71,10 +73,18 @@ class ClassificationHead:
 
 
 def pool(h: Tensor, token_mask: Tensor | None, pooling: str) -> Tensor:
-    """h (B, T, C) -> (B, C): the first position (``"cls"``: <BOS> / [CLS]) or the mean over
-    the real tokens (``"mean"``)."""
+    """h (B, T, C) -> (B, C): the first position (``"cls"``: <BOS> / [CLS]), the mean over
+    the real tokens (``"mean"``), or the last real token (``"last"``: the one position of a
+    causal decoder that has read the whole text, as Hugging Face's
+    ``*ForSequenceClassification`` decoders pool; right or left padding)."""
     if pooling == "cls":
         return h[:, 0]  # (B, C)
+    if pooling == "last":
+        if token_mask is None:
+            return h[:, -1]  # (B, C)
+        t = torch.arange(h.shape[1], device=h.device)  # (T,)
+        last = (token_mask.long() * t).argmax(dim=1)  # (B,): index of the last real token
+        return h[torch.arange(h.shape[0], device=h.device), last]  # (B, C)
     if token_mask is None:
         return h.mean(dim=1)
     w = token_mask.to(h.dtype)[..., None]  # (B, T, 1)

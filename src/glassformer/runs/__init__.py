@@ -5,6 +5,7 @@
                 ``section.key=value`` assignments, layering and checks
     plan        settings resolved into a RunPlan (task, data, tokenizer, preset, TrainConfig)
     datasets    the plan's data loaded and its tokenizer trained
+    pretrained  a run started from a pre-trained model (init_from): its tokenizer, config, weights
     resume      a kept run's plan, checked against the settings given
     data_identity   the size and SHA-256 of the data, recorded and checked on resume
     claim       a run folder claimed: checked, locked, not over a kept run

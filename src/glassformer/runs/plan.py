@@ -31,6 +31,7 @@ from ..presets import PRESETS
 from ..tasks import TASKS, task_for_data
 from ..training import TrainConfig
 from .errors import RunError
+from .pretrained import check_init_path, fine_tune_defaults
 from .scale import scaled_run
 from .settings import RunSettings, SampleSettings, Settings, merge
 
@@ -39,7 +40,9 @@ __all__ = ["RUN_OPTIONS", "TRAIN_OPTIONS", "RunPlan", "make_plan", "option_table
 VAL_FRACTION = 0.1  # of a user file held out for validation when no --val-data is given
 BPE_VOCAB = 512
 # what a run is given by name: glassformer train's flags, Run.plan's keywords
-RUN_OPTIONS = ("task", "data", "val_data", "tokenizer", "vocab_size", "model", "out")
+RUN_OPTIONS = (
+    "task", "data", "val_data", "tokenizer", "vocab_size", "model", "init_from", "out"
+)
 TRAIN_OPTIONS = ("steps", "seed", "device", "strategy")
 
 
@@ -62,6 +65,8 @@ class RunPlan:
     # the size and SHA-256 of the training and validation data (data_identity.py); None
     # until train has loaded them, and in a run.json written before they were recorded
     data_identity: dict[str, Any] | None = None
+    # the pre-trained model the run started from (an absolute path; pretrained.py), or None
+    init_from: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -114,10 +119,18 @@ def make_plan(settings: Settings) -> RunPlan:
         validation = None
     else:
         validation = _path(run.val_data, "--val-data")
-    preset_name = run.model or TASKS[task].preset
-    _check_preset(preset_name, task)
+    init_from = None
+    if run.init_from is not None:
+        init_from = check_init_path(run.init_from)
+        settings = _start_from(settings, init_from, task)
+        preset_name = "pretrained"
+    else:
+        preset_name = run.model or TASKS[task].preset
+        _check_preset(preset_name, task)
     train = _train_config(settings.get("train", {}), task)
     paths = {"data": data} if data != run.data else {}
+    if init_from is not None:
+        paths["init_from"] = init_from
     if validation is not None and run.val_data is not None:
         paths["val_data"] = validation
     settings = merge(settings, {"run": paths})  # files as absolute paths
@@ -128,14 +141,15 @@ def make_plan(settings: Settings) -> RunPlan:
         data=data,
         validation=validation,
         data_options=data_options,
-        tokenizer=run.tokenizer,
-        tokenizer_options=_tokenizer_options(run.tokenizer, run.vocab_size),
+        tokenizer="pretrained" if init_from else run.tokenizer,
+        tokenizer_options={} if init_from else _tokenizer_options(run.tokenizer, run.vocab_size),
         preset=preset_name,
         model_overrides=dict(settings.get("model", {})),
         train=train,
         sample=sample,
-        out=Path(run.out) if run.out else default_out(run.data, task, run.tokenizer),
+        out=Path(run.out) if run.out else default_out(run.data, task, _tokens(run, init_from)),
         settings=settings,
+        init_from=init_from,
     )
 
 
@@ -155,6 +169,12 @@ def default_out(data: str, task: str, tokenizer: str) -> Path:
     stem = data if is_builtin(data) else Path(data).stem
     name = f"{stem}-{tokenizer}" if task == "lm" else f"{stem}-{task}-{tokenizer}"
     return Path("runs") / name
+
+
+def _tokens(run: RunSettings, init_from: str | None) -> str:
+    """The tokenizer's part of the default run folder: its kind, or the pre-trained model's
+    folder name."""
+    return run.tokenizer if init_from is None else Path(init_from).name
 
 
 def _task_of(data: str) -> str:
@@ -182,6 +202,25 @@ def _path(name: str, option: str) -> str:
             "or a .txt, .tsv or .csv file"
         )
     return str(path.resolve())
+
+
+def _start_from(settings: Settings, path: str, task: str) -> Settings:
+    """The settings of a run started from the pre-trained model at ``path``: no --model,
+    --tokenizer or --vocab-size (the weights and their tokenizer decide), and the
+    fine-tuning defaults (pretrained.py) under the [train] settings given."""
+    given = settings.get("run", {})
+    for key, option in (("model", "--model"), ("tokenizer", "--tokenizer"),
+                        ("vocab_size", "--vocab-size")):
+        if given.get(key) is not None:
+            raise RunError(
+                f"{option} {given[key]} and --init-from {path} both say what to train: the "
+                "pre-trained model brings its architecture and its tokenizer; leave "
+                f"{option} out"
+            )
+    train = settings.get("train", {})
+    steps = _train_config(train, task).steps
+    defaults = {k: v for k, v in fine_tune_defaults(task, steps).items() if k not in train}
+    return merge({"train": defaults}, settings)
 
 
 def _check_preset(name: str, task: str) -> None:

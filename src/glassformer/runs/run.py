@@ -40,6 +40,7 @@ from .datasets import load_splits, train_tokenizer
 from .errors import RunError, RunInterrupted
 from .fits import check_fits
 from .plan import RUN_OPTIONS, TRAIN_OPTIONS, RunPlan, make_plan, model_config, option_tables
+from .pretrained import StartReport, load_start
 from .record import checkpoint_step, write_run
 from .resume import check_reached, resumed_plan
 from .settings import Settings, check_settings, load_config, merge
@@ -64,6 +65,8 @@ class Run:
         self.resumed, self.data_changed_ok = resumed, data_changed_ok
         self.train_data = self.val_data = self.tokenizer = self.architecture = None
         self.model = self.trainer = None
+        self.pretrained = None  # runs/pretrained.py: the model a new run starts from
+        self.start: StartReport | None = None  # what build() took from it
         self.loss_plot: Path | None = None  # <out>/loss.png once fit() wrote it
         self.tensorboard: Path | None = None  # <out>/tensorboard once fit() wrote it
 
@@ -80,14 +83,17 @@ class Run:
         """A new run: the settings layered as the command line layers them (``config``, a
         built-in config name or a TOML file; then ``settings``, tables such as
         ``{"model": {"n_layer": 2}}``; then ``options``: task, data, val_data, tokenizer,
-        vocab_size, model (a preset), steps, seed, device, strategy). ``RunError`` when a
-        setting is wrong or ``out`` already holds a run."""
+        vocab_size, model (a preset), init_from (a pre-trained model's folder, instead of
+        model and tokenizer: runs/pretrained.py), steps, seed, device, strategy).
+        ``RunError`` when a setting is wrong or ``out`` already holds a run."""
         unknown = sorted(set(options) - set(RUN_OPTIONS) - set(TRAIN_OPTIONS))
         if unknown:
             raise RunError(
                 f"Run.plan got {', '.join(unknown)}; allowed: config, settings, out, "
                 f"{', '.join(RUN_OPTIONS[:-1] + TRAIN_OPTIONS)}"
             )
+        if isinstance(options.get("init_from"), os.PathLike):
+            options["init_from"] = os.fspath(options["init_from"])
         flags = option_tables({**options, "out": None if out is None else str(out)})
         _check_tables({} if settings is None else settings)
         check_settings(flags)
@@ -176,6 +182,11 @@ class Run:
         ckpt = self.checkpoint
         if ckpt is not None:
             self.tokenizer = load_tokenizer(ckpt / "tokenizer.json")
+        elif plan.init_from is not None:  # the pre-trained model's tokenizer and config
+            overrides, labels = plan.model_overrides, self.train_data.labels
+            self.pretrained = load_start(plan.init_from, plan.task, overrides, labels)
+            self.tokenizer = self.pretrained.tokenizer
+            self.model_config = self.model_config or self.pretrained.config
         else:
             self.tokenizer = train_tokenizer(plan, self.train_data)
         if self.model_config is None:
@@ -183,13 +194,17 @@ class Run:
             self.model_config = model_config(plan, vocab, labels)
         if ckpt is not None:  # resuming: the run's config and the checkpoint's tokenizer
             check_vocabulary(self.tokenizer, self.model_config, where=str(ckpt / "tokenizer.json"))
-        self.architecture = model_class(TASKS[plan.task].model_class)
+        task, family = TASKS[plan.task], self.model_config.family  # a decoder's classifier too
+        self.architecture = model_class(task.families.get(family, task.model_class))
         check_fits(plan, self.model_config, self.architecture)
 
     def build(self, progress: bool | str = False) -> Trainer:
         """The model (seeded by train.seed) and its Trainer."""
         torch.manual_seed(self.plan.train.seed)
         self.model = self.architecture(self.model_config)
+        if self.pretrained is not None:
+            self.start = self.pretrained.copy_into(self.model)
+            self.pretrained = None  # the pre-trained model's memory is freed
         data = (self.train_data, self.val_data)
         self.trainer = Trainer(
             self.model, self.tokenizer, *data, self.plan.train, self.plan.out, progress=progress

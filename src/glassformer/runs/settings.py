@@ -3,7 +3,7 @@
 Settings are plain data in five tables (a TOML file, a built-in config, ``--set`` and the
 command's flags each give some of them; later layers win)::
 
-    [run]     task, data, val_data, tokenizer, vocab_size, model (a preset), out
+    [run]     task, data, val_data, tokenizer, vocab_size, model (a preset), init_from, out
     [model]   ModelConfig fields applied to the preset (the sizes the data decides excluded)
     [train]   TrainConfig fields (steps, batch_size, lr, ...)
     [data]    options of the dataset: num_examples, ... of a synthetic task; one_per_line
@@ -57,6 +57,7 @@ class RunSettings:
     tokenizer: str = "char"  # char | word | bpe
     vocab_size: int | None = None  # bpe: the vocabulary to learn; word: the most kept
     model: str | None = None  # a preset (None: tiny, tiny-encoder or tiny-seq2seq by task)
+    init_from: str | None = None  # start from this checkpoint, run or Hugging Face model folder
     out: str | None = None  # the run directory (None: runs/<data>[-<task>]-<tokenizer>)
 
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {

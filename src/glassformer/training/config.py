@@ -24,6 +24,7 @@ class TrainConfig:
     steps: int = 2000  # optimizer steps
     batch_size: int = 16  # examples per micro-batch
     grad_accum: int = 1  # micro-batches per optimizer step
+    context: int | None = None  # lm, mlm: tokens per training window (None: model.max_len)
     lr: float = 2e-3  # peak learning rate
     min_lr: float | None = None  # end of the cosine decay (None: lr / 10)
     warmup: int = 100  # linear warmup steps
@@ -56,6 +57,7 @@ class TrainConfig:
         "steps": Range(0),
         "batch_size": Range(1),
         "grad_accum": Range(1),
+        "context": Range(2),
         "lr": Range(0.0, open_low=True),
         "min_lr": Range(0.0),
         "warmup": Range(0),

@@ -68,10 +68,10 @@ class Trainer:
         steps and per evaluation (for a log file), False (or "none") nothing; see progress.py.
         ``on_log(record)`` is called with every metrics record (also written to
         ``run_dir/metrics.jsonl``), e.g. to forward it to TensorBoard."""
-        family = get_task(config.task).family
-        if model.family != family:
+        families = get_task(config.task).families
+        if model.family not in families:
             raise ValueError(
-                f"task {config.task!r} needs a {family} model, got a "
+                f"task {config.task!r} needs a {' or '.join(families)} model, got a "
                 f"{type(model).__name__} ({model.family})"
             )
         self.config, self.tokenizer, self.on_log = config, tokenizer, on_log
@@ -109,13 +109,21 @@ class Trainer:
             data,
             self.tokenizer,
             self.config.task,
-            max_len=self.model.config.max_len,
+            max_len=self.window(),
             batch_size=self.config.batch_size,
             seed=self.config.seed,
             shuffle=shuffle,
             drop_last=shuffle,
             mlm_probability=self.config.mlm_probability,
         )
+
+    def window(self) -> int:
+        """The longest sequence trained on: the model's max_len, or for lm and mlm the
+        shorter ``train.context`` when set."""
+        max_len, context = self.model.config.max_len, self.config.context
+        if context is None or get_task(self.config.task).data != "lm":
+            return max_len
+        return min(context, max_len)
 
     # The loop -----------------------------------------------------------------------------------
     def fit(self, *, resume: bool = False, lock: RunLock | None = None) -> dict[str, Any]:

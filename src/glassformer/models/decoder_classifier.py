@@ -1,0 +1,65 @@
+"""DecoderClassifier: a causal decoder (Algorithm 10, DTransformer) read as a sequence
+classifier, as Hugging Face's ``GPT2ForSequenceClassification`` and
+``LlamaForSequenceClassification`` do:
+
+    X ← W_e[:, x] + W_p;   for l = 1..L:  X ← Block_l(X, causal mask);   H ← Norm(X)
+    v = H[:, t*]  with t* the last real token (the only position that has read the whole text)
+    logits = W_c v + b_c
+
+The body is DecoderLM's (the same module names, so a language model's weights load into it);
+the LM head is replaced by the classification head (``pooler`` when ``config.pooler``,
+``classifier``; models/heads.py), which pools with ``config.pooling`` ("last" for a decoder
+pre-trained as a language model).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from torch import Tensor
+from torch.utils.checkpoint import checkpoint
+
+from .base import GlassformerModel
+from .config import ModelConfig
+from .heads import ClassificationHead
+from .inputs import InputEmbedding, ids_length, key_mask, positions_from_mask
+from .outputs import ModelOutput, lm_loss
+from .stacks import decoder_stack
+
+__all__ = ["DecoderClassifier"]
+
+
+class DecoderClassifier(GlassformerModel, InputEmbedding, ClassificationHead):
+    """Causal decoder + classification head: logits (B, n_classes); labels (B,) class
+    indices. Modules: ``embed``, ``pos_embed``, ``blocks``, ``ln_final`` (as DecoderLM's),
+    ``pooler`` (None unless ``config.pooler``), ``classifier``."""
+
+    family = "decoder"
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.add_input_embedding(config, config.vocab_size)
+        self.blocks, self.ln_final = decoder_stack(config, cross_attention=False)
+        self.add_classification_head(config)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+    ) -> ModelOutput:
+        """input_ids (B, T); attention_mask (B, T) with 1 = real token (padding on either
+        side); labels (B,) class indices."""
+        t = ids_length(input_ids)
+        mask, real = key_mask(attention_mask, (input_ids.shape[0], t))  # (B, 1, 1, T), (B, T)
+        positions = positions_from_mask(attention_mask, t, 0, input_ids.device, self.config.max_len)
+        x, rope = self.embed_input(input_ids, positions, token_mask=real, length=t)
+        recompute = self.checkpointed()
+        for block in self.blocks:  # X ← Block_l(X)
+            run = partial(checkpoint, block, use_reentrant=False) if recompute else block
+            x = run(x, mask=mask, causal=True, token_mask=real, rope=rope, cache=None)
+        h = x if self.ln_final is None else self.ln_final(x, real)  # (B, T, C)
+        logits = self.class_logits(h, real)  # (B, n_classes)
+        loss = None if labels is None else lm_loss(logits, labels, shift=False)
+        return ModelOutput(logits=logits, hidden_states=h, loss=loss)

@@ -1,0 +1,319 @@
+"""Starting a run from a pre-trained model: ``glassformer train --init-from PATH``,
+``Run.plan(..., init_from=PATH)``.
+
+PATH is a glassformer checkpoint or run folder (models/checkpoint.py reads both), or a Hugging
+Face model directory (config.json + weights of a class ``glassformer.from_huggingface`` reads:
+GPT-2, Llama, BERT, BART; needs ``transformers``). The weights fix the architecture: the model
+config is the checkpoint's, and a ``--set model.X`` that contradicts it is refused naming both
+values; the settings the weights do not fix (``FREE``: dropout, initialisation of new parts,
+attention graphs, the classifier's pooling) may be set. The model's own tokenizer is used.
+
+What the task takes from each family (``TASKS[task].families``):
+
+    lm        a decoder                 DecoderLM (a new LM head if the checkpoint has none)
+    mlm       an encoder                EncoderMLM (a new MLM head on a BertModel / classifier)
+    seq2seq   an encoder-decoder        EncoderDecoder
+    classify  an encoder                EncoderClassifier, pooled as pre-trained: BERT's
+                                        [CLS] + pooler when the checkpoint has a pooler, else
+                                        the mean over the real tokens
+              a decoder                 DecoderClassifier, pooled at the last real token
+
+The weights are copied by name; what the new model has and the checkpoint lacks is new
+(initialised as a model of that config is, seeded by train.seed), and ``StartReport`` says
+which parts are new and which of the checkpoint's were left out.
+
+Defaults for fine-tuning, written into the run's settings where the user gave none (so that
+run.json records them and ``--resume`` rebuilds the same plan): ``train.lr`` 5e-5 (Hugging
+Face's examples for full fine-tuning), ``train.warmup`` 10% of the steps, and for lm and mlm
+``train.context`` 1,024 tokens per training window (capped at the model's max_len).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..models.checkpoint import CONFIG_FILE, load_pretrained
+from ..models.config import GRAPH_FIELDS, ModelConfig
+from ..models.registry import model_class
+from ..run_layout import CHECKPOINTS
+from ..structured import loads_json
+from ..tasks import TASKS
+from .errors import RunError
+
+__all__ = [
+    "FINE_TUNE_CONTEXT",
+    "FINE_TUNE_LR",
+    "FREE",
+    "Pretrained",
+    "StartReport",
+    "check_init_path",
+    "fine_tune_defaults",
+    "load_start",
+    "pretrained_tokenizer",
+]
+
+FINE_TUNE_LR = 5e-5
+WARMUP_FRACTION = 0.1  # of the steps
+FINE_TUNE_CONTEXT = 1024  # tokens per lm / mlm training window, at most the model's max_len
+# model settings the weights do not fix
+FREE = ("dropout", "attn_dropout", "init_std", "pooling", "pooler", *GRAPH_FIELDS)
+WHAT = (
+    "allowed a glassformer checkpoint or run folder, or a Hugging Face model directory "
+    "(config.json and its weights)"
+)
+
+
+def check_init_path(name: str) -> str:
+    """``--init-from name`` as an absolute path, refused when it is not a folder that holds a
+    model (a config.json, or a run folder's checkpoints)."""
+    if not name.strip():
+        raise RunError(f"--init-from {name!r}: an empty path; {WHAT}")
+    path = Path(name).expanduser()
+    if not path.is_dir():
+        what = "no such folder" if not path.exists() else "not a folder"
+        raise RunError(f"--init-from {name}: {what}; {WHAT}")
+    if not (path / CONFIG_FILE).is_file() and not (path / CHECKPOINTS).is_dir():
+        raise RunError(f"--init-from {name}: not a model (no {CONFIG_FILE}); {WHAT}")
+    return str(path.resolve())
+
+
+def fine_tune_defaults(task: str, steps: int) -> dict[str, Any]:
+    """The [train] defaults of a run started from a pre-trained model (module docstring)."""
+    defaults: dict[str, Any] = {"lr": FINE_TUNE_LR, "warmup": round(WARMUP_FRACTION * steps)}
+    if TASKS[task].data == "lm":
+        defaults["context"] = FINE_TUNE_CONTEXT
+    return defaults
+
+
+@dataclass
+class StartReport:
+    """What a run started from PATH took from it: ``loaded`` parameters (a tied matrix once),
+    the ``new`` parts ("classifier 384 -> 2") and the checkpoint's parts ``left_out``."""
+
+    source: str
+    loaded: int = 0
+    new: list[str] = dataclasses.field(default_factory=list)
+    left_out: list[str] = dataclasses.field(default_factory=list)
+
+    def line(self) -> str:
+        """``init from PATH: 22.7M parameters; new: classifier 384 -> 2``."""
+        parts = [f"init from {self.source}: {self.loaded / 1e6:.2f}M parameters from it"]
+        parts.append("new: " + (", ".join(self.new) if self.new else "nothing"))
+        if self.left_out:
+            parts.append("left out: " + ", ".join(self.left_out))
+        return "; ".join(parts)
+
+
+@dataclass
+class Pretrained:
+    """A pre-trained model read for a task: the model as read, its tokenizer, and the class
+    and config of the model the run trains."""
+
+    path: str
+    model: Any
+    tokenizer: Any
+    architecture: type
+    config: ModelConfig
+
+    def copy_into(self, model: torch.nn.Module) -> StartReport:
+        """Copy the weights of the pre-trained model into ``model`` (built from ``config``)
+        by name; what ``model`` has and the checkpoint lacks stays as initialised."""
+        source = _unique(self.model)
+        report = StartReport(self.path)
+        keep_classifier = self.model.config.extra.get("labels") == self.config.extra.get(
+            "labels"
+        ) and self.model.config.n_classes == self.config.n_classes
+        used = set()
+        with torch.no_grad():
+            for name, tensor in _unique(model).items():
+                got = source.get(name)
+                head = name.split(".")[0] == "classifier"
+                if got is None or (head and not keep_classifier):
+                    continue
+                if got.shape != tensor.shape:  # the configs agree but for the head
+                    raise RunError(
+                        f"--init-from {self.path}: tensor {name!r} has shape "
+                        f"{tuple(got.shape)}, the run's model needs {tuple(tensor.shape)}"
+                    )
+                tensor.copy_(got)
+                used.add(name)
+                report.loaded += tensor.numel()
+        report.new = _parts(model, [n for n in _unique(model) if n not in used])
+        had = dict(self.model.named_children())
+        for name, child in model.named_children():  # a new head that shares a loaded matrix
+            shared = next(child.parameters(), None) is not None and name not in had
+            if shared and not any(part.split()[0] == name for part in report.new):
+                report.new.append(f"{name} (sharing the loaded token embedding)")
+        report.left_out = _parts(self.model, [n for n in source if n not in used])
+        return report
+
+
+def load_start(path: str, task: str, overrides: dict[str, Any], labels: tuple[str, ...]):
+    """The pre-trained model at ``path`` (checked by check_init_path) for ``task``: its
+    tokenizer, and the class and config of the run's model (module docstring); RunError when
+    the family does not do the task, the settings contradict the weights, or the tokenizer
+    does not fit."""
+    model, tokenizer = _read(Path(path))
+    config = model.config
+    families = TASKS[task].families
+    if config.family not in families:
+        need = " or ".join(f"{f} ({c})" for f, c in families.items())
+        article = "an" if config.family[0] in "aeiou" else "a"
+        raise RunError(
+            f"--init-from {path}: {article} {config.family} model ({type(model).__name__}); "
+            f"--task {task} needs {need}"
+        )
+    cls = model_class(families[config.family])
+    fixed = _check_overrides(path, config, overrides)
+    derived = _task_fields(type(model).__name__, config, task, labels)
+    try:
+        config = ModelConfig.from_dict({**config.to_dict(), **derived, **fixed})
+    except (TypeError, ValueError) as err:
+        raise RunError(f"model settings: {err}") from None
+    if tokenizer.vocab_size > config.vocab_size:
+        raise RunError(
+            f"--init-from {path}: its tokenizer has {tokenizer.vocab_size} ids (special tokens "
+            f"{tokenizer.special_tokens}) but the model's vocabulary is {config.vocab_size}; "
+            "give the folder a tokenizer whose ids the model embeds"
+        )
+    return Pretrained(path, model, tokenizer, cls, config)
+
+
+def pretrained_tokenizer(path: Path):
+    """The tokenizer of a Hugging Face model directory (``tokenizers.load_hf_tokenizer``: its
+    tokenizer.json of any kind, else GPT-2's vocab.json and merges.txt). The one place that
+    reads a Hugging Face directory's tokenizer for a run."""
+    from ..tokenizers import load_hf_tokenizer
+
+    try:
+        tokenizer = load_hf_tokenizer(path)
+    except ImportError as err:
+        raise RunError(f"--init-from {path}: its tokenizer.json; {err}") from None
+    except (OSError, ValueError) as err:
+        raise RunError(f"--init-from {path}: its tokenizer: {err}") from None
+    if tokenizer is None:
+        raise RunError(
+            f"--init-from {path}: a Hugging Face model without a tokenizer: glassformer reads "
+            "tokenizer.json (any kind), or GPT-2's vocab.json and merges.txt"
+        )
+    return tokenizer
+
+
+def _read(path: Path):
+    """(model, tokenizer) of a glassformer checkpoint / run folder or a Hugging Face dir."""
+    if _is_huggingface(path):
+        from ..interop.huggingface import from_huggingface_dir
+
+        tokenizer = pretrained_tokenizer(path)
+        try:
+            with _no_progress_bars():
+                model = from_huggingface_dir(path)
+        except ImportError as err:
+            raise RunError(f"--init-from {path}: a Hugging Face model; {err}") from None
+        except ValueError as err:
+            raise RunError(f"--init-from {err}") from None
+        return model, tokenizer
+    try:
+        model = load_pretrained(path)
+    except ValueError as err:  # its message names the file
+        where = "" if str(err).startswith(str(path)) else f"{path}: "
+        raise RunError(f"--init-from {where}{err}") from None
+    if model.tokenizer is None:
+        raise RunError(
+            f"--init-from {path}: the checkpoint has no tokenizer.json; the run needs the "
+            "tokenizer the model was trained with"
+        )
+    return model, model.tokenizer
+
+
+@contextlib.contextmanager
+def _no_progress_bars():
+    """transformers' loading bars off while a run reads its model (one header, no bars)."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # from_huggingface_dir says what to install
+        yield
+        return
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
+
+
+def _is_huggingface(path: Path) -> bool:
+    config = path / CONFIG_FILE
+    if not config.is_file():
+        return False  # a run folder
+    try:
+        meta = loads_json(config.read_bytes(), str(config))
+    except (OSError, ValueError):
+        return False  # the checkpoint loader says what is wrong with it
+    return isinstance(meta, dict) and ("architectures" in meta or "model_type" in meta)
+
+
+def _check_overrides(path: str, config: ModelConfig, overrides: dict[str, Any]) -> dict:
+    """The [model] settings that may apply; one that contradicts the weights is refused."""
+    for key, value in overrides.items():
+        if key in FREE:
+            continue
+        have = getattr(config, key)
+        resolved = getattr(config, f"resolved_{key}", have)
+        if value != have and value != resolved:
+            raise RunError(
+                f"--set model.{key}={value!r} contradicts the weights of --init-from {path}, "
+                f"which fix {key}={resolved!r}; leave it out (settings the weights do not "
+                f"fix: {', '.join(FREE[:5])}, ...)"
+            )
+    return {k: v for k, v in overrides.items() if k in FREE}
+
+
+def _task_fields(source: str, config: ModelConfig, task: str, labels) -> dict[str, Any]:
+    """The config fields the task sets: a classifier's classes and its pooling."""
+    if task != "classify":
+        return {}
+    fields: dict[str, Any] = {
+        "n_classes": len(labels),
+        "extra": {**config.extra, "labels": list(labels)},
+    }
+    if source in ("EncoderClassifier", "DecoderClassifier"):
+        return fields  # pooled as it was trained
+    if config.family == "decoder":
+        return {**fields, "pooling": "last", "pooler": False}
+    if config.pooler:  # BERT: [CLS] and the pre-trained pooler
+        return {**fields, "pooling": "cls"}
+    return {**fields, "pooling": "mean"}
+
+
+def _unique(model) -> dict[str, torch.Tensor]:
+    """The model's tensors by name, a tied one under its first name only."""
+    seen, out = set(), {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if id(tensor) not in seen:
+            seen.add(id(tensor))
+            out[name] = tensor.detach()
+    return out
+
+
+def _parts(model, names: list[str]) -> list[str]:
+    """Module names of ``names`` (e.g. "classifier 384 -> 2", "unembed"), in order."""
+    shown: dict[str, str] = {}
+    modules = dict(model.named_modules())
+    for name in names:
+        prefix = name.rsplit(".", 1)[0]
+        module = modules.get(prefix)
+        top = prefix.split(".")[0]
+        linear = isinstance(module, torch.nn.Linear)
+        if linear and (top == prefix or prefix == f"{top}.proj"):  # a head: its sizes
+            shown.setdefault(top, f"{top} {module.in_features} -> {module.out_features}")
+        else:
+            shown.setdefault(top, top)
+    return list(shown.values())
