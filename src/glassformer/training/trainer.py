@@ -45,6 +45,7 @@ from .state import (
     remove_partial_checkpoints,
     save_checkpoint,
 )
+from .trainable import set_what_trains
 
 __all__ = ["Trainer", "TrainingError"]
 
@@ -86,6 +87,8 @@ class Trainer:
         torch.manual_seed(config.seed)
         self.model = model.to(self.device)
         self.model.tokenizer = tokenizer
+        # fixed embeddings, LoRA, train.freeze: before the optimizer, which takes what trains
+        self.trained, self.total = set_what_trains(model, config)
         if config.checkpointing:
             model.enable_checkpointing()
         wrapped = wrap_model(model, config.strategy, self.cluster, self.device)
