@@ -86,7 +86,7 @@ class ModelConfig:
     pad_id: int = 0
     decoder_start_id: int = 1  # encoder-decoder: first decoder input (<BOS>; BART uses </s>)
     init_std: float = 0.02
-    embeddings: str = "learned"  # token, learned position, segment embeddings: learned | fixed
+    embeddings: str = "learned"  # "fixed": token, position, segment embeddings do not train
     # attention graphs (glassformer.graphs specs): one for all layers or one per layer
     attention_graph: str | list | dict | None = None  # self-attention: window:64*4,full*2
     decoder_attention_graph: str | list | dict | None = None  # encoder-decoder: decoder self-attn

@@ -52,7 +52,7 @@ class TrainConfig:
     freeze: list[str] = field(default_factory=list)  # parts kept fixed: embed, blocks.0-3, ...
     lora_rank: int = 0  # LoRA's rank r on lora_targets (0: no LoRA, every part trains)
     lora_alpha: float = 16.0  # LoRA's update is scaled by lora_alpha / lora_rank
-    lora_targets: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))  # Linears
+    lora_targets: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))  # ends of paths
     lora_dropout: float = 0.0  # dropout on the input of LoRA's A
 
     # The allowed values, checked in __post_init__ (and min_lr <= lr).
