@@ -131,7 +131,7 @@ def apply_lora(
         setattr(model.get_submodule(parent), name, LoRALinear(m, rank, alpha, dropout))
     for p in kept:
         p.requires_grad_(True)
-    return list(chosen)
+    return [path for path in linears if path in chosen]  # in the model's order
 
 
 def lora_layers(model: nn.Module) -> dict[str, LoRALinear]:
