@@ -106,6 +106,18 @@ def test_merge_keeps_the_outputs_and_leaves_plain_linears():
     torch.testing.assert_close(model(ids).logits, adapted, atol=1e-5, rtol=0)
 
 
+def test_merge_keeps_the_outputs_of_cross_attention_which_reads_the_weight():
+    src, tgt = torch.randint(0, 40, (2, 7)), torch.randint(0, 40, (2, 5))
+    model = seq2seq()
+    apply_lora(model, ["cross_attn.in_proj", "cross_attn.out_proj"], rank=2, alpha=4)
+    randomise_b(model)
+    adapted = model(src, decoder_input_ids=tgt).logits
+    assert not torch.allclose(adapted, seq2seq()(src, decoder_input_ids=tgt).logits)
+    merge_lora(model)
+    merged = model(src, decoder_input_ids=tgt).logits
+    torch.testing.assert_close(merged, adapted, atol=1e-5, rtol=0)
+
+
 def test_refusals_name_the_target_and_what_exists():
     model = lm()
     with pytest.raises(ValueError) as err:
