@@ -9,6 +9,8 @@ resumed run continues exactly as an uninterrupted one. Under ``torchrun`` each p
 on its share of every batch (see distributed.py); only the first process logs and writes.
 Ctrl-C (SIGINT) or SIGTERM finishes the current step, saves and returns; a loss that is not
 finite stops the run with ``TrainingError`` and leaves the last good checkpoint the newest.
+What trains (fixed embeddings, LoRA, ``train.freeze``) is set before the optimizer is built
+(trainable.py); ``trainer.trained`` and ``trainer.total`` count the parameters.
 """
 
 from __future__ import annotations
