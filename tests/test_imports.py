@@ -32,7 +32,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("nn",),  # the layers of the notes
     ("fast",),  # the fast paths over nn
     ("models",),  # ModelConfig and the models built from it
-    ("circuits", "data", "generation", "interop", "presets"),  # what uses a model
+    ("circuits", "data", "finetune", "generation", "interop", "presets"),  # what uses a model
     ("inspect", "training"),
     ("examples", "explore", "runs"),
     ("cli",),

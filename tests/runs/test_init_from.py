@@ -230,11 +230,12 @@ def test_resume_continues_from_the_checkpoint_not_the_pretrained_model(tmp_path,
 
 
 def test_free_model_settings_apply_and_fixed_ones_must_agree(tmp_path, files, hf_dirs):
-    settings = {"model": {"dropout": 0.0, "d_model": 32}, **SMALL}
+    settings = {"model": {"dropout": 0.0, "d_model": 32, "embeddings": "fixed"}, **SMALL}
     run = Run.plan(data=str(files["csv"]), init_from=hf_dirs["bert"], out=tmp_path / "a",
                    settings=settings, steps=1)  # fmt: skip
     run.load()
     assert run.model_config.dropout == 0.0 and run.model_config.d_model == 32
+    assert run.model_config.embeddings == "fixed"  # the pretrained embeddings do not train
     settings = {"model": {"d_model": 64}}
     run = Run.plan(data=str(files["csv"]), init_from=hf_dirs["bert"], out=tmp_path / "b",
                    settings=settings, steps=1)  # fmt: skip

@@ -184,8 +184,8 @@ def _print_header(run: Run, builtin, settings) -> None:
         f"{plan.task} on {Path(plan.data).name}: {_count(len(train_data), f'training {unit}')}, "
         f"{val or 'no validation'}; "
         f"{plan.tokenizer} tokenizer ({trainer.tokenizer.vocab_size} tokens); "
-        f"{plan.preset} model ({model.num_parameters() / 1e6:.2f}M parameters, context "
-        f"{trainer.window()}) on {trainer.device}"
+        f"{plan.preset} model ({model.num_parameters() / 1e6:.2f}M parameters"
+        f"{_trained(trainer)}, context {trainer.window()}) on {trainer.device}"
     )
     encoded = {"training": (train_data, trainer.train_stream.dataset)}
     if val_data is not None:
@@ -198,6 +198,14 @@ def _print_header(run: Run, builtin, settings) -> None:
         print(f"{run.start.line()}; train.lr={train.lr:g}, train.warmup={train.warmup}")
     start = f"resuming at step {run.step}" if run.checkpoint is not None else "training"
     print(f"{start} to step {plan.train.steps}; run directory: {plan.out}", flush=True)
+
+
+def _trained(trainer: Trainer) -> str:
+    """``, 12,288 train`` when only part of the model trains (frozen parts, LoRA), else ``""``."""
+    n = trainer.trained
+    if n == trainer.total:
+        return ""
+    return f", {n / 1e6:.2f}M train" if n >= 10_000 else f", {n:,} train"
 
 
 def _count(n: int, noun: str) -> str:

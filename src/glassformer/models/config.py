@@ -41,9 +41,10 @@ from ..structured import loads_json
 from . import config_graphs
 from .config_graphs import FAMILIES, GRAPH_FIELDS, as_spec, check_graph_type
 
-__all__ = ["FAMILIES", "GRAPH_FIELDS", "POOLINGS", "ModelConfig"]
+__all__ = ["EMBEDDINGS", "FAMILIES", "GRAPH_FIELDS", "POOLINGS", "ModelConfig"]
 
 POOLINGS = ("cls", "mean", "last")
+EMBEDDINGS = ("learned", "fixed")  # "fixed": the Trainer does not train them (finetune/)
 
 
 @dataclass
@@ -85,6 +86,7 @@ class ModelConfig:
     pad_id: int = 0
     decoder_start_id: int = 1  # encoder-decoder: first decoder input (<BOS>; BART uses </s>)
     init_std: float = 0.02
+    embeddings: str = "learned"  # "fixed": token, position, segment embeddings do not train
     # attention graphs (glassformer.graphs specs): one for all layers or one per layer
     attention_graph: str | list | dict | None = None  # self-attention: window:64*4,full*2
     decoder_attention_graph: str | list | dict | None = None  # encoder-decoder: decoder self-attn
@@ -107,6 +109,7 @@ class ModelConfig:
         "positional": POSITIONAL_KINDS,
         "positional_layout": POSITIONAL_LAYOUTS,
         "pooling": POOLINGS,
+        "embeddings": EMBEDDINGS,
     }
     RANGES: ClassVar[dict[str, Range]] = {
         "vocab_size": Range(1, 2**24),

@@ -6,7 +6,8 @@ Face model directory (config.json + weights of a class ``glassformer.from_huggin
 GPT-2, Llama, BERT, BART; needs ``transformers``). The weights fix the architecture: the model
 config is the checkpoint's, and a ``--set model.X`` that contradicts it is refused naming both
 values; the settings the weights do not fix (``FREE``: dropout, initialisation of new parts,
-attention graphs, the classifier's pooling) may be set. The model's own tokenizer is used.
+attention graphs, the classifier's pooling, fixed or learned embeddings) may be set. The
+model's own tokenizer is used.
 
 What the task takes from each family (``TASKS[task].families``):
 
@@ -62,7 +63,7 @@ FINE_TUNE_LR = 5e-5
 WARMUP_FRACTION = 0.1  # of the steps
 FINE_TUNE_CONTEXT = 1024  # tokens per lm / mlm training window, at most the model's max_len
 # model settings the weights do not fix
-FREE = ("dropout", "attn_dropout", "init_std", "pooling", "pooler", *GRAPH_FIELDS)
+FREE = ("dropout", "attn_dropout", "init_std", "pooling", "pooler", "embeddings", *GRAPH_FIELDS)
 WHAT = (
     "allowed a glassformer checkpoint or run folder, or a Hugging Face model directory "
     "(config.json and its weights)"

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ..finetune.lora import DEFAULT_TARGETS
+from ..finetune.paths import check_pattern
 from ..limits import Range, check_fields
 from ..tasks import TASK_NAMES
 
@@ -14,6 +16,7 @@ __all__ = ["TrainConfig"]
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
 STRATEGIES = ("ddp", "fsdp")
+EG = '["embed", "blocks.0-3"]'
 
 
 @dataclass
@@ -46,6 +49,12 @@ class TrainConfig:
     log_every: int = 10  # steps between metric lines
     mlm_probability: float = 0.15
     strategy: str = "ddp"  # under torchrun: "ddp" (replicate) or "fsdp" (shard)
+    # what trains (glassformer/finetune/): parts frozen, and LoRA adapters
+    freeze: list[str] = field(default_factory=list)  # parts kept fixed: embed, blocks.0-3, ...
+    lora_rank: int = 0  # LoRA's rank r on lora_targets (0: no LoRA, every part trains)
+    lora_alpha: float = 16.0  # LoRA's update is scaled by lora_alpha / lora_rank
+    lora_targets: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))  # ends of paths
+    lora_dropout: float = 0.0  # dropout on the input of LoRA's A
 
     # The allowed values, checked in __post_init__ (and min_lr <= lr).
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -73,12 +82,29 @@ class TrainConfig:
         "seed": Range(0),
         "log_every": Range(1),
         "mlm_probability": Range(0.0, 1.0, open_low=True, open_high=True),
+        "lora_rank": Range(0, 2**16),
+        "lora_alpha": Range(0.0, open_low=True),
+        "lora_dropout": Range(0.0, 1.0, open_high=True),
     }
 
     def __post_init__(self) -> None:
         check_fields(self)
         if self.min_lr is not None and self.min_lr > self.lr:
             raise ValueError(f"need min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
+        for name in ("freeze", "lora_targets"):
+            value = getattr(self, name)
+            if isinstance(value, tuple):
+                value = list(value)
+                setattr(self, name, value)
+            if not isinstance(value, list):
+                raise ValueError(f"{name}={value!r} must be a list of module paths, e.g. {EG}")
+            for pattern in value:
+                check_pattern(pattern, name)
+        if self.lora_rank and not self.lora_targets:
+            raise ValueError(
+                f"lora_rank={self.lora_rank} needs lora_targets, the Linears to adapt "
+                f"(default {list(DEFAULT_TARGETS)})"
+            )
 
     @property
     def final_lr(self) -> float:

@@ -4,6 +4,13 @@
         model.safetensors, config.json, tokenizer.json   (a loadable model, see models/)
         trainer.safetensors   optimizer moments by parameter name, RNG states (tensors only)
         trainer.json          step, optimizer hyper-parameters, scheduler, metrics
+        lora.safetensors      a run with LoRA (train.lora_rank > 0): the adapters A, B and
+                              the unmerged weights W of the wrapped Linears
+
+With LoRA, model.safetensors holds the plain model, each adapted weight merged (W + (alpha/r)
+B A), which every command and ``to_huggingface`` read; resuming rebuilds the adapters from
+lora.safetensors (finetune/lora_state.py), so it continues exactly. Frozen parameters have no
+optimizer state; they are saved with the model.
 
 A checkpoint is written into a hidden temporary folder and renamed into place when complete,
 so a crash or a kill at any moment leaves the previous checkpoints intact and never a partial
@@ -27,6 +34,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from ..finetune import LORA_FILE, join_state, lora_layers, plain_modules, split_state
 from ..models import GlassformerModel
 from ..models.budget import format_bytes
 from ..models.legacy_keys import current_names
@@ -78,12 +86,17 @@ def save_checkpoint(
         return final
     ckpt_root.mkdir(parents=True, exist_ok=True)
     tensors, opt_meta = _optimizer_tensors(optim_sd)
+    layers = lora_layers(model)
+    model_sd, lora_sd = split_state(model_sd, layers) if layers else (model_sd, {})
     tensors["rng.cpu"] = torch.get_rng_state()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         tensors["rng.cuda"] = torch.cuda.get_rng_state()
 
     def fill(tmp: Path) -> None:
-        model.save_pretrained(tmp, tokenizer, state_dict=model_sd)
+        with plain_modules(model, layers):  # the plain model's names, merged weights
+            model.save_pretrained(tmp, tokenizer, state_dict=model_sd)
+        if layers:
+            replace_file(tmp / LORA_FILE, lambda p: save_file(lora_sd, p))
         replace_file(tmp / "trainer.safetensors", lambda p: save_file(tensors, p))
         meta = {"step": step, "optimizer": opt_meta, "scheduler": scheduler.state_dict(), **state}
         write_text(tmp / "trainer.json", json.dumps(meta, indent=2, default=_jsonable))
@@ -94,7 +107,7 @@ def save_checkpoint(
         code = _no_space(err)
         if code is None:
             raise
-        needed = _nbytes([*model_sd.values(), *tensors.values()])
+        needed = _nbytes([*model_sd.values(), *tensors.values(), *lora_sd.values()])
         free = shutil.disk_usage(ckpt_root).free
         kept = latest_checkpoint(run_dir)
         before = "none was saved before it" if kept is None else f"{kept.name} is intact"
@@ -137,7 +150,12 @@ def load_checkpoint(
     from ..models.checkpoint import WEIGHTS_FILE, check_finite, read_weights
 
     path = Path(path)
-    weights = read_weights(model, path / WEIGHTS_FILE)
+    layers = lora_layers(model)
+    with plain_modules(model, layers):  # model.safetensors holds the plain model
+        weights = read_weights(model, path / WEIGHTS_FILE)
+    if layers:  # the adapters and unmerged weights, for an exact resume
+        lora = _read(path / LORA_FILE, load_file)
+        weights = join_state(weights, lora, layers, path / LORA_FILE)
     meta = _read(path / "trainer.json", lambda f: loads_json(f.read_bytes(), "trainer.json"))
     tensors = _read(path / "trainer.safetensors", load_file)
     for name, tensor in tensors.items():  # NaN first, then the ranges of what is finite

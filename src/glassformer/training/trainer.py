@@ -9,6 +9,8 @@ resumed run continues exactly as an uninterrupted one. Under ``torchrun`` each p
 on its share of every batch (see distributed.py); only the first process logs and writes.
 Ctrl-C (SIGINT) or SIGTERM finishes the current step, saves and returns; a loss that is not
 finite stops the run with ``TrainingError`` and leaves the last good checkpoint the newest.
+What trains (fixed embeddings, LoRA, ``train.freeze``) is set before the optimizer is built
+(trainable.py); ``trainer.trained`` and ``trainer.total`` count the parameters.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from .state import (
     remove_partial_checkpoints,
     save_checkpoint,
 )
+from .trainable import set_what_trains
 
 __all__ = ["Trainer", "TrainingError"]
 
@@ -86,6 +89,8 @@ class Trainer:
         torch.manual_seed(config.seed)
         self.model = model.to(self.device)
         self.model.tokenizer = tokenizer
+        # fixed embeddings, LoRA, train.freeze: before the optimizer, which takes what trains
+        self.trained, self.total = set_what_trains(model, config)
         if config.checkpointing:
             model.enable_checkpointing()
         wrapped = wrap_model(model, config.strategy, self.cluster, self.device)

@@ -1,0 +1,141 @@
+"""LoRA: y = W x + b + (alpha / r) B A x. With B = 0 the model is the base model exactly;
+merged, it computes what the adapters computed; the refusals."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from glassformer import DecoderLM, EncoderDecoder, ModelConfig, preset
+from glassformer.finetune import LoRALinear, apply_lora, lora_layers, merge_lora
+
+SMALL = dict(vocab_size=40, d_model=32, n_head=4, n_layer=2, max_len=16)
+
+
+def lm(**overrides):
+    torch.manual_seed(0)
+    return DecoderLM(preset("tiny", **{**SMALL, **overrides})).eval()
+
+
+def seq2seq():
+    torch.manual_seed(0)
+    config = ModelConfig(family="encoder-decoder", vocab_size=40, d_model=16, n_head=2, n_layer=1)
+    return EncoderDecoder(config).eval()
+
+
+def randomise_b(model):
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for m in lora_layers(model).values():
+            m.lora_B.normal_(0.0, 0.5)
+
+
+def test_lora_linear_is_its_formula():
+    torch.manual_seed(0)
+    base = nn.Linear(6, 5)
+    m = LoRALinear(base, rank=2, alpha=3.0)
+    bound = 1 / math.sqrt(6)  # kaiming_uniform_(a=√5) on (r, in): U(-1/√in, 1/√in)
+    assert m.lora_A.shape == (2, 6) and float(m.lora_A.detach().abs().max()) <= bound
+    assert m.lora_B.shape == (5, 2) and not m.lora_B.any()
+    with torch.no_grad():
+        m.lora_B.normal_()
+    x = torch.randn(3, 4, 6)
+    want = x @ base.weight.T + base.bias + 1.5 * x @ m.lora_A.T @ m.lora_B.T
+    torch.testing.assert_close(m(x), want)
+    torch.testing.assert_close(m.weight, base.weight + 1.5 * m.lora_B @ m.lora_A)
+    assert m.bias is base.bias and (m.in_features, m.out_features) == (6, 5)
+    assert not base.weight.requires_grad and m.lora_A.requires_grad
+
+
+def test_b_at_zero_equals_the_base_model_exactly():
+    ids = torch.randint(0, 40, (2, 10))
+    want = lm()(ids).logits
+    model = lm()
+    wrapped = apply_lora(model, ["attn.in_proj", "attn.out_proj", "mlp.fc1"], rank=4, alpha=8)
+    parts = ("attn.in_proj", "attn.out_proj", "mlp.fc1")
+    assert wrapped == [f"blocks.{i}.{p}" for i in (0, 1) for p in parts]
+    assert torch.equal(model(ids).logits, want)
+    # the paths that read .weight: hook_result (out_proj.weight) ...
+    result = lambda n: n.endswith("hook_result")  # noqa: E731
+    out, cache = model.run_with_cache(ids, names=result)
+    assert torch.equal(out.logits, lm().run_with_cache(ids, names=result)[0].logits)
+    assert len(cache) == 2
+    # ... and cross-attention (in_proj.weight sliced)
+    src, tgt = torch.randint(0, 40, (2, 7)), torch.randint(0, 40, (2, 5))
+    base = seq2seq()(src, decoder_input_ids=tgt).logits
+    s2s = seq2seq()
+    apply_lora(s2s, ["attn.in_proj", "cross_attn.in_proj"], rank=2, alpha=2)
+    assert len(lora_layers(s2s)) == 3 and torch.equal(s2s(src, decoder_input_ids=tgt).logits, base)
+
+
+def test_apply_lora_trains_only_the_adapters_and_the_kept_parts():
+    model = lm()
+    apply_lora(model, ["blocks.0.attn.in_proj"], rank=2, alpha=4, keep=["ln_final"])
+    trains = sorted(n for n, p in model.named_parameters() if p.requires_grad)
+    assert trains == [
+        "blocks.0.attn.in_proj.lora_A", "blocks.0.attn.in_proj.lora_B",
+        "ln_final.bias", "ln_final.weight",
+    ]  # fmt: skip
+
+
+def test_the_weights_that_code_reads_are_the_adapted_ones():
+    ids = torch.randint(0, 40, (2, 10))
+    model = lm()
+    apply_lora(model, ["attn.out_proj"], rank=4, alpha=8)
+    randomise_b(model)
+    fused = model(ids).logits  # out_proj called as a module
+    # hook_result sums one term per head through out_proj.weight: the effective W + s B A
+    hooked = model.run_with_hooks(ids, hooks=[("blocks.0.attn.hook_result", lambda t, hook: t)])
+    torch.testing.assert_close(hooked.logits, fused, atol=1e-5, rtol=0)
+    out_proj = model.blocks[0].attn.out_proj
+    assert out_proj.weight.requires_grad  # a gradient reaches A and B through it
+
+
+def test_merge_keeps_the_outputs_and_leaves_plain_linears():
+    ids = torch.randint(0, 40, (2, 12))
+    model = lm(tie_embeddings=False)
+    apply_lora(model, ["attn.in_proj", "attn.out_proj", "mlp.fc2", "unembed.proj"], 4, 16)
+    randomise_b(model)
+    adapted = model(ids).logits
+    assert (adapted - lm(tie_embeddings=False)(ids).logits).abs().max() > 1e-2  # B ≠ 0 counts
+    merged = merge_lora(model)
+    assert len(merged) == 7 and not lora_layers(model)
+    assert type(model.blocks[0].attn.in_proj) is nn.Linear
+    assert set(model.state_dict()) == set(lm(tie_embeddings=False).state_dict())
+    torch.testing.assert_close(model(ids).logits, adapted, atol=1e-5, rtol=0)
+
+
+def test_merge_keeps_the_outputs_of_cross_attention_which_reads_the_weight():
+    src, tgt = torch.randint(0, 40, (2, 7)), torch.randint(0, 40, (2, 5))
+    model = seq2seq()
+    apply_lora(model, ["cross_attn.in_proj", "cross_attn.out_proj"], rank=2, alpha=4)
+    randomise_b(model)
+    adapted = model(src, decoder_input_ids=tgt).logits
+    assert not torch.allclose(adapted, seq2seq()(src, decoder_input_ids=tgt).logits)
+    merge_lora(model)
+    merged = model(src, decoder_input_ids=tgt).logits
+    torch.testing.assert_close(merged, adapted, atol=1e-5, rtol=0)
+
+
+def test_refusals_name_the_target_and_what_exists():
+    model = lm()
+    with pytest.raises(ValueError) as err:
+        apply_lora(model, ["attn.in_proj", "attn.q_proj"], 2, 4, where="train.lora_targets")
+    message = str(err.value)
+    assert message.startswith("train.lora_targets: 'attn.q_proj' names no nn.Linear")
+    assert "blocks.*.attn.in_proj, blocks.*.attn.out_proj, blocks.*.mlp.fc1" in message
+    assert not lora_layers(model) and all(p.requires_grad for p in model.parameters())
+    with pytest.raises(ValueError, match="unembed.proj.weight is tied to embed.weight"):
+        apply_lora(model, ["unembed.proj"], 2, 4)
+    for rank in (0, -1, 1.5, True, "8"):
+        with pytest.raises(ValueError, match=r"rank=.* must be an int >= 1"):
+            apply_lora(model, ["attn.in_proj"], rank, 4)
+    for alpha in (0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="alpha=.* must be a finite number > 0"):
+            apply_lora(model, ["attn.in_proj"], 2, alpha)
+    with pytest.raises(ValueError, match="must be a non-empty list"):
+        apply_lora(model, "attn.in_proj", 2, 4)
+    with pytest.raises(ValueError, match="must be a non-empty list"):
+        apply_lora(model, [], 2, 4)
+    assert not lora_layers(model)
