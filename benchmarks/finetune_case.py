@@ -134,9 +134,8 @@ def _glassformer(hf_model, shape: dict[str, Any], mode: str):
     if mode == "lora":
         from glassformer.finetune import apply_lora
 
-        apply_lora(model, GLASSFORMER_TARGETS, rank=RANK, alpha=ALPHA)
-        if shape["kind"] == "bert":  # the new head trains, as PEFT's modules_to_save
-            model.classifier.requires_grad_(True)
+        keep = ["classifier"] if shape["kind"] == "bert" else []  # as PEFT's modules_to_save
+        apply_lora(model, GLASSFORMER_TARGETS, rank=RANK, alpha=ALPHA, keep=keep)
     optimizer = build_optimizer(model, TrainConfig(lr=LR))
     if shape["kind"] == "bert":
         return model, (lambda m, ids, y: m(ids, labels=y).loss), optimizer
