@@ -201,8 +201,12 @@ def _check_tensors(
         param, _, field = key.removeprefix("opt/").rpartition("/")
         if not key.startswith("opt/") or param not in shapes:
             raise ValueError(f"{path}: {key!r} is not the state of a parameter of the model")
+        if field not in (*MOMENTS, "step"):
+            raise ValueError(
+                f"{path}: {key!r} is no optimizer's state; allowed: step, {', '.join(MOMENTS)}"
+            )
         want = shapes[param] if field in MOMENTS else ()
-        if field not in (*MOMENTS, "step") or tuple(value.shape) != want:
+        if tuple(value.shape) != want:
             raise ValueError(
                 f"{path}: {key} has shape {tuple(value.shape)}; the model needs {want}"
             )
