@@ -62,8 +62,7 @@ def check_training_state(
     _check_optimizer_name(json_file, meta.get("optimizer"), optimizer)
     _check_optimizer_meta(json_file, meta.get("optimizer"), optimizer, set(shapes))
     _check_tensors(tensor_file, tensors, shapes, step)
-    _check_complete(tensor_file, meta["optimizer"], tensors)
-    _check_fields(tensor_file, meta["optimizer"], tensors, optimizer_name(optimizer))
+    _check_complete(tensor_file, meta["optimizer"], tensors, optimizer_name(optimizer))
     live = scheduler.state_dict()
     saved = meta.get("scheduler")
     if not isinstance(saved, dict) or set(saved) != set(live):
@@ -238,29 +237,14 @@ def _check_values(path: Path, key: str, field: str, value: torch.Tensor, step: i
         )
 
 
-def _check_fields(
+def _check_complete(
     path: Path, saved: dict[str, Any], tensors: dict[str, torch.Tensor], name: str | None
 ) -> None:
-    """Each parameter with state holds exactly the fields optimizer ``name`` keeps with the
-    hyper-parameters of its group (optim.state_fields): SGD's momentum buffer, RMSprop's
-    square average... A field another optimizer keeps, or one left out of both files, would
-    otherwise be ignored or restart from zero."""
-    if name is None:
-        return
-    group_of = {p: g for g in saved["param_groups"] for p in g["params"]}
-    for param, have in sorted(_found(saved, tensors).items()):
-        want = state_fields(name, group_of[param])
-        if have != want:
-            raise ValueError(
-                f"{path}: the optimizer state of {param} holds {sorted(have)}; {name} with "
-                f"its settings keeps {sorted(want)}"
-            )
-
-
-def _check_complete(path: Path, saved: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
     """Every field that trainer.json says was saved (optimizer.fields: parameter -> names) is
-    in the file or in optimizer.scalars, and nothing else: a parameter's moments left out
-    would otherwise restart from zero without a word."""
+    in the file or in optimizer.scalars, and nothing else; and each parameter with state holds
+    the fields optimizer ``name`` keeps with its group's settings (optim.state_fields: SGD's
+    momentum buffer, RMSprop's square average...). A parameter's moments left out would
+    otherwise restart from zero without a word, another optimizer's be ignored."""
     fields = saved.get("fields")
     if not isinstance(fields, dict) or not all(
         isinstance(v, list) and all(isinstance(f, str) for f in v) for v in fields.values()
@@ -270,6 +254,7 @@ def _check_complete(path: Path, saved: dict[str, Any], tensors: dict[str, torch.
             "parameter names to lists of state names"
         )
     found = _found(saved, tensors)
+    group_of = {p: g for g in saved["param_groups"] for p in g["params"]}
     for param in sorted(set(fields) | set(found)):
         want, have = set(fields.get(param, ())), found.get(param, set())
         if want - have:
@@ -281,6 +266,12 @@ def _check_complete(path: Path, saved: dict[str, Any], tensors: dict[str, torch.
             raise ValueError(
                 f"{path}: optimizer state {sorted(have - want)} of {param} is not listed in "
                 "trainer.json"
+            )
+        keeps = state_fields(name, group_of[param]) if name is not None else have
+        if have and have != keeps:  # none: a parameter that has had no gradient yet
+            raise ValueError(
+                f"{path}: the optimizer state of {param} holds {sorted(have)}; {name} with "
+                f"its settings keeps {sorted(keeps)}"
             )
 
 
