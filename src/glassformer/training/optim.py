@@ -43,13 +43,16 @@ def build_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimi
         {"params": no_decay, "weight_decay": 0.0},
     ]
     device = next(model.parameters()).device.type
-    return OPTIMIZERS[config.optimizer](groups, **hyper_parameters(config, device))
+    sharded = _sharded(decay + no_decay)
+    return OPTIMIZERS[config.optimizer](groups, **hyper_parameters(config, device, sharded))
 
 
-def hyper_parameters(config: TrainConfig, device: str) -> dict[str, Any]:
-    """The keyword arguments of ``config.optimizer``'s torch.optim class."""
-    fused = device in ("cpu", "cuda")
+def hyper_parameters(config: TrainConfig, device: str, sharded: bool = False) -> dict[str, Any]:
+    """The keyword arguments of ``config.optimizer``'s torch.optim class. ``sharded``: the
+    parameters are FSDP's DTensors, which PyTorch's fused SGD kernel does not take (its
+    multi-tensor one then runs)."""
     name = config.optimizer
+    fused = device in ("cpu", "cuda") and not (sharded and name == "sgd")
     if name in ("adamw", "adam"):
         betas = (config.beta1, config.beta2)
         return {"lr": config.lr, "betas": betas, "eps": config.eps, "fused": fused}
@@ -57,6 +60,15 @@ def hyper_parameters(config: TrainConfig, device: str) -> dict[str, Any]:
     if name == "sgd":
         return {"lr": config.lr, "momentum": momentum, "nesterov": config.nesterov, "fused": fused}
     return {"lr": config.lr, "alpha": config.alpha, "eps": config.eps, "momentum": momentum}
+
+
+def _sharded(params: list[torch.Tensor]) -> bool:
+    """Are the parameters DTensors (FSDP)? Only asked in a distributed run."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return False
+    from torch.distributed.tensor import DTensor
+
+    return any(isinstance(p, DTensor) for p in params)
 
 
 def optimizer_name(optimizer: torch.optim.Optimizer) -> str | None:
