@@ -9,12 +9,13 @@ import copy
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from glassformer import DecoderLM, preset
 from glassformer.data import TextDataset
 from glassformer.runs import Run, RunError
 from glassformer.tokenizers import CharTokenizer
-from glassformer.training import TrainConfig, Trainer, build_optimizer
+from glassformer.training import TrainConfig, Trainer, build_optimizer, build_scheduler
 
 TEXTS = ["the cat sat on the mat."] * 8
 TOK = CharTokenizer().train(TEXTS)
@@ -181,3 +182,31 @@ def test_bad_optimizer_settings_are_refused(case):
     with pytest.raises(ValueError) as err:
         TrainConfig(**settings)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "sgd", "rmsprop"])
+def test_a_parameter_that_does_not_train_keeps_its_value_and_no_state(tmp_path, optimizer):
+    """It is left out of the optimizer, its checkpoint state and the checks of a resume,
+    which continues as an uninterrupted run."""
+
+    def frozen(run_dir, steps: int) -> Trainer:
+        t = trainer(run_dir, steps, optimizer=optimizer)
+        t.model.pos_embed.weight.requires_grad_(False)
+        t.optimizer = build_optimizer(t.model, t.config)
+        t.scheduler = build_scheduler(t.optimizer, t.config)
+        return t
+
+    whole = frozen(tmp_path / "whole", 4)
+    before = whole.model.pos_embed.weight.clone()
+    whole.fit()
+    assert torch.equal(whole.model.pos_embed.weight, before)
+    frozen(tmp_path / "cut", 2).fit()
+    saved = load_file(tmp_path / "cut" / "checkpoints" / "step-000002" / "trainer.safetensors")
+    assert not [k for k in saved if k.startswith("opt/pos_embed.")]
+    assert [k for k in saved if k.startswith("opt/embed.")]  # what trains has its state
+    again = frozen(tmp_path / "cut", 4)
+    again.fit(resume=True)
+    for (name, p), q in zip(
+        again.model.named_parameters(), whole.model.parameters(), strict=True
+    ):
+        assert torch.equal(p, q), name

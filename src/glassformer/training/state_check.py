@@ -58,7 +58,8 @@ def check_training_state(
     step = meta.get("step")
     if isinstance(step, bool) or not isinstance(step, int) or f"{step:06d}" != expected:
         raise ValueError(f"{json_file}: step is {step!r}, but the folder is {folder.name}")
-    shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
+    trained = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    shapes = {n: tuple(p.shape) for n, p in model.named_parameters() if id(p) in trained}
     _check_optimizer_name(json_file, meta.get("optimizer"), optimizer)
     _check_optimizer_meta(json_file, meta.get("optimizer"), optimizer, set(shapes))
     _check_tensors(tensor_file, tensors, shapes, step)
@@ -123,7 +124,9 @@ def _check_optimizer_meta(
             raise ValueError(f"{path}: optimizer.param_groups[{i}].params is not a list")
         listed += group["params"]
     if sorted(map(str, listed)) != sorted(names) or len(listed) != len(names):
-        raise ValueError(f"{path}: the optimizer's parameters are not the model's")
+        raise ValueError(
+            f"{path}: the optimizer's parameters are not the ones of the model that train"
+        )
     scalars = saved.get("scalars")
     if not isinstance(scalars, dict) or any(
         not isinstance(k, str) or k.rsplit("/", 1)[0] not in names for k in scalars
@@ -199,7 +202,9 @@ def _check_tensors(
             continue
         param, _, field = key.removeprefix("opt/").rpartition("/")
         if not key.startswith("opt/") or param not in shapes:
-            raise ValueError(f"{path}: {key!r} is not the state of a parameter of the model")
+            raise ValueError(
+                f"{path}: {key!r} is not the state of a parameter of the model that trains"
+            )
         if field not in (*MOMENTS, "step"):
             raise ValueError(
                 f"{path}: {key!r} is no optimizer's state; allowed: step, {', '.join(MOMENTS)}"
