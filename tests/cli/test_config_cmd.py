@@ -28,6 +28,8 @@ NEEDS = {
     ("model", "tgt_vocab_size", 1): {"share_embeddings": False, "decoder_start_id": 0},
     ("model", "tgt_vocab_size", 2**24): {"share_embeddings": False},
     ("model", "positional_layout", "split"): {"positional": "sinusoidal"},
+    ("train", "momentum", 0.0): {"optimizer": "sgd"},
+    ("train", "momentum", 1 - 0.001): {"optimizer": "sgd"},
 }
 
 

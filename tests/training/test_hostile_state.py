@@ -26,10 +26,10 @@ TOK = CharTokenizer().train(TEXTS)
 DATA = TextDataset("cats", "lm", "train", TEXTS)
 
 
-def trainer(run_dir: Path, steps: int = 2) -> Trainer:
+def trainer(run_dir: Path, steps: int = 2, **settings) -> Trainer:
     torch.manual_seed(0)
     model = DecoderLM(preset("tiny", vocab_size=TOK.vocab_size, d_model=16, n_head=2, n_layer=1))
-    cfg = TrainConfig(task="lm", steps=steps, batch_size=2, save_every=2, log_every=1)
+    cfg = TrainConfig(task="lm", steps=steps, batch_size=2, save_every=2, log_every=1, **settings)
     return Trainer(model, TOK, DATA, None, cfg, run_dir, progress=False)
 
 
@@ -106,7 +106,7 @@ CASES = {
     ),
     "foreign parameter": (
         edit_json(optimizer__param_groups__0__params=["os.system"]),
-        "parameters are not the model's",
+        "the optimizer's parameters are not the ones of the model that train",
     ),
     "one group too few": (edit_json(optimizer__param_groups=[]), "not a list of 2 groups"),
     "scheduler garbage": (edit_json(scheduler={"base_lrs": "x"}), "scheduler state has keys"),
@@ -221,14 +221,164 @@ NUMBERS = {
 CASES.update(NUMBERS)
 
 
+# the state of the other optimizers (optim.state_fields): SGD's momentum buffer, RMSprop's
+# square average, step and momentum buffer
+SGD = {"optimizer": "sgd"}
+RMSPROP = {"optimizer": "rmsprop", "momentum": 0.5}
+BUFFER, SQUARE = "opt/embed.weight/momentum_buffer", "opt/embed.weight/square_avg"
+
+
+def add_field(param: str, field: str, value: torch.Tensor) -> Callable[[Path], None]:
+    """``field`` of ``param`` put in both files, as if the optimizer kept it."""
+
+    def apply(folder: Path) -> None:
+        edit_tensors(lambda t: t.update({f"opt/{param}/{field}": value}))(folder)
+        meta = json.loads((folder / "trainer.json").read_text())
+        meta["optimizer"]["fields"][param].append(field)
+        (folder / "trainer.json").write_text(json.dumps(meta))
+
+    return apply
+
+
+def pop_name(folder: Path) -> None:
+    """trainer.json without optimizer.name."""
+    meta = json.loads((folder / "trainer.json").read_text())
+    del meta["optimizer"]["name"]
+    (folder / "trainer.json").write_text(json.dumps(meta))
+
+
+def drop_field(param: str, field: str) -> Callable[[Path], None]:
+    """``field`` of ``param`` taken out of both files, so that they agree."""
+
+    def apply(folder: Path) -> None:
+        edit_tensors(lambda t: t.pop(f"opt/{param}/{field}"))(folder)
+        meta = json.loads((folder / "trainer.json").read_text())
+        meta["optimizer"]["fields"][param].remove(field)
+        (folder / "trainer.json").write_text(json.dumps(meta))
+
+    return apply
+
+
+OTHER_OPTIMIZERS = {
+    "sgd: momentum buffer NaN": (
+        SGD,
+        edit_tensors(lambda t: t[BUFFER].view(-1)[0].fill_(NAN)),
+        rf"tensor '{BUFFER}' holds 1 NaN value: the optimizer's state is damaged",
+    ),
+    "sgd: momentum buffer of another shape": (
+        SGD,
+        edit_tensors(lambda t: t.update({BUFFER: torch.zeros(3)})),
+        rf"{BUFFER} has shape \(3,\); the model needs \({TOK.vocab_size}, 16\)",
+    ),
+    "sgd: momentum buffer left out": (
+        SGD,
+        edit_tensors(lambda t: t.pop(BUFFER)),
+        r"the optimizer state of embed.weight lacks \['momentum_buffer'\]",
+    ),
+    "sgd: an Adam moment": (
+        SGD,
+        add_field("embed.weight", "exp_avg", torch.zeros(TOK.vocab_size, 16)),
+        r"trainer.safetensors: the optimizer state of embed.weight holds \['exp_avg', "
+        r"'momentum_buffer'\]; sgd with its settings keeps \['momentum_buffer'\]",
+    ),
+    "sgd: a field of no optimizer": (
+        SGD,
+        edit_tensors(lambda t: t.update({"opt/embed.weight/evil": torch.zeros(1)})),
+        r"'opt/embed.weight/evil' is no optimizer's state; allowed: step, exp_avg, exp_avg_sq, "
+        "max_exp_avg_sq, momentum_buffer, square_avg, grad_avg",
+    ),
+    "sgd: momentum of 1": (
+        SGD,
+        edit_json(optimizer__param_groups__0__momentum=1.0),
+        GROUP.format(0) + r".momentum is 1.0; allowed a number in \[0, 1\)",
+    ),
+    "sgd: nesterov a string": (
+        SGD,
+        edit_json(optimizer__param_groups__1__nesterov="yes"),
+        GROUP.format(1) + r".nesterov is 'yes'; allowed true or false",
+    ),
+    "sgd: state of adamw": (
+        SGD,
+        edit_json(optimizer__name="adamw"),
+        r"trainer.json: the checkpoint was trained with the optimizer adamw, this run uses "
+        r"sgd; resume with train.optimizer=adamw, or start a new run",
+    ),
+    "sgd: no optimizer name, so adamw's": (
+        SGD,
+        pop_name,
+        "the checkpoint was trained with the optimizer adamw, this run uses sgd",
+    ),
+    "sgd: an unknown optimizer": (
+        SGD,
+        edit_json(optimizer__name="lion"),
+        r"trainer.json: optimizer.name is 'lion'; allowed one of adamw, adam, sgd, rmsprop",
+    ),
+    "sgd: a name not a string": (
+        SGD,
+        edit_json(optimizer__name=["sgd"]),
+        r"optimizer.name is \['sgd'\]; allowed one of",
+    ),
+    "rmsprop: square average negative": (
+        RMSPROP,
+        edit_tensors(lambda t: t[SQUARE].view(-1)[2].fill_(-1.0)),
+        rf"{SQUARE} holds 1 value like -1.0; allowed finite numbers >= 0",
+    ),
+    "rmsprop: step count beyond the step": (
+        RMSPROP,
+        edit_tensors(lambda t: t["opt/embed.weight/step"].fill_(3.0)),
+        r"embed.weight/step holds 1 value like 3.0; allowed a count from 0 to the "
+        "checkpoint's step, 2",
+    ),
+    "rmsprop: alpha NaN": (
+        RMSPROP,
+        edit_json(optimizer__param_groups__0__alpha=NAN),
+        GROUP.format(0) + r".alpha is nan; allowed a number in \[0, 1\)",
+    ),
+    "rmsprop: momentum buffer out of both files": (
+        RMSPROP,
+        drop_field("embed.weight", "momentum_buffer"),
+        r"the optimizer state of embed.weight holds \['square_avg', 'step'\]; rmsprop with its "
+        r"settings keeps \['momentum_buffer', 'square_avg', 'step'\]",
+    ),
+    "rmsprop: centered without its average": (
+        RMSPROP,
+        edit_json(optimizer__param_groups__0__centered=True),
+        r"keeps \['grad_avg', 'momentum_buffer', 'square_avg', 'step'\]",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def saved_runs(tmp_path_factory) -> dict[str, Path]:
+    """A 2-step run of each optimizer of OTHER_OPTIMIZERS."""
+    runs = {}
+    for settings in (SGD, RMSPROP):
+        run = tmp_path_factory.mktemp("hostile") / settings["optimizer"]
+        trainer(run, **settings).fit()
+        runs[settings["optimizer"]] = run
+    return runs
+
+
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
 def test_resume_refuses_hostile_training_state(saved_run, tmp_path, case):
-    run = tmp_path / "run"
-    shutil.copytree(saved_run, run)
     spoil, message = CASES[case]
+    refused_untouched(saved_run, tmp_path, spoil, message, {})
+
+
+@pytest.mark.parametrize("case", OTHER_OPTIMIZERS, ids=list(OTHER_OPTIMIZERS))
+def test_resume_refuses_hostile_state_of_other_optimizers(saved_runs, tmp_path, case):
+    settings, spoil, message = OTHER_OPTIMIZERS[case]
+    refused_untouched(saved_runs[settings["optimizer"]], tmp_path, spoil, message, settings)
+
+
+def refused_untouched(saved: Path, tmp_path: Path, spoil, message: str, settings) -> None:
+    """A copy of ``saved`` spoilt by ``spoil`` is refused with ``message``; nothing is
+    restored, nothing runs."""
+    run = tmp_path / "run"
+    shutil.copytree(saved, run)
     folder = latest_checkpoint(run)
     spoil(folder)
-    again = trainer(run, steps=4)
+    again = trainer(run, steps=4, **settings)
     before = {k: v.clone() for k, v in again.model.state_dict().items()}
     with pytest.raises(ValueError, match=message) as err:
         again.fit(resume=True)
@@ -240,10 +390,15 @@ def test_resume_refuses_hostile_training_state(saved_run, tmp_path, case):
     assert not (run / ".lock").exists()
 
 
-def test_an_untouched_copy_resumes(saved_run, tmp_path):
-    """The control: the same copy, unspoilt, resumes to step 4."""
-    run = tmp_path / "run"
-    shutil.copytree(saved_run, run)
-    again = trainer(run, steps=4)
-    again.fit(resume=True)
-    assert again.step == 4
+def test_an_untouched_copy_resumes(saved_run, saved_runs, tmp_path):
+    """The control: the same copies, unspoilt, resume to step 4; an AdamW checkpoint whose
+    trainer.json names no optimizer is AdamW's."""
+    for name, saved, settings in [("adamw", saved_run, {}), ("sgd", saved_runs["sgd"], SGD),
+                                  ("rmsprop", saved_runs["rmsprop"], RMSPROP)]:  # fmt: skip
+        run = tmp_path / name
+        shutil.copytree(saved, run)
+        if name == "adamw":
+            pop_name(latest_checkpoint(run))
+        again = trainer(run, steps=4, **settings)
+        again.fit(resume=True)
+        assert again.step == 4

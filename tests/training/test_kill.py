@@ -167,3 +167,29 @@ def test_sigkill_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_p
 def losses(run: Path) -> list[tuple[int, float]]:
     records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     return [(r["step"], r["loss"]) for r in records if "loss" in r]
+
+
+def test_an_sgd_run_killed_and_resumed_ends_as_an_uninterrupted_one(tmp_path):
+    """SGD with momentum: the momentum buffers saved in the checkpoint carry the run on."""
+    text = tmp_path / "train.txt"
+    text.write_text("the cat sat on the mat; the dog lay on the log.\n" * 40)
+    sgd = ["--set", "train.optimizer=sgd", "--set", "train.lr=0.1"]
+    argv = ["--data", text, "--steps", STEPS, *TINY, *sgd]
+    whole, out = tmp_path / "whole", tmp_path / "killed"
+    reference = start(whole, argv)
+    proc = start(out, argv)
+    wait_for(proc, lambda: step_of(latest_checkpoint(out)) >= SAVE_EVERY, "a checkpoint")
+    saved, _ = kill(proc, out)
+    proc = start(out, ["--resume"])
+    assert proc.wait(timeout=60) == 0, (tmp_path / "killed.log").read_text()
+    assert reference.wait(timeout=60) == 0, (tmp_path / "whole.log").read_text()
+    assert f"resuming at step {saved} to" in (tmp_path / "killed.log").read_text()
+    final = f"checkpoints/step-{STEPS:06d}"
+    for file in ("model.safetensors", "trainer.safetensors"):
+        ours, theirs = load_file(out / final / file), load_file(whole / final / file)
+        assert ours.keys() == theirs.keys()
+        for name, tensor in theirs.items():
+            assert torch.equal(ours[name], tensor), (file, name)
+    momentum = [k for k in theirs if k.endswith("/momentum_buffer")]
+    assert momentum and all(theirs[k].abs().sum() > 0 for k in momentum)
+    assert losses(out) == losses(whole)

@@ -28,11 +28,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run(out: Path, strategy: str, steps: int, procs: int, resume=False, stop_at=None) -> None:
+def run(
+    out: Path, strategy: str, steps: int, procs: int, resume=False, stop_at=None, optimizer="adamw"
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     args = [str(WORKER), str(out), strategy, str(steps), "resume" if resume else "fresh"]
     args += [] if stop_at is None else [str(stop_at)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WORKER_OPTIMIZER": optimizer}
     if procs == 1:
         cmd = [sys.executable, *args]
         env = {k: v for k, v in env.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
@@ -88,6 +90,17 @@ def test_two_processes_equal_one(six_steps, strategy):
     rows0, rows1 = {tuple(r) for r in seen0.tolist()}, {tuple(r) for r in seen1.tolist()}
     assert not rows0 & rows1  # each process saw different examples
     assert not (two / "seen-1.pt").samefile(two / "seen-0.pt")
+
+
+def test_sgd_with_two_processes_equals_one_under_fsdp(tmp_path):
+    """FSDP's sharded parameters take SGD (PyTorch's multi-tensor kernel: the fused one has no
+    sharded form), and its momentum buffers are saved whole: one process resumes them."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    run(one, "fsdp", 6, procs=1, optimizer="sgd")
+    run(two, "fsdp", 6, procs=2, stop_at=3, optimizer="sgd")
+    run(two, "fsdp", 6, procs=1, resume=True, optimizer="sgd")
+    assert_same(params(one), params(two), atol=1e-5)
+    assert losses(one) == pytest.approx(losses(two), abs=1e-5)
 
 
 def test_only_rank_zero_writes_and_checkpoints_move_between_process_counts(tmp_path, six_steps):

@@ -29,15 +29,16 @@ def resumed_plan(
     change the rest (only the [sample] table may change)."""
     stored, model_cfg = read_run(out)
     if given is not None:
-        now_plan = make_plan(given(stored.settings))
-        before, now = comparable(stored), comparable(now_plan)
-        for key in sorted(set(before) | set(now)):
-            if before.get(key) != now.get(key):
-                raise RunError(
-                    f"--resume continues {out} as it was started, with {key}="
-                    f"{before.get(key)!r}, but the options give {now.get(key)!r}; leave that "
-                    "option out, or start a new run with another --out"
-                )
+        wanted, before = given(stored.settings), comparable(stored)
+        try:
+            now_plan = make_plan(wanted)
+        except RunError:  # e.g. the run's train.momentum with another train.optimizer: name
+            # the setting changed rather than the error it leads to
+            given_now = {k: v for k, v in _flat(wanted).items() if k in before}
+            _refuse_changes(out, {k: before[k] for k in given_now}, given_now)
+            raise
+        now = comparable(now_plan)
+        _refuse_changes(out, before, now)
         stored.sample = now_plan.sample  # what to print at the end may change
         stored.settings["sample"] = dict(now_plan.settings.get("sample", {}))
     changes = {k: v for k, v in (changes or {}).items() if v is not None}
@@ -52,6 +53,27 @@ def resumed_plan(
     stored.settings.setdefault("train", {}).update(changes)
     stored.out = out
     return stored, model_cfg
+
+
+def _refuse_changes(out: Path, before: dict[str, Any], now: dict[str, Any]) -> None:
+    """RunError naming the first setting whose value ``now`` is not the one ``before``."""
+    for key in sorted(set(before) | set(now)):
+        if before.get(key) != now.get(key):
+            raise RunError(
+                f"--resume continues {out} as it was started, with {key}="
+                f"{before.get(key)!r}, but the options give {now.get(key)!r}; leave that "
+                "option out, or start a new run with another --out"
+            )
+
+
+def _flat(settings: Settings) -> dict[str, Any]:
+    """The [train] and [model] tables as "train.lr" -> value, what may change left out."""
+    return {
+        f"{section}.{key}": value
+        for section in ("train", "model")
+        for key, value in settings.get(section, {}).items()
+        if not (section == "train" and key in MAY_CHANGE)
+    }
 
 
 def comparable(plan: RunPlan) -> dict[str, Any]:

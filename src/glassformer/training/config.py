@@ -17,6 +17,8 @@ __all__ = ["TrainConfig"]
 DEVICES = ("auto", "cpu", "cuda", "mps")
 STRATEGIES = ("ddp", "fsdp")
 EG = '["embed", "blocks.0-3"]'
+OPTIMIZERS = ("adamw", "adam", "sgd", "rmsprop")  # torch.optim's classes, see optim.py
+MOMENTUM = {"sgd": 0.9, "rmsprop": 0.0}  # the momentum of each when train.momentum is unset
 
 
 @dataclass
@@ -31,9 +33,14 @@ class TrainConfig:
     lr: float = 2e-3  # peak learning rate
     min_lr: float | None = None  # end of the cosine decay (None: lr / 10)
     warmup: int = 100  # linear warmup steps
-    weight_decay: float = 0.1  # on weight matrices only
-    beta1: float = 0.9
-    beta2: float = 0.99
+    weight_decay: float = 0.1  # on weight matrices only (adamw: decoupled; others: L2)
+    optimizer: str = "adamw"  # the update rule: torch.optim's AdamW, Adam, SGD or RMSprop
+    beta1: float = 0.9  # adamw, adam: decay of the gradients' mean
+    beta2: float = 0.99  # adamw, adam: decay of the squared gradients' mean
+    eps: float = 1e-8  # adamw, adam, rmsprop: added to the root of the squared mean
+    momentum: float | None = None  # sgd, rmsprop (None: sgd 0.9, rmsprop 0)
+    nesterov: bool = False  # sgd: Nesterov momentum
+    alpha: float = 0.99  # rmsprop: smoothing constant of the squared gradients
     grad_clip: float = 1.0  # max global gradient norm (0: no clipping)
     eval_every: int = 250  # steps between evaluations (0: only at the end)
     eval_batches: int = 20  # validation batches per evaluation
@@ -61,6 +68,7 @@ class TrainConfig:
         "task": TASK_NAMES,
         "device": DEVICES,
         "strategy": STRATEGIES,
+        "optimizer": OPTIMIZERS,
     }
     RANGES: ClassVar[dict[str, Range]] = {
         "steps": Range(0),
@@ -73,6 +81,9 @@ class TrainConfig:
         "weight_decay": Range(0.0),
         "beta1": Range(0.0, 1.0, open_high=True),
         "beta2": Range(0.0, 1.0, open_high=True),
+        "eps": Range(0.0, open_low=True),
+        "momentum": Range(0.0, 1.0, open_high=True),
+        "alpha": Range(0.0, 1.0, open_high=True),
         "grad_clip": Range(0.0),
         "eval_every": Range(0),
         "eval_batches": Range(1),
@@ -105,6 +116,29 @@ class TrainConfig:
                 f"lora_rank={self.lora_rank} needs lora_targets, the Linears to adapt "
                 f"(default {list(DEFAULT_TARGETS)})"
             )
+        self._check_optimizer()
+
+    def _check_optimizer(self) -> None:
+        """The settings that only some optimizers take are refused for the others."""
+        name = self.optimizer
+        if self.momentum is not None and name not in MOMENTUM:
+            raise ValueError(
+                f"momentum={self.momentum!r} applies to the optimizers sgd and rmsprop, not "
+                f"{name} (its momentum is beta1)"
+            )
+        if not isinstance(self.nesterov, bool):
+            raise ValueError(f"nesterov={self.nesterov!r} must be true or false")
+        if self.nesterov and name != "sgd":
+            raise ValueError(f"nesterov=True applies to the optimizer sgd only, not {name}")
+        if self.nesterov and not self.momentum_value:
+            raise ValueError(
+                f"nesterov=True needs momentum > 0, got momentum={self.momentum_value!r}"
+            )
+
+    @property
+    def momentum_value(self) -> float:
+        """The momentum sgd or rmsprop runs with (``momentum``, or the optimizer's default)."""
+        return MOMENTUM.get(self.optimizer, 0.0) if self.momentum is None else self.momentum
 
     @property
     def final_lr(self) -> float:

@@ -1,5 +1,6 @@
-"""AdamW with weight decay on weight matrices only, and the learning-rate schedule:
-linear warmup to ``lr`` over ``warmup`` steps, then cosine decay to ``min_lr`` at ``steps``.
+"""The optimizer (``TrainConfig.optimizer``: AdamW, Adam, SGD or RMSprop, PyTorch's classes)
+with weight decay on weight matrices only, and the learning-rate schedule: linear warmup to
+``lr`` over ``warmup`` steps, then cosine decay to ``min_lr`` at ``steps``.
 
     lr(s) = lr · (s + 1) / warmup                                    s < warmup
     lr(s) = min_lr + ½ (lr - min_lr) (1 + cos(π (s - warmup) / (steps - warmup)))   after
@@ -8,18 +9,31 @@ linear warmup to ``lr`` over ``warmup`` steps, then cosine decay to ``min_lr`` a
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
 
 from .config import TrainConfig
 
-__all__ = ["build_optimizer", "build_scheduler", "lr_at"]
+__all__ = ["OPTIMIZERS", "build_optimizer", "build_scheduler", "lr_at", "optimizer_name"]
+
+# TrainConfig.optimizer -> the torch.optim class that runs it
+OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
+    "adamw": torch.optim.AdamW,
+    "adam": torch.optim.Adam,
+    "sgd": torch.optim.SGD,
+    "rmsprop": torch.optim.RMSprop,
+}
 
 
-def build_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
-    """Decay every parameter with ≥ 2 dimensions (projections, embeddings); not biases or
-    norm gains. Uses PyTorch's fused AdamW kernel where the device supports it."""
+def build_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    """``config.optimizer`` over the parameters that train (``requires_grad``). Weight decay
+    on every parameter with ≥ 2 dimensions (projections, embeddings), not on biases or norm
+    gains: decoupled for AdamW (``θ ← θ - lr·λ·θ`` beside the Adam step), the L2 term
+    ``g ← g + λ·θ`` added to the gradient for Adam, SGD and RMSprop (torch's
+    ``weight_decay``). AdamW, Adam and SGD use PyTorch's fused kernels on CPU and CUDA;
+    RMSprop (no fused kernel) its multi-tensor one where PyTorch picks it (CUDA)."""
     decay, no_decay = [], []
     for p in model.parameters():
         if p.requires_grad:
@@ -29,8 +43,51 @@ def build_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
         {"params": no_decay, "weight_decay": 0.0},
     ]
     device = next(model.parameters()).device.type
-    fused = device in ("cpu", "cuda")
-    return torch.optim.AdamW(groups, lr=config.lr, betas=(config.beta1, config.beta2), fused=fused)
+    sharded = _sharded(decay + no_decay)
+    return OPTIMIZERS[config.optimizer](groups, **hyper_parameters(config, device, sharded))
+
+
+def hyper_parameters(config: TrainConfig, device: str, sharded: bool = False) -> dict[str, Any]:
+    """The keyword arguments of ``config.optimizer``'s torch.optim class. ``sharded``: the
+    parameters are FSDP's DTensors, which PyTorch's fused SGD kernel does not take (its
+    multi-tensor one then runs)."""
+    name = config.optimizer
+    fused = device in ("cpu", "cuda") and not (sharded and name == "sgd")
+    if name in ("adamw", "adam"):
+        betas = (config.beta1, config.beta2)
+        return {"lr": config.lr, "betas": betas, "eps": config.eps, "fused": fused}
+    momentum = config.momentum_value
+    if name == "sgd":
+        return {"lr": config.lr, "momentum": momentum, "nesterov": config.nesterov, "fused": fused}
+    return {"lr": config.lr, "alpha": config.alpha, "eps": config.eps, "momentum": momentum}
+
+
+def _sharded(params: list[torch.Tensor]) -> bool:
+    """Are the parameters DTensors (FSDP)? Only asked in a distributed run."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return False
+    from torch.distributed.tensor import DTensor
+
+    return any(isinstance(p, DTensor) for p in params)
+
+
+def optimizer_name(optimizer: torch.optim.Optimizer) -> str | None:
+    """The ``TrainConfig.optimizer`` name of ``optimizer`` (None: a class not in OPTIMIZERS)."""
+    return next((k for k, cls in OPTIMIZERS.items() if type(optimizer) is cls), None)
+
+
+def state_fields(name: str, group: dict[str, Any]) -> set[str]:
+    """The state that optimizer ``name`` keeps for each parameter it has updated, with the
+    hyper-parameters of ``group`` (a ``param_groups`` entry): "step" a count, the rest
+    tensors of the parameter's shape."""
+    if name in ("adamw", "adam"):
+        fields = {"step", "exp_avg", "exp_avg_sq"}
+        return fields | {"max_exp_avg_sq"} if group.get("amsgrad") else fields
+    momentum = {"momentum_buffer"} if group.get("momentum") else set()
+    if name == "sgd":
+        return momentum
+    fields = {"step", "square_avg"} | momentum
+    return fields | {"grad_avg"} if group.get("centered") else fields
 
 
 def lr_at(step: int, config: TrainConfig) -> float:

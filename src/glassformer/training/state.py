@@ -2,8 +2,8 @@
 
     <run>/checkpoints/step-000500/
         model.safetensors, config.json, tokenizer.json   (a loadable model, see models/)
-        trainer.safetensors   optimizer moments by parameter name, RNG states (tensors only)
-        trainer.json          step, optimizer hyper-parameters, scheduler, metrics
+        trainer.safetensors   optimizer state by parameter name, RNG states (tensors only)
+        trainer.json          step, optimizer name and hyper-parameters, scheduler, metrics
         lora.safetensors      a run with LoRA (train.lora_rank > 0): the adapters A, B and
                               the unmerged weights W of the wrapped Linears
 
@@ -42,6 +42,7 @@ from ..run_layout import CHECKPOINTS, PREFIX, best_or_latest, checkpoints, lates
 from ..safe_write import replace_dir, replace_file, write_text
 from ..structured import loads_json
 from .errors import DiskFullError
+from .optim import optimizer_name
 from .state_check import check_training_state
 
 __all__ = [
@@ -86,6 +87,7 @@ def save_checkpoint(
         return final
     ckpt_root.mkdir(parents=True, exist_ok=True)
     tensors, opt_meta = _optimizer_tensors(optim_sd)
+    opt_meta["name"] = optimizer_name(optimizer)
     layers = lora_layers(model)
     model_sd, lora_sd = split_state(model_sd, layers) if layers else (model_sd, {})
     tensors["rng.cpu"] = torch.get_rng_state()
@@ -169,9 +171,13 @@ def load_checkpoint(
     try:
         optim_sd = _optimizer_state(meta["optimizer"], tensors)
         dcp, full = _state_dicts()
-        dcp.set_state_dict(
-            model, optimizer, model_state_dict=weights, optim_state_dict=optim_sd, options=full
-        )
+        if optim_sd["state"]:
+            dcp.set_state_dict(
+                model, optimizer, model_state_dict=weights, optim_state_dict=optim_sd, options=full
+            )
+        else:  # an optimizer that keeps no state (SGD without momentum): dcp cannot load it
+            dcp.set_model_state_dict(model, weights, options=full)
+            _load_param_groups(model, optimizer, optim_sd["param_groups"])
         scheduler.load_state_dict(meta["scheduler"])
         torch.set_rng_state(tensors["rng.cpu"])
     except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as err:
@@ -230,6 +236,22 @@ def _optimizer_state(meta: dict[str, Any], tensors: dict[str, torch.Tensor]) -> 
         param, field = key.rsplit("/", 1)
         state.setdefault(param, {})[field] = value
     return {"state": state, "param_groups": meta["param_groups"]}
+
+
+def _load_param_groups(
+    model: GlassformerModel, optimizer: torch.optim.Optimizer, groups: list[dict[str, Any]]
+) -> None:
+    """The hyper-parameters of the saved ``groups`` (parameters by name) into ``optimizer``,
+    which keeps no per-parameter state; each group must hold the same parameters."""
+    names = {id(p): name for name, p in model.named_parameters()}
+    loaded, start = [], 0
+    for i, (saved, live) in enumerate(zip(groups, optimizer.param_groups, strict=True)):
+        if sorted(saved["params"]) != sorted(names[id(p)] for p in live["params"]):
+            raise ValueError(f"param_groups[{i}] holds other parameters than this run's")
+        count = len(live["params"])
+        loaded.append({**saved, "params": list(range(start, start + count))})
+        start += count
+    optimizer.load_state_dict({"state": {}, "param_groups": loaded})
 
 
 def _current_parameter_names(meta: Any, tensors: dict[str, torch.Tensor], family: str) -> None:

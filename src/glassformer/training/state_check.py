@@ -3,10 +3,11 @@ model, optimizer and scheduler it is about to be loaded into, before anything is
 
 A file that is cut short, or that lies (a step that is not its folder's, optimizer moments
 of another shape, parameters the model does not have, a scheduler of another kind, no RNG
-state), is refused with a ``ValueError`` naming the file and what is wrong; nothing in it is
-executed or unpickled. So is a number that would poison the run (a learning rate, weight decay,
-beta or epsilon that is NaN, infinite, negative or out of its range; a scheduler that is not at
-the checkpoint's step; a best loss that is not finite; optimizer moments that are not finite, a
+state, the state of another optimizer or fields the optimizer does not keep) is refused with
+a ``ValueError`` naming the file and what is wrong; nothing in it is executed or unpickled.
+So is a number that would poison the run (a learning rate, weight decay, beta, momentum or
+epsilon that is NaN, infinite, negative or out of its range; a scheduler that is not at the
+checkpoint's step; a best loss that is not finite; optimizer moments that are not finite, a
 second moment below zero): the message names the file, the field and its value, instead of a
 loss gone NaN steps later.
 """
@@ -19,16 +20,24 @@ from typing import Any
 
 import torch
 
+from .optim import OPTIMIZERS, optimizer_name, state_fields
+
 __all__ = ["check_training_state"]
 
-MOMENTS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
-SQUARES = ("exp_avg_sq", "max_exp_avg_sq")  # AdamW's second moments: never below zero
-# the numbers of an AdamW parameter group: (lowest, lowest allowed?, highest, highest allowed?)
+# the state tensors of a parameter's shape that the optimizers keep (optim.state_fields)
+MOMENTS = (
+    "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer", "square_avg", "grad_avg"
+)  # fmt: skip
+SQUARES = ("exp_avg_sq", "max_exp_avg_sq", "square_avg")  # second moments: never below zero
+# the numbers of a parameter group: (lowest, lowest allowed?, highest, highest allowed?)
 GROUP_RANGES = {
     "lr": (0.0, True, math.inf, False),
     "initial_lr": (0.0, True, math.inf, False),
     "weight_decay": (0.0, True, math.inf, False),
     "eps": (0.0, False, math.inf, False),
+    "momentum": (0.0, True, 1.0, False),
+    "alpha": (0.0, True, 1.0, False),
+    "dampening": (0.0, True, 1.0, True),
 }
 BETA_RANGE = (0.0, True, 1.0, False)
 RATE_RANGE = (0.0, True, math.inf, False)
@@ -50,10 +59,12 @@ def check_training_state(
     if isinstance(step, bool) or not isinstance(step, int) or f"{step:06d}" != expected:
         raise ValueError(f"{json_file}: step is {step!r}, but the folder is {folder.name}")
     # the parameters that train: a frozen one (finetune/) has no optimizer state
-    shapes = {name: tuple(p.shape) for name, p in model.named_parameters() if p.requires_grad}
+    trained = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    shapes = {n: tuple(p.shape) for n, p in model.named_parameters() if id(p) in trained}
+    _check_optimizer_name(json_file, meta.get("optimizer"), optimizer)
     _check_optimizer_meta(json_file, meta.get("optimizer"), optimizer, set(shapes))
     _check_tensors(tensor_file, tensors, shapes, step)
-    _check_complete(tensor_file, meta["optimizer"], tensors)
+    _check_complete(tensor_file, meta["optimizer"], tensors, optimizer_name(optimizer))
     live = scheduler.state_dict()
     saved = meta.get("scheduler")
     if not isinstance(saved, dict) or set(saved) != set(live):
@@ -65,6 +76,24 @@ def check_training_state(
             )
     _check_scheduler_numbers(json_file, saved, step)
     _check_best(json_file, meta.get("best"), step)
+
+
+def _check_optimizer_name(path: Path, saved: Any, optimizer: torch.optim.Optimizer) -> None:
+    """The checkpoint's optimizer is this run's (a trainer.json without optimizer.name holds
+    AdamW's state)."""
+    live = optimizer_name(optimizer)
+    if not isinstance(saved, dict) or live is None:
+        return
+    name = saved.get("name", "adamw")
+    if not isinstance(name, str) or name not in OPTIMIZERS:
+        raise ValueError(
+            f"{path}: optimizer.name is {name!r}; allowed one of {', '.join(OPTIMIZERS)}"
+        )
+    if name != live:
+        raise ValueError(
+            f"{path}: the checkpoint was trained with the optimizer {name}, this run uses "
+            f"{live}; resume with train.optimizer={name}, or start a new run"
+        )
 
 
 def _check_optimizer_meta(
@@ -175,8 +204,12 @@ def _check_tensors(
             raise ValueError(
                 f"{path}: {key!r} is not the state of a parameter of the model that trains"
             )
+        if field not in (*MOMENTS, "step"):
+            raise ValueError(
+                f"{path}: {key!r} is no optimizer's state; allowed: step, {', '.join(MOMENTS)}"
+            )
         want = shapes[param] if field in MOMENTS else ()
-        if field not in (*MOMENTS, "step") or tuple(value.shape) != want:
+        if tuple(value.shape) != want:
             raise ValueError(
                 f"{path}: {key} has shape {tuple(value.shape)}; the model needs {want}"
             )
@@ -186,7 +219,7 @@ def _check_tensors(
 
 
 def _check_values(path: Path, key: str, field: str, value: torch.Tensor, step: int) -> None:
-    """Moments finite (second moments >= 0); an AdamW step count from 0 to ``step``."""
+    """Moments finite (second moments >= 0); a step count from 0 to ``step``."""
     bad = ~torch.isfinite(value)
     if field in SQUARES or field == "step":
         bad |= value < 0
@@ -208,10 +241,14 @@ def _check_values(path: Path, key: str, field: str, value: torch.Tensor, step: i
         )
 
 
-def _check_complete(path: Path, saved: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
+def _check_complete(
+    path: Path, saved: dict[str, Any], tensors: dict[str, torch.Tensor], name: str | None
+) -> None:
     """Every field that trainer.json says was saved (optimizer.fields: parameter -> names) is
-    in the file or in optimizer.scalars, and nothing else: a parameter's moments left out
-    would otherwise restart from zero without a word."""
+    in the file or in optimizer.scalars, and nothing else; and each parameter with state holds
+    the fields optimizer ``name`` keeps with its group's settings (optim.state_fields: SGD's
+    momentum buffer, RMSprop's square average...). A parameter's moments left out would
+    otherwise restart from zero without a word, another optimizer's be ignored."""
     fields = saved.get("fields")
     if not isinstance(fields, dict) or not all(
         isinstance(v, list) and all(isinstance(f, str) for f in v) for v in fields.values()
@@ -220,11 +257,8 @@ def _check_complete(path: Path, saved: dict[str, Any], tensors: dict[str, torch.
             f"{path.with_suffix('.json')}: optimizer.fields is not a mapping of "
             "parameter names to lists of state names"
         )
-    found: dict[str, set[str]] = {}
-    keys = [k.removeprefix("opt/") for k in tensors if k.startswith("opt/")]
-    for key in [*keys, *saved["scalars"]]:
-        param, _, field = key.rpartition("/")
-        found.setdefault(param, set()).add(field)
+    found = _found(saved, tensors)
+    group_of = {p: g for g in saved["param_groups"] for p in g["params"]}
     for param in sorted(set(fields) | set(found)):
         want, have = set(fields.get(param, ())), found.get(param, set())
         if want - have:
@@ -237,6 +271,22 @@ def _check_complete(path: Path, saved: dict[str, Any], tensors: dict[str, torch.
                 f"{path}: optimizer state {sorted(have - want)} of {param} is not listed in "
                 "trainer.json"
             )
+        keeps = state_fields(name, group_of[param]) if name is not None else have
+        if have and have != keeps:  # none: a parameter that has had no gradient yet
+            raise ValueError(
+                f"{path}: the optimizer state of {param} holds {sorted(have)}; {name} with "
+                f"its settings keeps {sorted(keeps)}"
+            )
+
+
+def _found(saved: dict[str, Any], tensors: dict[str, torch.Tensor]) -> dict[str, set[str]]:
+    """Parameter -> the names of its state in the file and in optimizer.scalars."""
+    found: dict[str, set[str]] = {}
+    keys = [k.removeprefix("opt/") for k in tensors if k.startswith("opt/")]
+    for key in [*keys, *saved["scalars"]]:
+        param, _, field = key.rpartition("/")
+        found.setdefault(param, set()).add(field)
+    return found
 
 
 def _kind(value: Any) -> str:

@@ -1,12 +1,14 @@
 """The training loop for the notes' DTraining (lm), ETraining (mlm), EDTraining (seq2seq)
-and classification: minimise the cross-entropy of the model's predictions with AdamW.
+and classification: minimise the cross-entropy of the model's predictions with the optimizer
+``config.optimizer`` names (AdamW by default; optim.py).
 
 One optimizer step = ``grad_accum`` micro-batches (forward, backward), gradient clipping,
-AdamW, the learning-rate schedule. Every ``eval_every`` steps the validation metrics are
-computed; every ``save_every`` steps (and at the end) a checkpoint is written. Batches are a
-function of (seed, step), and checkpoints hold the optimizer, scheduler and RNG states, so a
-resumed run continues exactly as an uninterrupted one. Under ``torchrun`` each process trains
-on its share of every batch (see distributed.py); only the first process logs and writes.
+the optimizer's update, the learning-rate schedule. Every ``eval_every`` steps the validation
+metrics are computed; every ``save_every`` steps (and at the end) a checkpoint is written.
+Batches are a function of (seed, step), and checkpoints hold the optimizer, scheduler and RNG
+states, so a resumed run continues exactly as an uninterrupted one. Under ``torchrun`` each
+process trains on its share of every batch (see distributed.py); only the first process logs
+and writes.
 Ctrl-C (SIGINT) or SIGTERM finishes the current step, saves and returns; a loss that is not
 finite stops the run with ``TrainingError`` and leaves the last good checkpoint the newest.
 What trains (fixed embeddings, LoRA, ``train.freeze``) is set before the optimizer is built
