@@ -106,7 +106,7 @@ CASES = {
     ),
     "foreign parameter": (
         edit_json(optimizer__param_groups__0__params=["os.system"]),
-        "the optimizer's parameters are not the ones of the model that train",
+        "the optimizer's parameters are not the model's that train",
     ),
     "one group too few": (edit_json(optimizer__param_groups=[]), "not a list of 2 groups"),
     "scheduler garbage": (edit_json(scheduler={"base_lrs": "x"}), "scheduler state has keys"),

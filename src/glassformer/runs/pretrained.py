@@ -31,7 +31,6 @@ Face's examples for full fine-tuning), ``train.warmup`` 10% of the steps, and fo
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,9 +42,9 @@ from ..models.checkpoint import CONFIG_FILE, load_pretrained
 from ..models.config import GRAPH_FIELDS, ModelConfig
 from ..models.registry import model_class
 from ..run_layout import CHECKPOINTS
-from ..structured import loads_json
 from ..tasks import TASKS
 from .errors import RunError
+from .model_folders import is_huggingface_dir, read_huggingface
 
 __all__ = [
     "FINE_TUNE_CONTEXT",
@@ -56,7 +55,6 @@ __all__ = [
     "check_init_path",
     "fine_tune_defaults",
     "load_start",
-    "pretrained_tokenizer",
 ]
 
 FINE_TUNE_LR = 5e-5
@@ -186,40 +184,11 @@ def load_start(path: str, task: str, overrides: dict[str, Any], labels: tuple[st
     return Pretrained(path, model, tokenizer, cls, config)
 
 
-def pretrained_tokenizer(path: Path):
-    """The tokenizer of a Hugging Face model directory (``tokenizers.load_hf_tokenizer``: its
-    tokenizer.json of any kind, else GPT-2's vocab.json and merges.txt). The one place that
-    reads a Hugging Face directory's tokenizer for a run."""
-    from ..tokenizers import load_hf_tokenizer
-
-    try:
-        tokenizer = load_hf_tokenizer(path)
-    except ImportError as err:
-        raise RunError(f"--init-from {path}: its tokenizer.json; {err}") from None
-    except (OSError, ValueError) as err:
-        raise RunError(f"--init-from {path}: its tokenizer: {err}") from None
-    if tokenizer is None:
-        raise RunError(
-            f"--init-from {path}: a Hugging Face model without a tokenizer: glassformer reads "
-            "tokenizer.json (any kind), or GPT-2's vocab.json and merges.txt"
-        )
-    return tokenizer
-
-
 def _read(path: Path):
     """(model, tokenizer) of a glassformer checkpoint / run folder or a Hugging Face dir."""
-    if _is_huggingface(path):
-        from ..interop.huggingface import from_huggingface_dir
-
-        tokenizer = pretrained_tokenizer(path)
-        try:
-            with _no_progress_bars():
-                model = from_huggingface_dir(path)
-        except ImportError as err:
-            raise RunError(f"--init-from {path}: a Hugging Face model; {err}") from None
-        except ValueError as err:
-            raise RunError(f"--init-from {err}") from None
-        return model, tokenizer
+    if is_huggingface_dir(path):
+        model = read_huggingface(path, "--init-from")
+        return model, model.tokenizer
     try:
         model = load_pretrained(path)
     except ValueError as err:  # its message names the file
@@ -231,34 +200,6 @@ def _read(path: Path):
             "tokenizer the model was trained with"
         )
     return model, model.tokenizer
-
-
-@contextlib.contextmanager
-def _no_progress_bars():
-    """transformers' loading bars off while a run reads its model (one header, no bars)."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # from_huggingface_dir says what to install
-        yield
-        return
-    shown = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if shown:
-            hf_logging.enable_progress_bar()
-
-
-def _is_huggingface(path: Path) -> bool:
-    config = path / CONFIG_FILE
-    if not config.is_file():
-        return False  # a run folder
-    try:
-        meta = loads_json(config.read_bytes(), str(config))
-    except (OSError, ValueError):
-        return False  # the checkpoint loader says what is wrong with it
-    return isinstance(meta, dict) and ("architectures" in meta or "model_type" in meta)
 
 
 def _check_overrides(path: str, config: ModelConfig, overrides: dict[str, Any]) -> dict:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import abc
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import regex
@@ -54,19 +54,6 @@ KINDS: tuple[str, ...] = ("char", "word", "bpe")
 _REGISTRY: dict[str, type[Tokenizer]] = {}
 
 T = TypeVar("T", bound="Tokenizer")
-
-
-def iter_texts(texts: str | Iterable[str], argname: str = "texts") -> Iterator[str]:
-    """Yield the training texts: one string, or each string of an iterable (read once)."""
-    if isinstance(texts, str):
-        yield texts
-        return
-    if isinstance(texts, bytes | bytearray):
-        raise TypeError(f"{argname} must be a str or an iterable of str, got bytes")
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"{argname}[{i}] must be a str, got {type(t).__name__}")
-        yield t
 
 
 class Tokenizer(abc.ABC):

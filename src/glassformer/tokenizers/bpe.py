@@ -40,11 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from . import bpe_io
-from .base import DEFAULT_SPECIAL_IDS, N_SPECIAL, Tokenizer, iter_texts
+from .base import DEFAULT_SPECIAL_IDS, N_SPECIAL, Tokenizer
 from .bpe_encode import PieceCache, encode_piece
 from .bpe_patterns import PATTERNS, Deadline, SplitPattern
 from .bpe_train import count_pieces, train_merges
 from .fileformat import check_ids_contiguous
+from .texts import iter_texts
 
 N_BYTES = 256
 FIRST_MERGE_ID = N_SPECIAL + N_BYTES  # 261

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .base import N_SPECIAL, Tokenizer, iter_texts
+from .base import N_SPECIAL, Tokenizer
 from .fileformat import check_ids_contiguous
+from .texts import iter_texts
 
 
 class CharTokenizer(Tokenizer):

@@ -36,8 +36,9 @@ from typing import Any
 
 import regex
 
-from .base import N_SPECIAL, Tokenizer, iter_texts
+from .base import N_SPECIAL, Tokenizer
 from .fileformat import check_ids_contiguous
+from .texts import iter_texts
 
 WORD_PATTERN = r"\d+(?:[.,]\d+)+(?!\w)|\w+(?:['’\-]\w+)*|\n|[^\w\s]"
 NO_SPACE_BEFORE = frozenset(",.!?;:'’)]}”%…")

@@ -14,12 +14,14 @@ import json
 import os
 import socket
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..safe_write import temp_file
 from ..structured import loads_json
 
-__all__ = ["LOCK_FILE", "RunLock", "StaleLockWarning"]
+__all__ = ["LOCK_FILE", "RunLock", "StaleLockWarning", "holding_run_dir"]
 
 LOCK_FILE = ".lock"
 
@@ -119,3 +121,35 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # it exists, owned by someone else
         return True
     return True
+
+
+@contextmanager
+def holding_run_dir(
+    run_dir: Path | None,
+    lock: RunLock | None,
+    resume: bool,
+    together: Callable[[ValueError | None], None] = lambda e: None,
+) -> Iterator[None]:
+    """Inside: ``run_dir`` exists (made unless ``resume``) and this process holds its lock:
+    ``lock``, taken already by the caller, or one taken here and released on exit. None: a
+    process that writes no files (not the first under torchrun). ``together(error)`` raises
+    the error in every process of a run at once (Cluster.raise_together)."""
+    if lock is not None and not (lock.held and lock.run_dir == run_dir):
+        raise ValueError(f"lock={lock.path} is not a held lock of run_dir={run_dir}")
+    own, error = None, None
+    if run_dir is not None and lock is None:
+        own = RunLock(run_dir)
+        try:
+            if not resume:
+                run_dir.mkdir(parents=True, exist_ok=True)
+            elif not run_dir.is_dir():
+                raise ValueError(f"nothing to resume: {run_dir} does not exist")
+            own.acquire()
+        except ValueError as err:
+            error = err
+    together(error)  # under torchrun: every process stops, none hangs
+    try:
+        yield
+    finally:
+        if own is not None:
+            own.release()

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from .optim import OPTIMIZERS, optimizer_name, state_fields
+from .state_numbers import BETA_RANGE, GROUP_RANGES, RATE_RANGE, check_number, kind, kind_words
 
 __all__ = ["check_training_state"]
 
@@ -29,18 +30,6 @@ MOMENTS = (
     "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer", "square_avg", "grad_avg"
 )  # fmt: skip
 SQUARES = ("exp_avg_sq", "max_exp_avg_sq", "square_avg")  # second moments: never below zero
-# the numbers of a parameter group: (lowest, lowest allowed?, highest, highest allowed?)
-GROUP_RANGES = {
-    "lr": (0.0, True, math.inf, False),
-    "initial_lr": (0.0, True, math.inf, False),
-    "weight_decay": (0.0, True, math.inf, False),
-    "eps": (0.0, False, math.inf, False),
-    "momentum": (0.0, True, 1.0, False),
-    "alpha": (0.0, True, 1.0, False),
-    "dampening": (0.0, True, 1.0, True),
-}
-BETA_RANGE = (0.0, True, 1.0, False)
-RATE_RANGE = (0.0, True, math.inf, False)
 
 
 def check_training_state(
@@ -70,9 +59,9 @@ def check_training_state(
     if not isinstance(saved, dict) or set(saved) != set(live):
         raise ValueError(f"{json_file}: scheduler state has keys other than {sorted(live)}")
     for key, value in live.items():
-        if _kind(saved[key]) != _kind(value):
+        if kind(saved[key]) != kind(value):
             raise ValueError(
-                f"{json_file}: scheduler.{key} is {saved[key]!r}; allowed {_kind_words(value)}"
+                f"{json_file}: scheduler.{key} is {saved[key]!r}; allowed {kind_words(value)}"
             )
     _check_scheduler_numbers(json_file, saved, step)
     _check_best(json_file, meta.get("best"), step)
@@ -110,17 +99,17 @@ def _check_optimizer_meta(
                 f"{path}: optimizer.param_groups[{i}] has keys other than {sorted(ours)}"
             )
         for key, value in group.items():
-            if key != "params" and _kind(value) != _kind(ours[key]):
+            if key != "params" and kind(value) != kind(ours[key]):
                 raise ValueError(
                     f"{path}: optimizer.param_groups[{i}].{key} is {value!r}; allowed "
-                    f"{_kind_words(ours[key])}"
+                    f"{kind_words(ours[key])}"
                 )
             where = f"optimizer.param_groups[{i}].{key}"
             if key in GROUP_RANGES:
-                _check_number(path, where, value, GROUP_RANGES[key])
+                check_number(path, where, value, GROUP_RANGES[key])
             elif key == "betas":
                 for j, beta in enumerate(value):
-                    _check_number(path, f"{where}[{j}]", beta, BETA_RANGE)
+                    check_number(path, f"{where}[{j}]", beta, BETA_RANGE)
         if not isinstance(group["params"], list):
             raise ValueError(f"{path}: optimizer.param_groups[{i}].params is not a list")
         listed += group["params"]
@@ -132,15 +121,15 @@ def _check_optimizer_meta(
     ):
         raise ValueError(f"{path}: optimizer.scalars names parameters the model does not have")
     for key, value in scalars.items():
-        if _kind(value) == "number":
-            _check_number(path, f"optimizer.scalars[{key!r}]", value, RATE_RANGE)
+        if kind(value) == "number":
+            check_number(path, f"optimizer.scalars[{key!r}]", value, RATE_RANGE)
 
 
 def _check_scheduler_numbers(path: Path, saved: dict[str, Any], step: int) -> None:
     """The learning rates finite and >= 0; the schedule at the checkpoint's step."""
     for key in ("base_lrs", "_last_lr"):
         for i, value in enumerate(saved.get(key) or ()):
-            _check_number(path, f"scheduler.{key}[{i}]", value, RATE_RANGE)
+            check_number(path, f"scheduler.{key}[{i}]", value, RATE_RANGE)
     epoch = saved.get("last_epoch", step)
     if isinstance(epoch, bool) or epoch != step or not isinstance(epoch, int):
         raise ValueError(
@@ -162,32 +151,7 @@ def _check_best(path: Path, best: Any, step: int) -> None:
     at = best["step"]
     if isinstance(at, bool) or not isinstance(at, int) or not 1 <= at <= step:
         raise ValueError(f"{path}: best.step is {at!r}; allowed a step from 1 to {step}")
-    _check_number(path, "best.loss", best["loss"], (-math.inf, False, math.inf, False))
-
-
-def _check_number(path: Path, where: str, value: Any, allowed: tuple) -> None:
-    """``ValueError`` naming the file, the field and its value unless ``value`` is a finite
-    number within ``allowed`` (lowest, lowest allowed?, highest, highest allowed?)."""
-    low, low_in, high, high_in = allowed
-    number = not isinstance(value, bool) and isinstance(value, int | float)
-    if (
-        number
-        and math.isfinite(value)
-        and (value > low or (low_in and value == low))
-        and (value < high or (high_in and value == high))
-    ):
-        return
-    raise ValueError(f"{path}: {where} is {value!r}; allowed {_range(allowed)}")
-
-
-def _range(allowed: tuple) -> str:
-    """``a finite number >= 0``, ``a number in [0, 1)``."""
-    low, low_in, high, high_in = allowed
-    if math.isinf(high):
-        if math.isinf(low):
-            return "a finite number"
-        return f"a finite number {'>=' if low_in else '>'} {low:g}"
-    return f"a number in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
+    check_number(path, "best.loss", best["loss"], (-math.inf, False, math.inf, False))
 
 
 def _check_tensors(
@@ -287,23 +251,3 @@ def _found(saved: dict[str, Any], tensors: dict[str, torch.Tensor]) -> dict[str,
         param, _, field = key.rpartition("/")
         found.setdefault(param, set()).add(field)
     return found
-
-
-def _kind(value: Any) -> str:
-    """The JSON kind a value must keep: bool, number, list (of length n), null, str, dict."""
-    if isinstance(value, bool) or value is None:
-        return repr(value) if value is None else "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, list | tuple):
-        return f"list[{len(value)}]"
-    return type(value).__name__
-
-
-def _kind_words(value: Any) -> str:
-    """The kind of ``value`` as a message says it: ``a number``, ``a list of 2 items``."""
-    kind = _kind(value)
-    if kind.startswith("list["):
-        return f"a list of {kind[5:-1]} items"
-    words = {"number": "a number", "bool": "true or false", "None": "null", "str": "a string"}
-    return words.get(kind, f"a JSON {kind}")

@@ -36,7 +36,7 @@ from .config import TrainConfig
 from .distributed import Cluster, wrap_model
 from .errors import TrainingError
 from .evaluate import evaluate
-from .lock import RunLock
+from .lock import RunLock, holding_run_dir
 from .memory import reuse_freed_memory
 from .optim import build_optimizer, build_scheduler
 from .progress import Progress, progress_mode
@@ -178,34 +178,17 @@ class Trainer:
 
     @contextlib.contextmanager
     def _run_lock(self, resume: bool, lock: RunLock | None):
-        """Inside: ``run_dir`` exists and the first process holds its lock (``lock``, or one
-        this call takes and releases)."""
-        if lock is not None and not (lock.held and lock.run_dir == self.run_dir):
-            raise ValueError(f"lock={lock.path} is not a held lock of run_dir={self.run_dir}")
-        own = None  # the lock this call takes (and releases)
-        error: ValueError | None = None
+        """Inside: ``run_dir`` exists, the first process holds its lock (``holding_run_dir``)
+        and the run is resumed or its metrics.jsonl started."""
         if self.cluster.is_main:
             warn_if_slow_bf16(self.device, self.config.bf16)
-        if self.run_dir is not None and self.cluster.is_main and lock is None:
-            own = RunLock(self.run_dir)
-            try:
-                if not resume:
-                    self.run_dir.mkdir(parents=True, exist_ok=True)
-                elif not self.run_dir.is_dir():
-                    raise ValueError(f"nothing to resume: {self.run_dir} does not exist")
-                own.acquire()
-            except ValueError as err:
-                error = err
-        self.cluster.raise_together(error)  # under torchrun: every process stops, none hangs
-        try:
+        main_dir = self.run_dir if self.cluster.is_main else None
+        with holding_run_dir(main_dir, lock, resume, self.cluster.raise_together):
             if resume:
                 self.resume()
-            elif self.run_dir is not None and self.cluster.is_main:
-                write_text(self.run_dir / "metrics.jsonl", "")
+            elif main_dir is not None:
+                write_text(main_dir / "metrics.jsonl", "")
             yield
-        finally:
-            if own is not None:
-                own.release()
 
     def train_step(self) -> tuple[float, int]:
         """One optimizer step; returns (mean loss over the micro-batches, real tokens seen)."""
