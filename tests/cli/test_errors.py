@@ -177,6 +177,6 @@ def test_python_m_glassformer_help_and_a_user_error():
     assert failed.returncode == 2 and failed.stdout == ""
     assert failed.stderr.splitlines() == [
         "glassformer: error: --data no/such/file.txt: the file does not exist; allowed a "
-        "built-in dataset (shakespeare, reverse, sort, addition, is_sorted, induction) or a .txt, "
-        ".tsv or .csv file"
+        "built-in dataset (shakespeare, shakespeare-genre, reverse, sort, addition, is_sorted, "
+        "induction) or a .txt, .tsv or .csv file"
     ]
