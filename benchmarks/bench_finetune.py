@@ -14,6 +14,8 @@ Figures per shape:
     full  MFU                    6 · N_matmul · tokens per step against the matmul's FLOP/s
     lora  full / lora            glassformer's full step over its LoRA step
     lora  memory lora / full     glassformer's peak memory with LoRA over full fine-tuning
+    lora  floor / full           the same for the floor under any adapter (finetune_case.py:
+                                 the weights and the activations of the backward pass)
     lora  peft / glassformer     PEFT's LoRA step over glassformer's (with ``peft`` installed)
 
     .venv/bin/python -m benchmarks.bench_finetune                  # both shapes: ~15 min
@@ -84,7 +86,9 @@ def run_shape(shape: str, cases: list[str], rounds: int, threads: int) -> dict[s
     )  # fmt: skip
     if "error" in timing:
         return {"error": timing["error"]}
-    memory = {c: run_isolated("benchmarks.finetune_case", spec) for c, spec in specs.items()}
+    floor = {**base, "peer": "glassformer", "mode": "floor"}
+    memory = {c: run_isolated("benchmarks.finetune_case", spec)
+              for c, spec in {**specs, "glassformer floor": floor}.items()}  # fmt: skip
     bad = {c: m["error"] for c, m in memory.items() if "error" in m}
     if bad:
         return {"error": f"memory: {bad}"}
@@ -114,6 +118,7 @@ def figures(shape: str, timing: dict[str, Any], memory: dict[str, Any]) -> dict[
     }
     mem = out["memory MB"]
     out["lora memory lora / full"] = mem["glassformer lora"] / mem["glassformer full"]
+    out["lora memory floor / full"] = mem["glassformer floor"] / mem["glassformer full"]
     if "hf lora" in blocks:
         peft_vs = paired.per_block(blocks["hf lora"], blocks["glassformer lora"])
         out["lora peft / glassformer"] = peft_vs
@@ -122,8 +127,8 @@ def figures(shape: str, timing: dict[str, Any], memory: dict[str, Any]) -> dict[
 
 def print_shape(shape: str, result: dict[str, Any], wall: float) -> None:
     f = result["figures"]
-    rows = [[c, f"{f['ms'][c]:.1f}", f"{f['memory MB'][c]:.0f}", f"{f['trainable'][c]:,}"]
-            for c in f["ms"]]  # fmt: skip
+    rows = [[c, f"{f['ms'][c]:.1f}" if c in f["ms"] else "-", f"{f['memory MB'][c]:.0f}",
+             f"{f['trainable'][c]:,}"] for c in f["memory MB"]]  # fmt: skip
 
     def spread(r: dict[str, float], fmt=ratio) -> str:
         return f"{fmt(r['median'])} ({fmt(r['min'])}-{fmt(r['max'])})"
@@ -132,7 +137,8 @@ def print_shape(shape: str, result: dict[str, Any], wall: float) -> None:
         f"full: hf / glassformer {spread(f['full hf / glassformer'])}; glassformer MFU "
         f"{spread(f['full MFU'], percent)}",
         f"lora: full / lora {spread(f['lora full / lora'])} (goal >= 1.3x); memory lora / "
-        f"full {f['lora memory lora / full']:.2f} (goal <= 0.6)",
+        f"full {f['lora memory lora / full']:.2f} (goal <= 0.6), the floor under any adapter "
+        f"{f['lora memory floor / full']:.2f}",
     ]
     if "lora peft / glassformer" in f:
         notes.append(f"lora: peft / glassformer {spread(f['lora peft / glassformer'])}")

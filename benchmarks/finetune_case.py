@@ -21,7 +21,10 @@ config under the same seed, and glassformer's converts it (``from_huggingface``)
                  attention output; GPT-2: c_attn and the attention's c_proj)
 
 LoRA is rank 8, alpha 16, no dropout. A step is zero_grad, forward with the model's loss,
-backward and the optimizer step. ``reuse_freed_memory()`` (glassformer's trainer calls it) is
+backward and the optimizer step. Mode ``floor`` (glassformer only) trains nothing but the first
+block's first norm, so the backward pass runs through the whole model: its memory is the
+least any adapter of the first block can need (the weights and the activations kept for the
+backward pass), the floor under LoRA's. ``reuse_freed_memory()`` (glassformer's trainer calls it) is
 applied in every process alike, so the allocator setting is the same on both sides.
 """
 
@@ -131,6 +134,10 @@ def _glassformer(hf_model, shape: dict[str, Any], mode: str):
 
     model = from_huggingface(hf_model)
     del hf_model
+    if mode == "floor":  # only the first block's first norm trains
+        first = next(n for n, _ in model.named_parameters() if ".ln1." in n)
+        for name, p in model.named_parameters():
+            p.requires_grad_(name == first)
     if mode == "lora":
         from glassformer.finetune import apply_lora
 
