@@ -129,6 +129,8 @@ SUMMARY: dict[str, tuple[str, tuple[str, ...], Callable[[str], bool]]] = {
               ("time / plain",), lambda r: True),
     "fast_paths": ("CPU fast paths, reference time / fast time", ("off / on",),
                    lambda r: True),
+    "finetune": ("fine-tuning step, time ratio (HF / glassformer; full / LoRA; PEFT / glassformer)",
+                 ("ratio",), lambda r: True),
     "graph_attention": ("attention on a graph at T 8192, dense / sparse", ("time", "memory"),
                         lambda r: r.endswith("T 8192")),
 }  # fmt: skip

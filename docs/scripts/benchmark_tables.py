@@ -397,6 +397,42 @@ def train_nanogpt(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         "model ms / glassformer ms", ("paired",), "glassformer faster")]}  # fmt: skip
 
 
+def finetune(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    rows, bars = [], []
+    for name, s in d["shapes"].items():
+        if "error" in s:
+            rows.append({"shape": name, "case": "all", "step ms": "failed", "peak MB": "",
+                         "trainable": s["error"]})  # fmt: skip
+            continue
+        f = s["figures"]
+        for case, mb in f["memory MB"].items():
+            rows.append({"shape": name, "case": case, "step ms": ms(f["ms"].get(case)),
+                         "peak MB": f"{mb:,.0f}",
+                         "trainable": f"{f['trainable'][case]:,}"})  # fmt: skip
+        both = {"ratio": trio(f["full hf / glassformer"])}
+        bars.append((f"{name}: full fine-tuning", both))
+        speedup = {"ratio": trio(f["lora full / lora"])}
+        bars.append((f"{name}: LoRA, full / LoRA", speedup))
+        if "lora peft / glassformer" in f:
+            bars.append((f"{name}: LoRA, PEFT / glassformer",
+                         {"ratio": trio(f["lora peft / glassformer"])}))  # fmt: skip
+    note = ("step ms: median over paired rounds of a block's mean step; peak MB: the case's "
+            "peak resident set above its imports, each case in a fresh process. The floor: "
+            "every weight frozen but the first norm, so the backward pass runs through the "
+            "whole model (no adapter can need less).")  # fmt: skip
+    for name, s in d["shapes"].items():
+        if "error" not in s:
+            f = s["figures"]
+            note += (f"\n\n{name}: full fine-tuning, Hugging Face / glassformer "
+                     f"{spread(f['full hf / glassformer'])}, glassformer MFU "
+                     f"{spread(f['full MFU'], pct)}; LoRA, full / LoRA "
+                     f"{spread(f['lora full / lora'])}; peak memory LoRA / full "
+                     f"{f['lora memory lora / full']:.2f}, the floor / full "
+                     f"{f['lora memory floor / full']:.2f}.")  # fmt: skip
+    return table(rows, note), {"rows": bars, "panels": [panel(
+        "Hugging Face's step / glassformer's; full's / LoRA's", ("ratio",))]}  # fmt: skip
+
+
 BENCHMARKS: dict[str, tuple[str, str, Callable]] = {  # name: (title, command, tables and chart)
     "tokenizers": ("Tokenizers", "python -m benchmarks.bench_tokenizers", tokenizers),
     "train": ("Training step", "python -m benchmarks.bench_train", train),
@@ -409,6 +445,7 @@ BENCHMARKS: dict[str, tuple[str, str, Callable]] = {  # name: (title, command, t
     "generation": ("Generation", "python -m benchmarks.bench_generation", generation),
     "hooks": ("Hook-point overhead", "python -m benchmarks.bench_hooks", hooks),
     "fast_paths": ("CPU fast paths", "python -m benchmarks.bench_fast_paths", fast_paths),
+    "finetune": ("Fine-tuning step", "python -m benchmarks.bench_finetune", finetune),
     "graph_attention": (
         "Attention on a graph",
         "python -m benchmarks.bench_graph_attention",
