@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from glassformer.models import DecoderClassifier, EncoderClassifier, load_model
+from glassformer.models import DecoderClassifier, DecoderLM, EncoderClassifier, load_model
 from glassformer.runs import Run, RunError
 from glassformer.tokenizers import BPETokenizer
 
@@ -162,13 +162,14 @@ def test_classify_from_a_decoder_pools_the_last_real_token(tmp_path, files, hf_d
     model = run.model.eval()
     assert isinstance(model, DecoderClassifier) and model.config.pooling == "last"
     assert run.start.new == ["classifier 32 -> 2"] and run.start.left_out == []
+    assert model.classifier.bias is None  # as HF's score
     hf = transformers.GPT2ForSequenceClassification.from_pretrained(
         hf_dirs["gpt2"], num_labels=2, pad_token_id=0
     ).eval()
+    ids = torch.tensor([[1, 40, 50, 60, 2], [1, 70, 80, 0, 0]])  # right padding
+    mask = (ids != 0).long()
     with torch.no_grad():
-        hf.score.weight.copy_(model.classifier.weight)  # HF's score has no bias; ours is 0
-        ids = torch.tensor([[1, 40, 50, 60, 2], [1, 70, 80, 0, 0]])  # right padding
-        mask = (ids != 0).long()
+        hf.score.weight.copy_(model.classifier.weight)
         torch.testing.assert_close(
             model(ids, mask).logits, hf(input_ids=ids, attention_mask=mask).logits,
             atol=1e-5, rtol=0,
@@ -176,6 +177,39 @@ def test_classify_from_a_decoder_pools_the_last_real_token(tmp_path, files, hf_d
         left = torch.tensor([[0, 0, 1, 70, 80]])  # left padding: the same as unpadded
         alone = model(torch.tensor([[1, 70, 80]])).logits
         torch.testing.assert_close(model(left, (left != 0).long()).logits, alone)
+    run.model.train()
+    run.fit()  # a few steps: the body and the head both train
+    model = run.model.cpu().eval()
+    assert_same_as_hugging_face_after_training(model, hf, ids, mask)
+
+
+def test_classify_from_llama_after_training_matches_hugging_face(tmp_path, files, hf_dirs):
+    run = built(tmp_path, files["csv"], hf_dirs["llama"], steps=2)
+    run.fit()
+    model = run.model.cpu().eval()
+    assert isinstance(model, DecoderClassifier) and model.config.positional == "rotary"
+    hf = transformers.LlamaForSequenceClassification.from_pretrained(
+        hf_dirs["llama"], num_labels=2, pad_token_id=0
+    ).eval()
+    ids = torch.tensor([[1, 40, 50, 60, 2], [1, 70, 80, 0, 0]])  # right padding
+    assert_same_as_hugging_face_after_training(model, hf, ids, (ids != 0).long())
+
+
+def assert_same_as_hugging_face_after_training(model, hf, ids, mask):
+    """The trained DecoderClassifier's weights in Hugging Face's *ForSequenceClassification
+    (the body through to_huggingface of a DecoderLM holding them) give its logits."""
+    from glassformer.interop.huggingface import to_huggingface
+
+    body = DecoderLM(model.config)
+    missing, unexpected = body.load_state_dict(model.state_dict(), strict=False)
+    assert missing == ["unembed.proj.weight"] and unexpected == ["classifier.weight"]  # tied
+    lm = to_huggingface(body.eval())
+    trained = getattr(lm, lm.base_model_prefix).state_dict()  # the body: transformer / model
+    with torch.no_grad():
+        getattr(hf, hf.base_model_prefix).load_state_dict(trained)
+        hf.score.weight.copy_(model.classifier.weight)
+        ours, theirs = model(ids, mask).logits, hf(input_ids=ids, attention_mask=mask).logits
+    torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=0)
 
 
 def test_mlm_then_classifier_from_a_glassformer_run(tmp_path, files):

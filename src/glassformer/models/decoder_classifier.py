@@ -32,7 +32,9 @@ __all__ = ["DecoderClassifier"]
 class DecoderClassifier(GlassformerModel, InputEmbedding, ClassificationHead):
     """Causal decoder + classification head: logits (B, n_classes); labels (B,) class
     indices. Modules: ``embed``, ``pos_embed``, ``blocks``, ``ln_final`` (as DecoderLM's),
-    ``pooler`` (None unless ``config.pooler``), ``classifier``."""
+    ``pooler`` (None unless ``config.pooler``), ``classifier`` (W_c v, without a bias, as the
+    ``score`` of Hugging Face's GPT2ForSequenceClassification and
+    LlamaForSequenceClassification)."""
 
     family = "decoder"
 
@@ -40,7 +42,7 @@ class DecoderClassifier(GlassformerModel, InputEmbedding, ClassificationHead):
         super().__init__(config)
         self.add_input_embedding(config, config.vocab_size)
         self.blocks, self.ln_final = decoder_stack(config, cross_attention=False)
-        self.add_classification_head(config)
+        self.add_classification_head(config, bias=False)  # as Hugging Face's score: W_c v
         self.post_init()
 
     def forward(

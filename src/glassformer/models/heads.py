@@ -54,11 +54,13 @@ class ClassificationHead:
     points ``hook_pool`` (B, C) v, ``hook_pooled`` (B, C) v after the pooler (v itself
     without one) and ``hook_logits`` (B, n_classes)."""
 
-    def add_classification_head(self, config: ModelConfig) -> None:
+    def add_classification_head(self, config: ModelConfig, *, bias: bool = True) -> None:
+        """Build the parts above; ``bias=False``: a classifier without b_c (Hugging Face's
+        ``score`` on a decoder)."""
         self.pooling = config.pooling
         self.pooler = nn.Linear(config.d_model, config.d_model) if config.pooler else None
         self.classifier_dropout = nn.Dropout(config.dropout)
-        self.classifier = nn.Linear(config.d_model, config.n_classes)
+        self.classifier = nn.Linear(config.d_model, config.n_classes, bias=bias)
         self.hook_pool = HookPoint()
         self.hook_pooled = HookPoint()
         self.hook_logits = HookPoint()
