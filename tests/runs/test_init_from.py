@@ -131,6 +131,11 @@ def test_before_any_step_the_model_is_the_pretrained_one(tmp_path, files, hf_dir
     assert run.plan.train.lr == 5e-5
     if task == "lm":  # the training windows: min(max_len, 1024)
         assert run.plan.train.context == 1024 and run.trainer.window() == 64
+    if name == "bart":  # the decoder starts as BART's does (</s>), not from <BOS>
+        start = hf.config.decoder_start_token_id
+        assert model.config.decoder_start_id == start != run.tokenizer.bos_id
+        batch = run.trainer.train_stream.batch(0)
+        assert set(batch["decoder_input_ids"][:, 0].tolist()) == {start}
 
 
 def test_classify_from_bert_trains_a_new_head_and_matches_hugging_face(tmp_path, files, hf_dirs):

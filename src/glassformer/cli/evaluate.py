@@ -230,6 +230,7 @@ def _stream(
         shuffle=False,
         drop_last=False,
         mlm_probability=train_config.get("mlm_probability", 0.15),
+        decoder_start_id=model.config.decoder_start_id,  # seq2seq only (BART: </s>)
     )
     available = len(stream.dataset)
     if args.limit is None or args.limit >= available:

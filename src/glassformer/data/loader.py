@@ -84,15 +84,18 @@ def make_collate(
     *,
     generator: torch.Generator | None = None,
     mlm_probability: float = 0.15,
+    decoder_start_id: int | None = None,
 ) -> Callable[[list], dict[str, torch.Tensor]]:
     """The ``collate_fn`` for ``task``; "mlm" needs the ``generator`` that draws the masks
-    (the other tasks draw nothing and leave it unused)."""
+    (the other tasks draw nothing and leave it unused). ``decoder_start_id``: seq2seq's first
+    decoder input, the model's (BART's </s>); default the tokenizer's <BOS>."""
     found = get_task(task)
     if found.name == "mlm":
         if generator is None:
             raise ValueError("generator is None: allowed a torch.Generator for task 'mlm'")
         return MLMCollator.for_tokenizer(tokenizer, generator, mlm_probability)
-    return Collator(found.data, tokenizer.pad_id, tokenizer.bos_id)
+    start = tokenizer.bos_id if decoder_start_id is None else decoder_start_id
+    return Collator(found.data, tokenizer.pad_id, start)
 
 
 def make_loader(

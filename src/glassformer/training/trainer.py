@@ -122,6 +122,7 @@ class Trainer:
             shuffle=shuffle,
             drop_last=shuffle,
             mlm_probability=self.config.mlm_probability,
+            decoder_start_id=self.model.config.decoder_start_id,  # seq2seq only (BART: </s>)
         )
 
     def window(self) -> int:
