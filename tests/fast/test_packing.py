@@ -141,3 +141,24 @@ def test_no_packing_while_a_hook_is_attached():
     assert shapes == [(4, T, 16)]
     assert packed[~token_mask].abs().max() == 0 < hooked[~token_mask].abs().max()
     torch.testing.assert_close(hooked[token_mask], packed[token_mask], rtol=0, atol=1e-6)
+
+
+def test_the_padding_is_checked_once_a_pass_and_again_after_an_in_place_change(monkeypatch):
+    """Every block gets the same masks: hides_padding runs once for the stack, and again
+    when a mask was changed in place (its version moved)."""
+    from glassformer.fast import packing
+
+    calls, real = [], packing.hides_padding
+    monkeypatch.setattr(packing, "hides_padding", lambda *a: calls.append(1) or real(*a))
+    torch.manual_seed(0)
+    enc = use_fast_paths(Encoder(3, 16, 4, 32)).eval()
+    x = torch.randn(4, T, 16)
+    token_mask = torch.arange(T) < LENGTHS[:, None]
+    mask = padding_mask(LENGTHS, T)
+    with torch.no_grad():
+        first = enc(x, mask, token_mask=token_mask)
+        assert calls == [1]
+        mask[1, ..., 4] = True  # row 1's real queries may see its padded key 4: no packing
+        again = enc(x, mask, token_mask=token_mask)
+    assert calls == [1, 1]
+    assert first[~token_mask].abs().max() == 0 < again[~token_mask].abs().max()

@@ -66,13 +66,15 @@ class PackedEncoderBlock(EncoderBlock):
         token_mask: Tensor | None = None,
         rope: tuple[Tensor, Tensor] | None = None,
     ) -> Tensor:
-        if not self._packs(x, mask, token_mask, causal):
+        packing = None
+        if self._may_pack(x, mask, token_mask):
+            packing = packing_of(mask, token_mask, causal)
+        if packing is None:
             return super().forward(x, mask, causal=causal, token_mask=token_mask, rope=rope)
-        packing = Packing.from_mask(token_mask)
         y = packed_block(self, packing.pack(x), mask, causal, rope, packing)  # (N, C)
         return packing.unpack(y)
 
-    def _packs(self, x: Tensor, mask, token_mask, causal: bool) -> bool:
+    def _may_pack(self, x: Tensor, mask, token_mask) -> bool:
         return (
             token_mask is not None
             and mask is not None
@@ -80,10 +82,27 @@ class PackedEncoderBlock(EncoderBlock):
             and not self.training
             and not torch.is_grad_enabled()
             and not torch.compiler.is_compiling()
-            and not bool(token_mask.all())
             and not any(isinstance(m, HookPoint) and m.active for m in self.modules())
-            and hides_padding(mask, token_mask, causal)
         )
+
+
+# [((mask, token_mask, (their versions, causal)), its Packing or None)], replaced whole
+_LAST: list = [((None, None, None), None)]
+
+
+def packing_of(mask: Tensor, token_mask: Tensor, causal: bool) -> Packing | None:
+    """The Packing of a padded batch whose mask hides the padding, else None. Every block of
+    a stack gets the same two masks: the answer for the last pair is kept (with the tensors'
+    versions, so a mask changed in place is looked at again) and the check runs once a pass."""
+    state = (mask._version, token_mask._version, causal)
+    (held_mask, held_token_mask, held_state), held = _LAST[0]
+    if held_mask is mask and held_token_mask is token_mask and held_state == state:
+        return held
+    packing = None
+    if not bool(token_mask.all()) and hides_padding(mask, token_mask, causal):
+        packing = Packing.from_mask(token_mask)
+    _LAST[0] = ((mask, token_mask, state), packing)
+    return packing
 
 
 def packed_block(block: EncoderBlock, x: Tensor, mask, causal, rope, packing: Packing) -> Tensor:
