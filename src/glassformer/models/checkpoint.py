@@ -131,7 +131,7 @@ def check_vocabulary(tokenizer, config: ModelConfig, where: str = "the tokenizer
     encoder-decoder also the target's, tgt_vocab_size), naming both sizes. A Hugging Face
     tokenizer counts the ids its file defines (``file_vocab_size``): a role it lacks, such as
     GPT-2's <MASK>, gets an id past them that no text encodes to."""
-    n = getattr(tokenizer, "file_vocab_size", tokenizer.vocab_size)
+    n = tokenizer.file_vocab_size
     sizes = {"vocab_size": config.vocab_size}
     if config.family == "encoder-decoder" and config.tgt_vocab_size is not None:
         sizes["tgt_vocab_size"] = config.tgt_vocab_size

@@ -37,13 +37,7 @@ from typing import Any, ClassVar, TypeVar
 import regex
 
 from ..structured import loads_json
-from .fileformat import (
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    dumps,
-    validate_special,
-    write_atomic,
-)
+from .fileformat import FORMAT_NAME, FORMAT_VERSION, dumps, validate_special, write_atomic
 
 SPECIAL_TOKENS: tuple[str, ...] = ("<PAD>", "<BOS>", "<EOS>", "<UNK>", "<MASK>")
 PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID = 0, 1, 2, 3, 4
@@ -126,6 +120,11 @@ class Tokenizer(abc.ABC):
     @abc.abstractmethod
     def vocab_size(self) -> int:
         """Number of ids, special tokens included (ids are 0 .. vocab_size - 1)."""
+
+    @property
+    def file_vocab_size(self) -> int:
+        """The ids a model needs embeddings for: all (an "hf" tokenizer: its file's only)."""
+        return self.vocab_size
 
     @abc.abstractmethod
     def train(self: T, texts: str | Iterable[str], **options: Any) -> T:
