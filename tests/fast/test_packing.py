@@ -162,3 +162,17 @@ def test_the_padding_is_checked_once_a_pass_and_again_after_an_in_place_change(m
         again = enc(x, mask, token_mask=token_mask)
     assert calls == [1, 1]
     assert first[~token_mask].abs().max() == 0 < again[~token_mask].abs().max()
+
+
+def test_masks_made_in_inference_mode_are_checked_every_time():
+    """An inference tensor has no version counter: no answer is kept for it."""
+    torch.manual_seed(0)
+    enc = use_fast_paths(Encoder(2, 16, 4, 32)).eval()
+    x = torch.randn(4, T, 16)
+    with torch.inference_mode():
+        token_mask = torch.arange(T) < LENGTHS[:, None]
+        mask = padding_mask(LENGTHS, T)
+        packed = enc(x, mask, token_mask=token_mask)
+        mask[1, ..., 4] = True  # in place, unversioned: packing no longer applies
+        plain = enc(x, mask, token_mask=token_mask)
+    assert packed[~token_mask].abs().max() == 0 < plain[~token_mask].abs().max()

@@ -93,15 +93,18 @@ _LAST: list = [((None, None, None), None)]
 def packing_of(mask: Tensor, token_mask: Tensor, causal: bool) -> Packing | None:
     """The Packing of a padded batch whose mask hides the padding, else None. Every block of
     a stack gets the same two masks: the answer for the last pair is kept (with the tensors'
-    versions, so a mask changed in place is looked at again) and the check runs once a pass."""
-    state = (mask._version, token_mask._version, causal)
+    versions, so a mask changed in place is looked at again) and the check runs once a pass.
+    Masks made under ``torch.inference_mode`` have no versions: they are checked every time."""
+    tracked = not (mask.is_inference() or token_mask.is_inference())  # no version counter
+    state = (mask._version, token_mask._version, causal) if tracked else None
     (held_mask, held_token_mask, held_state), held = _LAST[0]
-    if held_mask is mask and held_token_mask is token_mask and held_state == state:
+    if tracked and held_mask is mask and held_token_mask is token_mask and held_state == state:
         return held
     packing = None
     if not bool(token_mask.all()) and hides_padding(mask, token_mask, causal):
         packing = Packing.from_mask(token_mask)
-    _LAST[0] = ((mask, token_mask, state), packing)
+    if tracked:
+        _LAST[0] = ((mask, token_mask, state), packing)
     return packing
 
 
