@@ -41,6 +41,14 @@ TRAIN_ERRORS = {
         ["--data", "{tmp}/a.txt", "--set", "model.d_model=30"],
         ["d_model=30", "n_head=4"],
     ),
+    "batch norm in a decoder": (
+        ["--data", "{tmp}/a.txt", "--set", "model.norm=batch"],
+        ["norm='batch' cannot be used with family='decoder'", "position n", "norm='layer'"],
+    ),
+    "batch norm in an encoder-decoder": (
+        ["--data", "reverse", "--set", "model.norm=batch"],
+        ["norm='batch' cannot be used with family='encoder-decoder'"],
+    ),
     "unknown preset": (["--model", "huge"], ["--model huge", "tiny-llama"]),
     "preset of another family": (["--data", "reverse", "--model", "tiny"], ["encoder-decoder"]),
     "missing config": (["--config", "{tmp}/none.toml"], ["none.toml", "shakespeare-char"]),

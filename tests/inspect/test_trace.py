@@ -25,7 +25,12 @@ POST_NORM = dict(
 CASES = {
     "gpt pre-norm, right padding": (DecoderLM, "tiny", {}),
     "llama: rms, swiglu, rotary, gqa, left padding": (DecoderLM, "tiny-llama", {}),
-    "post-norm, batchnorm, relu, sinusoidal, √D": (DecoderLM, "tiny", POST_NORM),
+    "post-norm, relu, sinusoidal, √D": (DecoderLM, "tiny", dict(POST_NORM, norm="layer")),
+    "encoder: post-norm, batchnorm, relu, sinusoidal, √D": (
+        EncoderModel,
+        "tiny-encoder",
+        dict(POST_NORM, embed_norm=True),
+    ),
     "bert mlm: post-norm, embed norm, segments, transform": (EncoderMLM, "bert-base", {}),
     "classifier: mean pooling, pooler": (
         EncoderClassifier,

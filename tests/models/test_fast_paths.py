@@ -4,7 +4,7 @@ checkpointing vs stored activations, bfloat16 autocast vs float32 (within a stat
 import pytest
 import torch
 
-from glassformer import DecoderLM, EncoderDecoder, preset
+from glassformer import DecoderLM, EncoderDecoder, EncoderModel, preset
 
 torch.manual_seed(0)
 SMALL = dict(vocab_size=40, d_model=32, n_head=4, n_layer=2, max_len=16)
@@ -52,7 +52,7 @@ def test_activation_checkpointing_gives_the_same_gradients(family):
 
 
 def test_checkpointing_refuses_batch_norm():
-    model = DecoderLM(preset("tiny", **SMALL, norm="batch"))
+    model = EncoderModel(preset("tiny-encoder", **SMALL, norm="batch"))
     with pytest.raises(ValueError, match="norm='batch'"):
         model.enable_checkpointing()
 

@@ -6,7 +6,7 @@ lower."""
 import pytest
 import torch
 
-from glassformer.models import DecoderLM, EncoderDecoder
+from glassformer.models import DecoderLM, EncoderDecoder, EncoderModel
 from glassformer.models import budget as budget_module
 from glassformer.models.budget import (
     available_memory,
@@ -34,9 +34,10 @@ def test_a_gpt2_layout_is_counted_by_hand():
     parts = {"vocabulary": 800, "positions": 128, "blocks": 6592, "classes": 0, "other": 0}
     assert parameter_parts(config, "DecoderLM") == parts
     assert buffer_elements(config, DecoderLM) == 0
-    # BatchNorm: γ and β as LayerNorm; its running mean, variance and count are buffers
-    assert count_parameters(config.replace(norm="batch"), DecoderLM) == 7520
-    assert buffer_elements(config.replace(norm="batch"), DecoderLM) == 5 * (16 + 16 + 1)
+    # BatchNorm (an encoder's): γ and β as LayerNorm; running mean, variance, count are buffers
+    encoder = config.replace(family="encoder", norm="batch")
+    assert count_parameters(encoder, EncoderModel) == 7520  # the same stack, without a head
+    assert buffer_elements(encoder, EncoderModel) == 5 * (16 + 16 + 1)
 
 
 def test_a_llama_layout_is_counted_by_hand():

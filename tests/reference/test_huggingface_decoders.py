@@ -229,7 +229,7 @@ def test_unsupported_hf_options_are_refused(option):
 @pytest.mark.parametrize(
     "changes, arch, option",
     [
-        (dict(norm="batch"), "GPT2LMHeadModel", "norm"),
+        (dict(norm="rms"), "GPT2LMHeadModel", "norm"),
         (dict(norm_first=False), "GPT2LMHeadModel", "norm_first"),
         (dict(positional="sinusoidal"), "GPT2LMHeadModel", "positional"),
         (dict(n_kv_head=2), "GPT2LMHeadModel", "n_kv_head"),

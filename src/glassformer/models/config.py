@@ -15,6 +15,10 @@ with ``--set model.d_model=256``) derives it again; the value a model is built w
 property ``resolved_<field>`` (``resolved_d_ff``). Other spellings (``ff_dim``) are refused,
 naming the field (``ModelConfig.OTHER_NAMES``).
 
+``norm="batch"`` is for the encoder only: BatchNorm's training statistics run over every
+position of the batch, which a causal decoder (the decoder family, the decoder of an
+encoder-decoder) must not see (docs/concepts/norms-residuals.md).
+
 Attention graphs (Formal Algorithms for Transformers, "Transformers as GNNs": each layer may
 attend along its own graph): ``attention_graph``, ``decoder_attention_graph`` and
 ``cross_attention_graph`` hold specs that ``glassformer.graphs.layer_graphs`` reads, one graph
@@ -62,7 +66,7 @@ class ModelConfig:
     n_kv_head: int | None = None  # grouped-query attention (None: = n_head)
     d_ff: int | None = None  # feed-forward width (None: 4 · d_model)
     activation: str = "gelu"
-    norm: str = "layer"
+    norm: str = "layer"  # batch: encoder only (its statistics would show a decoder the future)
     norm_first: bool = True  # pre-norm (GPT-2) or post-norm (Vaswani, BERT)
     norm_eps: float = 1e-5
     final_norm: bool | None = None  # norm after the last block (None: = norm_first)
@@ -150,6 +154,13 @@ class ModelConfig:
             raise ValueError(
                 "mlm_transform=True needs an element-wise activation (relu, gelu, gelu_tanh), "
                 "got activation='swiglu'"
+            )
+        if self.norm == "batch" and self.family != "encoder":
+            raise ValueError(  # notes, appendix "Layer normalization and batch normalization"
+                f"norm='batch' cannot be used with family={self.family!r}: in training, "
+                "BatchNorm's statistics run over every position of the batch, so a causal "
+                "decoder's output at position n would depend on the tokens after n; use "
+                "norm='layer' or 'rms' (family='encoder' may use norm='batch')"
             )
         if self.positional == "rotary" and self.head_dim % 2:
             raise ValueError(f"positional='rotary' needs an even head size, got {self.head_dim}")

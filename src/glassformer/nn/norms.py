@@ -6,7 +6,9 @@ LayerNorm normalises each token over its C features:
 RMSNorm drops the centring: y_ij = γ_j x_ij / √((1/C) Σ_j x_ij² + ε).
 BatchNorm normalises each feature j over the batch instead, μ_j = mean_i x_ij, with i running
 over every *real* token of the batch (padded positions are skipped); in training it uses these
-batch statistics and keeps moving averages, in eval it uses the moving averages.
+batch statistics and keeps moving averages, in eval it uses the moving averages. Its training
+statistics mix every position of the batch, so under causal attention position n would see the
+tokens after it: the models take it in encoders only (ModelConfig refuses it elsewhere).
 
 All three take ``forward(x, token_mask=None)`` with x (B, T, C) and token_mask (B, T) True at real
 tokens, so blocks can hold any of them; only BatchNorm needs the mask. Each has a hook point,
