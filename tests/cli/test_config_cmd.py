@@ -28,6 +28,7 @@ NEEDS = {
     ("model", "tgt_vocab_size", 1): {"share_embeddings": False, "decoder_start_id": 0},
     ("model", "tgt_vocab_size", 2**24): {"share_embeddings": False},
     ("model", "positional_layout", "split"): {"positional": "sinusoidal"},
+    ("model", "norm", "batch"): {"family": "encoder"},
     ("train", "momentum", 0.0): {"optimizer": "sgd"},
     ("train", "momentum", 1 - 0.001): {"optimizer": "sgd"},
 }
@@ -83,7 +84,7 @@ def test_every_field_and_dataset_option_is_listed(cli):
     assert data_rows["val_fraction"] == ["val_fraction", "float", str(VAL_FRACTION)]
     rows = {ln.split()[0]: ln.split() for ln in listed["sample"] + listed["model"]}
     assert rows["temperature"] == ["temperature", "float", "0.8", ">=", "0"]
-    assert rows["norm"] == ["norm", "str", '"layer"', "layer,", "rms,", "batch"]
+    assert rows["norm"][:7] == ["norm", "str", '"layer"', "layer,", "rms,", "batch", "batch:"]
 
 
 def test_listed_choices_and_ranges_are_what_the_checks_accept():
