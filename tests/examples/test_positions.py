@@ -83,6 +83,10 @@ def test_bad_arguments_are_refused():
         train_and_test("encoder, sinusoids", steps=-1)
     with pytest.raises(ValueError, match="length must be an int >= 2, got 1"):
         train_and_test("encoder, sinusoids", length=1)
+    with pytest.raises(ValueError, match="test_batch must be an int >= 1, got 0"):
+        train_and_test("encoder, sinusoids", steps=0, test_batch=0)
+    with pytest.raises(ValueError, match=r"positional='rotary': the probe adds r_n to the input"):
+        PositionProbe(causal=True, positional="rotary")
     with pytest.raises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
         main(["--seeds", "0"])
     assert "--seeds must be >= 1" in err.getvalue()

@@ -44,6 +44,7 @@ ARMS: dict[str, tuple[bool, str]] = {
     "decoder, no positions": (True, "none"),
 }
 BOS = 0
+ADDED = ("none", "sinusoidal", "learned")  # the encodings added to the input (not rotary)
 
 
 def chance(length: int) -> float:
@@ -61,7 +62,8 @@ def sequences(batch: int, length: int, vocab_size: int, generator: torch.Generat
 
 class PositionProbe(nn.Module):
     """ids (B, T) -> TokenEmbedding (+ r_n) -> Encoder (causal or not) -> Linear -> (B, T, T):
-    at each position, logits over the position indices 0..T-1."""
+    at each position, logits over the position indices 0..T-1. ``positional``: one of
+    ``ADDED`` (rotary positions rotate queries and keys inside attention, not the input)."""
 
     def __init__(
         self,
@@ -75,6 +77,10 @@ class PositionProbe(nn.Module):
         n_head: int = 2,
     ) -> None:
         super().__init__()
+        if positional not in ADDED:
+            raise ValueError(
+                f"positional={positional!r}: the probe adds r_n to the input, so one of {ADDED}"
+            )
         self.causal = causal
         self.embed = TokenEmbedding(vocab_size, d_model)
         self.pos_embed = make_positional_encoding(positional, d_model, length)
