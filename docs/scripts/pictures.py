@@ -108,12 +108,16 @@ def norms_residuals(out: Path, steps: int) -> list[Path]:
 
 
 def positional(out: Path, steps: int) -> list[Path]:
-    """The sinusoidal table R and R Rᵀ (64 positions, D = 64)."""
+    """The sinusoidal table R and R Rᵀ (64 positions, D = 64); the position probes of
+    glassformer.examples.positions, trained for 5/2 × ``steps`` steps (200 by default)."""
+    from glassformer.examples.positions import pictures as position_probes
+
     config = ModelConfig(
         vocab_size=8, d_model=64, n_layer=1, n_head=2, max_len=64, positional="sinusoidal"
     )
     model = DecoderLM(config)
-    return [plot_positional(model, out / "positional.png", figsize=(10, 4)).path]
+    table = plot_positional(model, out / "positional.png", figsize=(10, 4)).path
+    return [table, *position_probes(out, steps=steps * 5 // 2)]
 
 
 def families(out: Path, steps: int) -> list[Path]:
