@@ -7,6 +7,7 @@
     hooks        bench_hooks.py        run_with_cache (every hook point) vs a plain forward
     fast_paths   bench_fast_paths.py   each CPU fast path on vs its reference form
     graph_attention  bench_graph_attention.py  attention on a graph: sparse vs dense masked
+    recurrence   bench_recurrence.py   a self-attention layer vs torch.nn.LSTM and GRU
 
 ``--quick`` is passed to each (seconds to a minute or so in all); ``--threads`` to those that
 take it. Each writes bench-results/<name>.json. The exit status is 1 if any of them failed.
@@ -29,8 +30,10 @@ BENCHMARKS = {
     "hooks": "bench_hooks",
     "fast_paths": "bench_fast_paths",
     "graph_attention": "bench_graph_attention",
+    "recurrence": "bench_recurrence",
 }
-TAKES_THREADS = {"train", "encoder", "generation", "hooks", "fast_paths", "graph_attention"}
+TAKES_THREADS = {"train", "encoder", "generation", "hooks", "fast_paths", "graph_attention",
+                 "recurrence"}
 
 
 def available() -> list[str]:

@@ -5,6 +5,7 @@ times compute the same function as glassformer, so that it compares like with li
 import dataclasses
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from benchmarks import (  # noqa: E402
     bench_fast_paths,
     bench_graph_attention,
     bench_hooks,
+    bench_recurrence,
     bench_train,
     common,
     encoder_peers,
@@ -27,6 +29,7 @@ from benchmarks import (  # noqa: E402
     graph_attention_report,
     peers,
     processes,
+    recurrence_case,
     train_report,
 )
 
@@ -144,6 +147,80 @@ def test_fast_paths_smoke(tmp_path, monkeypatch):
         assert case["verdict"] == ("earns" if s["median"] >= 1.05 else "does not")
     relay = layout["cases"]["layout/base/decode-step"]["relay_ms"]
     assert 0 < relay["min"] <= relay["median"] <= relay["max"]
+
+
+def test_recurrence_smoke(tmp_path, monkeypatch):
+    """Attention, LSTM and GRU at two small T, the two projections at one, two paired rounds;
+    the default shapes are the documented ones."""
+    assert bench_recurrence.SIZES == (64, 128, 256, 512, 1024, 2048, 4096)
+    shape = (bench_recurrence.D_MODEL, bench_recurrence.N_HEAD, bench_recurrence.BATCH)
+    assert shape == (256, 8, 8)
+    monkeypatch.setattr(bench_recurrence, "BLOCK_S", 0.005)  # blocks of a step or two
+    out = tmp_path / "recurrence.json"
+    argv = ["--quick", "--threads", "1", "--d-model", "32", "--heads", "4", "--batch", "2",
+            "--sizes", "8,16", "--projection-sizes", "8", "--rounds", "2", "--seconds", "0"]
+    data = bench_recurrence.main([*argv, "--out", str(out)])  # fmt: skip
+    assert json.loads(out.read_text()) == data and data["argv"] == argv  # --out left out
+    c = 32
+    parts = data["parts"]  # parameters at the same width: weights and biases
+    assert parts["attention"]["params"] == 4 * c * c + 4 * c  # [W^Q; W^K; W^V], W^O
+    assert parts["lstm"]["params"] == 8 * c * c + 8 * c  # 4 gates, input and hidden
+    assert parts["gru"]["params"] == 6 * c * c + 6 * c  # 3 gates
+    assert parts["merged"]["params"] == parts["per-head"]["params"] == 3 * c * c + 3 * c
+    assert (parts["merged"]["matmuls"], parts["per-head"]["matmuls"]) == (1, 4)
+    assert [r["t"] for r in data["rows"]] == [8, 16]
+    for row in data["rows"]:
+        t, cases = row["t"], row["cases"]
+        assert row["tokens"] == 2 * t and row["rounds"] == 2
+        assert set(cases) == set(recurrence_case.LAYERS)
+        assert cases["attention"]["vs_attention"] is None
+        ours = cases["attention"]
+        assert (ours["sequential_steps"], ours["max_path_length"]) == (1, 1)
+        assert cases["attention"]["macs_per_token"] == 4 * c * c + (t + 1) * c
+        for name in ("lstm", "gru"):
+            f = cases[name]
+            assert (f["sequential_steps"], f["max_path_length"]) == (t, t - 1)
+            r = f["vs_attention"]
+            assert r["min"] <= r["median"] <= r["max"] and positive(r["median"])
+            blocks = zip(f["blocks_ms"], cases["attention"]["blocks_ms"], strict=True)
+            assert r["median"] == pytest.approx(statistics.median(a / b for a, b in blocks))
+        for f in cases.values():
+            assert positive(f["ms"]) and 0 < f["forward_ms"] < f["ms"]
+            assert f["us_per_token"] == pytest.approx(1000 * f["ms"] / (2 * t))
+    (proj,) = data["projection_rows"]
+    assert proj["t"] == 8 and proj["cases"]["merged"]["vs_merged"] is None
+    assert positive(proj["cases"]["per-head"]["vs_merged"]["median"])
+
+
+def test_recurrence_per_head_projections_are_the_merged_one_regrouped():
+    """The two projections compute the same queries, keys and values (glassformer's in_proj
+    split by head), and every layer timed maps inputs <= t to the output at t only."""
+    torch.manual_seed(0)
+    attn, _ = recurrence_case.build_layer("attention", 32, 4)
+    heads = recurrence_case.PerHeadProjection.from_merged(attn.in_proj, 4)
+    x = torch.randn(2, 5, 32)
+    qkv = attn.in_proj(x).view(2, 5, 3, 4, 8)  # (B, T, Q|K|V, H, D)
+    for h, y in enumerate(heads(x)):
+        torch.testing.assert_close(y, qkv[:, :, :, h].reshape(2, 5, 24))
+    for name in recurrence_case.LAYERS:
+        _, forward = recurrence_case.build_layer(name, 32, 4)
+        changed = x.clone()
+        changed[:, 3] += 1.0  # a change at position 3 leaves the outputs at 0..2 alone
+        with torch.no_grad():
+            a, b = forward(x), forward(changed)
+        torch.testing.assert_close(a[:, :3], b[:, :3])
+        assert (a[:, 3:] - b[:, 3:]).abs().amin(-1).gt(0).all(), name  # and reaches 3..4
+
+
+@pytest.mark.parametrize(
+    "argv", [["--sizes", "64,x"], ["--sizes", "1"], ["--d-model", "30", "--heads", "4"],
+             ["--rounds", "0"]],
+)  # fmt: skip
+def test_recurrence_bad_options_are_usage_errors(argv, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        bench_recurrence.main([*argv, "--out", str(tmp_path / "out.json")])
+    assert exit_info.value.code == 2 and "error: " in capsys.readouterr().err
+    assert not (tmp_path / "out.json").exists()
 
 
 def test_graph_attention_smoke(tmp_path, monkeypatch):

@@ -7,6 +7,8 @@ docs/benchmarks/generated), for every benchmark in BENCHMARKS:
 * ``<name>.md``: the machine and the command of the run, tables of its figures with the ratios
   against glassformer as the benchmark defines them, and the chart, for docs/benchmarks.md to
   include with pymdownx.snippets; for a benchmark with no JSON, a note saying so;
+* ``<name>-tables.md``: the same without the chart, for a page elsewhere in the docs (a
+  concept page showing a benchmark's figures) to include;
 * ``<name>.png``: a bar chart of those ratios on a log scale, with a line at 1;
 * ``missing.md``: the benchmarks with no JSON in this build;
 * with ``--readme``, the results table of README.md (one line per benchmark), between its
@@ -133,6 +135,9 @@ SUMMARY: dict[str, tuple[str, tuple[str, ...], Callable[[str], bool]]] = {
                  ("ratio",), lambda r: True),
     "graph_attention": ("attention on a graph at T 8192, dense / sparse", ("time", "memory"),
                         lambda r: r.endswith("T 8192")),
+    "recurrence": ("attention against recurrence, LSTM or GRU time / attention time; "
+                   "per-head projections / merged", ("time ratio",),
+                   lambda r: r.endswith((" T 64", " T 4096")) or "projection" in r),
 }  # fmt: skip
 
 
@@ -196,12 +201,16 @@ def render(name: str, results: Path, out: Path) -> None:
     src, png, md = results / f"{name}.json", out / f"{name}.png", out / f"{name}.md"
     png.unlink(missing_ok=True)
     if not src.exists():
-        md.write_text(f'!!! note "No results"\n    `{name}.json` is not in this build\'s '
-                      f"results: run `{default}` to make it.\n", encoding="utf-8")  # fmt: skip
+        note = (f'!!! note "No results"\n    `{name}.json` is not in this build\'s '
+                f"results: run `{default}` to make it.\n")  # fmt: skip
+        for path in (md, out / f"{name}-tables.md"):
+            path.write_text(note, encoding="utf-8")
         return
     data = json.loads(src.read_text(encoding="utf-8"))
     text, chart = make(data)
     parts = [machine(data), command(data, default), text]
+    tables = "\n\n".join(p.strip() for p in parts) + "\n"  # for other pages: no chart
+    (out / f"{name}-tables.md").write_text(tables, encoding="utf-8")
     if chart["rows"]:
         draw(chart, png, title)
         parts.append(f"![{name}: bar chart of the ratios in the table]({IMAGES}{name}.png)")

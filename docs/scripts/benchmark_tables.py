@@ -433,6 +433,12 @@ def finetune(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         "Hugging Face's step / glassformer's; full's / LoRA's", ("ratio",))]}  # fmt: skip
 
 
+def recurrence(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    from benchmark_recurrence import tables  # in a file of its own: this one is long enough
+
+    return tables(d)
+
+
 BENCHMARKS: dict[str, tuple[str, str, Callable]] = {  # name: (title, command, tables and chart)
     "tokenizers": ("Tokenizers", "python -m benchmarks.bench_tokenizers", tokenizers),
     "train": ("Training step", "python -m benchmarks.bench_train", train),
@@ -450,5 +456,10 @@ BENCHMARKS: dict[str, tuple[str, str, Callable]] = {  # name: (title, command, t
         "Attention on a graph",
         "python -m benchmarks.bench_graph_attention",
         graph_attention,
+    ),
+    "recurrence": (
+        "Attention against recurrence",
+        "python -m benchmarks.bench_recurrence",
+        recurrence,
     ),
 }

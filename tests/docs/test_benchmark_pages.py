@@ -39,6 +39,9 @@ def test_every_benchmark_gets_a_table_and_a_bar_chart(out):
         assert "\n| --- |" in text
         assert f"](benchmarks/generated/{name}.png)" in text
         assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        chart = f"\n\n![{name}: bar chart of the ratios in the table]"
+        tables = (out / f"{name}-tables.md").read_text(encoding="utf-8")  # for other pages
+        assert text.split(chart)[0] + "\n" == tables
     assert (out / "missing.md").read_text() == "Every benchmark has results in this build.\n"
 
 
@@ -96,6 +99,13 @@ def test_the_tables_carry_the_ratios_of_the_json(out):
     row = row_with(out, "graph_attention", "layer", "`window:128`", f"{first['t']:,}")
     assert row[6] == f"{first['dense']['ms'] / first['sparse']['ms']:.2f}x"  # dense / sparse
     assert row[9] == f"{first['dense']['mb'] / first['sparse']['mb']:.2f}x"
+
+    first = load("recurrence")["rows"][0]
+    row = row_with(out, "recurrence", "LSTM", f"{first['t']:,}")
+    r, t = first["cases"]["lstm"]["vs_attention"], first["t"]
+    assert row[-1] == f"{r['median']:.2f}x ({r['min']:.2f}-{r['max']:.2f})"  # LSTM / attention
+    assert row[4:6] == [f"{t:,}", f"{t - 1:,}"]  # sequential steps, max path length
+    assert row_with(out, "recurrence", "attention", f"{t:,}")[4:6] == ["1", "1"]
 
     nano = load("train_nanogpt")["shapes"]["tiny"]["paired"]["figures"]["hf"]["speed"]
     assert row_with(out, "train_nanogpt", "HF GPT2 (sdpa)")[-1].startswith(f"{nano['median']:.2f}x")
@@ -161,17 +171,20 @@ def test_the_readme_results_are_the_summary_of_the_committed_results():
 
 
 def test_the_summary_names_a_benchmark_measured_on_another_machine(tmp_path):
-    for name in pages.SUMMARY:
-        if (DATA / f"{name}.json").exists():
-            data = json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
-            if name == "hooks":
-                data["environment"]["cpu"] = "Another CPU"
-            (tmp_path / f"{name}.json").write_text(json.dumps(data), encoding="utf-8")
-    summary = pages.summary(tmp_path)
+    same, one_other = tmp_path / "same", tmp_path / "other"  # the short runs' CPUs made one
+    for folder in (same, one_other):
+        folder.mkdir()
+        for name in pages.SUMMARY:
+            if (DATA / f"{name}.json").exists():
+                data = json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
+                other = folder == one_other and name == "hooks"
+                data["environment"]["cpu"] = "Another CPU" if other else "One CPU"
+                (folder / f"{name}.json").write_text(json.dumps(data), encoding="utf-8")
+    summary = pages.summary(one_other)
     assert summary.splitlines()[-1] == (
         "Measured on another machine: hook points: Another CPU (see each benchmark's page)."
     )
-    assert "Measured on another" not in pages.summary(DATA)
+    assert "Measured on another" not in pages.summary(same)
 
 
 def test_the_summary_carries_each_benchmarks_ratios(tmp_path):
