@@ -104,7 +104,7 @@ def test_a_run_resumed_from_python_extends_it(tmp_path, text):
         ({"tokenizer": "bytes"}, "run.tokenizer="),
         ({"data": "no-such-file.txt"}, "--data no-such-file.txt: the file does not exist"),
         ({"config": "no-such-config"}, "--config no-such-config: no such file"),
-        ({"model": "tiny-encoder"}, "--model tiny-encoder is a encoder preset"),
+        ({"model": "tiny-encoder"}, "--model tiny-encoder is a preset of the encoder family"),
     ],
 )
 def test_a_mistake_is_a_run_error_naming_it(tmp_path, kwargs, words):

@@ -176,7 +176,7 @@ def test_bad_settings(kwargs, words):
 
 def test_task_and_model_family_must_agree(tmp_path):
     model = DecoderLM(preset("tiny", **SMALL))
-    with pytest.raises(ValueError, match="task 'mlm' needs a encoder model"):
+    with pytest.raises(ValueError, match="task 'mlm' needs a model of the encoder family"):
         Trainer(model, TOK, TEXT, None, TrainConfig(task="mlm"), tmp_path)
 
 

@@ -230,7 +230,8 @@ def _check_preset(name: str, task: str) -> None:
     if family != need:
         fits = sorted(n for n, c in PRESETS.items() if c.family == need)
         raise RunError(
-            f"--model {name} is a {family} preset but --task {task} needs a {need} model; "
+            f"--model {name} is a preset of the {family} family but --task {task} needs the "
+            f"{need} family; "
             f"choose one of {fits}"
         )
 

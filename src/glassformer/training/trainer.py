@@ -76,7 +76,7 @@ class Trainer:
         families = get_task(config.task).families
         if model.family not in families:
             raise ValueError(
-                f"task {config.task!r} needs a {' or '.join(families)} model, got a "
+                f"task {config.task!r} needs a model of the {' or '.join(families)} family, got a "
                 f"{type(model).__name__} ({model.family})"
             )
         self.config, self.tokenizer, self.on_log = config, tokenizer, on_log
