@@ -235,7 +235,10 @@ def layer_to_torch(block: EncoderBlock | DecoderBlock, where: str) -> dict:
     rates = {"dropout.p": float(block.dropout.p), "mlp.dropout.p": float(block.mlp.dropout.p)}
     rates.update({f"{n}.dropout": a["dropout"] for n, a in attns.items()})
     dropout = _same(
-        where, "dropout rates", rates, "torch.nn layers use one rate (attn_dropout=None)"
+        where,
+        "dropout rates",
+        rates,
+        "torch.nn layers use one rate (attn_dropout=None, ff_dropout=None)",
     )
     biases = {f"{n}.bias": a["bias"] for n, a in attns.items()}
     biases.update({f"{n}.bias": b for n, (_, b) in norms.items()})
