@@ -127,7 +127,8 @@ def layer_from_torch(layer: nn.Module, where: str) -> tuple[dict, bool]:
         where,
         "dropout rates",
         {f"{n}.p": float(getattr(layer, n).p) for n in drop_names},
-        "glassformer blocks use one rate for the residual and feed-forward dropouts",
+        "converted as one rate for the sub-layer outputs and the feed-forward's hidden layer "
+        "(dropout, ff_dropout=None)",
     )
     if layer.linear1.in_features != d_model or layer.linear2.out_features != d_model:
         raise ValueError(
