@@ -9,6 +9,15 @@ overrides ``vocab_size``.
     bert-base       BERT base (110M): 12 layers, 768, 12 heads, post-norm, MLM + pooler
     vaswani-base    Vaswani et al. base (≈63M with a 37000 vocabulary): 6 + 6 layers, 512,
                     8 heads, d_ff 2048, relu, post-norm, sinusoidal, shared and tied, √d scale
+
+Dropout sites (glassformer.nn.blocks): the tiny presets keep torch.nn's layout (ff_dropout
+None: the feed-forward's hidden layer is dropped at ``dropout`` too, as in
+torch.nn.TransformerEncoderLayer; their dropout is 0 unless set). The others follow their
+models: gpt2 drops embeddings, attention weights and each sub-layer's output (embd_pdrop,
+attn_pdrop, resid_pdrop), not the hidden layer (ff_dropout=0.0); bert-base likewise
+(hidden_dropout_prob, attention_probs_dropout_prob); vaswani-base drops, as the paper's
+"Residual Dropout" (§5.4) says, each sub-layer's output and the embedding sums only
+(ff_dropout=0.0, attn_dropout=0.0).
 """
 
 from __future__ import annotations
@@ -59,6 +68,7 @@ PRESETS: dict[str, ModelConfig] = {
         n_head=12,
         activation="gelu_tanh",
         dropout=0.1,
+        ff_dropout=0.0,  # GPT-2's MLP: dropout(c_proj(a(c_fc(x)))), no dropout inside
     ),
     "bert-base": ModelConfig(
         family="encoder",
@@ -77,6 +87,7 @@ PRESETS: dict[str, ModelConfig] = {
         head_bias=True,
         pooler=True,
         dropout=0.1,
+        ff_dropout=0.0,  # BertIntermediate has no dropout; BertOutput drops after its dense
     ),
     "vaswani-base": ModelConfig(
         family="encoder-decoder",
@@ -91,6 +102,8 @@ PRESETS: dict[str, ModelConfig] = {
         positional="sinusoidal",
         embed_scale=True,
         dropout=0.1,
+        attn_dropout=0.0,  # §5.4: dropout on sub-layer outputs and embedding sums only
+        ff_dropout=0.0,
     ),
 }
 

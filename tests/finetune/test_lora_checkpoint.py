@@ -22,6 +22,7 @@ from glassformer.training.state import latest_checkpoint
 TEXT = load_dataset("shakespeare", "validation")
 TOK = CharTokenizer().train(TEXT.texts())
 SMALL = dict(vocab_size=TOK.vocab_size, d_model=32, n_head=4, n_layer=2, max_len=32, dropout=0.1)
+SMALL["ff_dropout"] = 0.0  # GPT-2's dropout sites: to_huggingface can express them
 LORA = dict(lora_rank=4, lora_alpha=8.0, lora_dropout=0.1, lora_targets=["attn.in_proj", "fc2"])
 
 

@@ -60,6 +60,7 @@ OTHER_NAMES = {
     "kv_heads": "n_kv_head",
     "target_vocab_size": "tgt_vocab_size",
     "decoder_layers": "n_decoder_layer",
+    "activation_dropout": "ff_dropout",  # BART's name
 }
 
 

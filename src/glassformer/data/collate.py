@@ -1,5 +1,7 @@
-"""Collate functions: pad a list of items to the longest in the batch ("Formal Algorithms for
-Transformers", "Tokenization": a text shorter than l_max is padded with <PAD>).
+"""Collate functions: pad a list of items to the longest in the batch. "Formal Algorithms for
+Transformers", "Tokenization", pads a text shorter than ℓ_max with <PAD> up to ℓ_max; the longest
+in the batch gives the same outputs at the real positions (the padding mask hides every <PAD>
+and the loss skips them) without the cost of the columns beyond it.
 
 Conventions (Hugging Face's, which the models follow):
 

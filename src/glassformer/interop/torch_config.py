@@ -127,7 +127,8 @@ def layer_from_torch(layer: nn.Module, where: str) -> tuple[dict, bool]:
         where,
         "dropout rates",
         {f"{n}.p": float(getattr(layer, n).p) for n in drop_names},
-        "glassformer blocks use one rate for the residual and feed-forward dropouts",
+        "converted as one rate for the sub-layer outputs and the feed-forward's hidden layer "
+        "(dropout, ff_dropout=None)",
     )
     if layer.linear1.in_features != d_model or layer.linear2.out_features != d_model:
         raise ValueError(
@@ -235,7 +236,10 @@ def layer_to_torch(block: EncoderBlock | DecoderBlock, where: str) -> dict:
     rates = {"dropout.p": float(block.dropout.p), "mlp.dropout.p": float(block.mlp.dropout.p)}
     rates.update({f"{n}.dropout": a["dropout"] for n, a in attns.items()})
     dropout = _same(
-        where, "dropout rates", rates, "torch.nn layers use one rate (attn_dropout=None)"
+        where,
+        "dropout rates",
+        rates,
+        "torch.nn layers use one rate (attn_dropout=None, ff_dropout=None)",
     )
     biases = {f"{n}.bias": a["bias"] for n, a in attns.items()}
     biases.update({f"{n}.bias": b for n, (_, b) in norms.items()})

@@ -24,6 +24,13 @@ attend along its own graph): ``attention_graph``, ``decoder_attention_graph`` an
 ``cross_attention_graph`` hold specs that ``glassformer.graphs.layer_graphs`` reads, one graph
 for every layer of their stack or one per layer (``"window:64*4,full*2"``); None is dense
 attention. ``layer_graphs(field)`` gives the parsed graphs, one per layer.
+
+Dropout sites: ``dropout`` acts on the embeddings and on each sub-layer's output before the
+residual addition, ``attn_dropout`` on the attention weights A, ``ff_dropout`` on the
+feed-forward's hidden layer a(W_1 x). ``ff_dropout`` None drops the hidden layer at ``dropout``,
+torch.nn.TransformerEncoderLayer's layout (and the one of checkpoints saved before the field
+existed); 0.0 is GPT-2's and BERT's layout, which drop only the feed-forward's output; BART
+sets it from its ``activation_dropout``.
 """
 
 from __future__ import annotations
@@ -77,8 +84,9 @@ class ModelConfig:
     rope_base: float = 10000.0
     embed_scale: bool = False  # multiply token embeddings by √d_model (Vaswani)
     type_vocab_size: int = 0  # BERT's segment embeddings (0: none)
-    dropout: float = 0.0  # on embeddings, residual branches and in the feed-forward
+    dropout: float = 0.0  # on embeddings and on each sub-layer's output (residual branches)
     attn_dropout: float | None = None  # on attention weights (None: = dropout)
+    ff_dropout: float | None = None  # on the feed-forward hidden layer a(W_1 x) (None: = dropout)
     bias: bool = True  # biases in attention, feed-forward and norms
     tie_embeddings: bool = True  # unembedding W_u = W_eᵀ
     share_embeddings: bool = True  # encoder-decoder: one token embedding for source and target
@@ -103,6 +111,7 @@ class ModelConfig:
         "kv_heads": "n_kv_head",
         "target_vocab_size": "tgt_vocab_size",
         "decoder_layers": "n_decoder_layer",
+        "activation_dropout": "ff_dropout",
     }
     # The allowed values, checked in __post_init__. The sizes' upper bounds are far beyond any
     # model this library can train, far below an absurd allocation.
@@ -131,6 +140,7 @@ class ModelConfig:
         "type_vocab_size": Range(0, 2**10),
         "dropout": Range(0.0, 1.0, open_high=True),
         "attn_dropout": Range(0.0, 1.0, open_high=True),
+        "ff_dropout": Range(0.0, 1.0, open_high=True),
         "n_classes": Range(1, 2**20),
         "pad_id": Range(0),
         "decoder_start_id": Range(0),
@@ -201,6 +211,10 @@ class ModelConfig:
         return 4 * self.d_model if self.d_ff is None else self.d_ff
 
     @property
+    def resolved_ff_dropout(self) -> float:
+        return self.dropout if self.ff_dropout is None else self.ff_dropout
+
+    @property
     def resolved_tgt_vocab_size(self) -> int:
         return self.vocab_size if self.tgt_vocab_size is None else self.tgt_vocab_size
 
@@ -224,6 +238,7 @@ class ModelConfig:
             norm_first=self.norm_first,
             dropout=self.dropout,
             attn_dropout=self.attn_dropout,
+            ff_dropout=self.ff_dropout,
             bias=self.bias,
             eps=self.norm_eps,
             final_norm=self.final_norm,

@@ -15,6 +15,18 @@ torch.nn.TransformerEncoderLayer).
 DecoderBlock = masked self-attention + cross-attention to the encoder output Z + feed-forward
 (Algorithm 8's decoder layer; torch.nn.TransformerDecoderLayer); with ``cross_attention=False``
 it is the GPT layer of Algorithm 10 (DTransformer).
+
+Dropout sites (training only; the identity in eval mode), pre-norm written out:
+
+    A ← dropout_{attn_dropout}(softmax(Q Kᵀ / √d_k))        inside MHAttention
+    X ← X + dropout_{dropout}(MHAttention(layer_norm(X)))
+    X ← X + dropout_{dropout}(W_2 · dropout_{ff_dropout}(a(W_1 · layer_norm(X))))
+
+``ff_dropout`` None is ``dropout``: torch.nn.TransformerEncoderLayer's layout (its ``dropout``
+after the activation, ``dropout1`` / ``dropout2`` on the sub-layer outputs). GPT-2 (attn_pdrop,
+resid_pdrop after each c_proj) and BERT (attention_probs_dropout_prob, hidden_dropout_prob
+after each output dense) do not drop the hidden layer: ``ff_dropout=0.0``. BART drops it at
+its own rate, ``activation_dropout``.
 """
 
 from __future__ import annotations
@@ -42,6 +54,10 @@ class _Block(nn.Module):
     cross-attention), ``hook_resid_post`` the block's output; each norm's output is its
     ``hook_normalized``.
 
+    Dropout: ``dropout`` on each sub-layer's output (``self.dropout``), ``attn_dropout`` on
+    the attention weights (None: = dropout), ``ff_dropout`` on the feed-forward's hidden
+    layer (``mlp.dropout``; None: = dropout, torch.nn's layout; 0.0: GPT-2's and BERT's).
+
     ``graph`` and ``cross_graph``: the attention graphs (glassformer.graphs) of the block's
     self- and cross-attention, None for every key (Transformers as GNNs: each layer may use
     its own graph).
@@ -60,6 +76,7 @@ class _Block(nn.Module):
         norm_first: bool = False,
         dropout: float = 0.0,
         attn_dropout: float | None = None,
+        ff_dropout: float | None = None,
         bias: bool = True,
         eps: float = 1e-5,
         graph: AttentionGraph | None = None,
@@ -81,7 +98,8 @@ class _Block(nn.Module):
             self.ln2 = make_norm(norm, d_model, eps, bias)
             self.hook_cross_attn_out = HookPoint()
             self.hook_resid_mid_cross = HookPoint()
-        self.mlp = FeedForward(d_model, d_ff, activation, bias=bias, dropout=dropout)
+        p_ff = dropout if ff_dropout is None else ff_dropout  # the hidden layer's rate
+        self.mlp = FeedForward(d_model, d_ff, activation, bias=bias, dropout=p_ff)
         if cross_attention:
             self.ln3 = make_norm(norm, d_model, eps, bias)
         else:

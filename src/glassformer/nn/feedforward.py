@@ -44,6 +44,10 @@ def activation_fn(name: str):
 class FeedForward(nn.Module):
     """x (B, T, C) -> fc2(dropout(a(fc1(x)))) (B, T, C).
 
+    ``dropout`` is the rate on the hidden layer a(fc1(x)) in training: torch.nn's
+    TransformerEncoderLayer and BART (activation_dropout) drop there, GPT-2 and BERT do not
+    (0.0); the dropout on the output is the block's (glassformer.nn.blocks).
+
     Hook points (TransformerLens's names): ``hook_pre`` (B, T, d_ff) the hidden layer before
     the activation, W_1 x + b_1 (for swiglu the gate's, with ``hook_pre_linear`` the up
     projection's); ``hook_post`` (B, T, d_ff) after it, a(W_1 x + b_1)."""

@@ -61,7 +61,16 @@ FINE_TUNE_LR = 5e-5
 WARMUP_FRACTION = 0.1  # of the steps
 FINE_TUNE_CONTEXT = 1024  # tokens per lm / mlm training window, at most the model's max_len
 # model settings the weights do not fix
-FREE = ("dropout", "attn_dropout", "init_std", "pooling", "pooler", "embeddings", *GRAPH_FIELDS)
+FREE = (
+    "dropout",
+    "attn_dropout",
+    "ff_dropout",
+    "init_std",
+    "pooling",
+    "pooler",
+    "embeddings",
+    *GRAPH_FIELDS,
+)
 WHAT = (
     "allowed a glassformer checkpoint or run folder, or a Hugging Face model directory "
     "(config.json and its weights)"

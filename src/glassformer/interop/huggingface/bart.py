@@ -82,6 +82,7 @@ def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
         embed_scale=bool(c.scale_embedding),
         dropout=c.dropout,
         attn_dropout=c.attention_dropout,
+        ff_dropout=float(c.activation_dropout),  # fc2(dropout(act(fc1(x)))) at its own rate
         bias=True,
         tie_embeddings=True,
         share_embeddings=True,
@@ -163,7 +164,7 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
         activation_function=ACT_TO_HF[c.activation],
         dropout=c.dropout,
         attention_dropout=c.dropout if c.attn_dropout is None else c.attn_dropout,
-        activation_dropout=c.dropout,
+        activation_dropout=c.resolved_ff_dropout,
         init_std=c.init_std,
         scale_embedding=c.embed_scale,
         pad_token_id=c.pad_id,

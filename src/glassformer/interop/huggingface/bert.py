@@ -38,6 +38,7 @@ from .common import (
     check_option,
     linear,
     require_config,
+    require_no_hidden_dropout,
     rule,
     stacked,
     token_id,
@@ -83,8 +84,9 @@ def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
         embed_norm=True,
         positional="learned",
         type_vocab_size=c.type_vocab_size,
-        dropout=c.hidden_dropout_prob,
+        dropout=c.hidden_dropout_prob,  # after each output dense, and on the embeddings
         attn_dropout=c.attention_probs_dropout_prob,
+        ff_dropout=0.0,  # BertIntermediate: act(dense(x)), no dropout
         bias=True,
         tie_embeddings=True,
         head_bias=mlm,
@@ -153,6 +155,7 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
         activation=tuple(ACT_TO_HF),
     )
     require_config(hf_class, c, n_kv_head=(None, c.n_head))
+    require_no_hidden_dropout(hf_class, c, "BERT drops the output dense's, hidden_dropout_prob")
     if c.type_vocab_size < 1:
         raise ValueError(
             f"{hf_class} cannot express the glassformer option type_vocab_size=0; BERT always "

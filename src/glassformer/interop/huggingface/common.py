@@ -29,6 +29,7 @@ __all__ = [
     "check_option",
     "linear",
     "require_config",
+    "require_no_hidden_dropout",
     "require_transformers",
     "rule",
     "stacked",
@@ -83,6 +84,23 @@ def require_config(where: str, config: Any, **allowed: Sequence[Any]) -> None:
                 f"{where} cannot express the glassformer option {name}={value!r}; it needs "
                 f"{name}={shown}"
             )
+
+
+def require_no_hidden_dropout(where: str, config: Any, sites: str) -> None:
+    """Refuse a config that drops the feed-forward's hidden layer (``ff_dropout``, None: =
+    ``dropout``) for a Hugging Face class whose MLP has no dropout inside (``sites``: where it
+    drops instead)."""
+    rate = config.resolved_ff_dropout
+    if rate:
+        shown = f"ff_dropout={config.ff_dropout!r}"
+        if config.ff_dropout is None:
+            shown += f" (= dropout={config.dropout!r})"
+        raise ValueError(
+            f"{where} cannot express the glassformer option {shown}: it has no dropout on the "
+            f"feed-forward's hidden layer ({sites}); it needs ff_dropout=0.0. Dropout only acts "
+            "in training: set model.config = model.config.replace(ff_dropout=0.0) to export "
+            "for inference"
+        )
 
 
 def token_id(value: Any, vocab_size: int, default: int = 0) -> int:

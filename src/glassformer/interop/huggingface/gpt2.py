@@ -30,6 +30,7 @@ from .common import (
     check_option,
     linear,
     require_config,
+    require_no_hidden_dropout,
     rule,
     token_id,
 )
@@ -62,8 +63,9 @@ def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
         norm_eps=c.layer_norm_epsilon,
         final_norm=True,
         positional="learned",
-        dropout=c.resid_pdrop,
+        dropout=c.resid_pdrop,  # on each sub-layer's output (attn and mlp c_proj), embd_pdrop
         attn_dropout=c.attn_pdrop,
+        ff_dropout=0.0,  # GPT2MLP: dropout(c_proj(act(c_fc(x)))), nothing inside
         bias=True,
         tie_embeddings=bool(c.tie_word_embeddings),
         pad_id=token_id(c.pad_token_id, c.vocab_size),
@@ -117,6 +119,7 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
         type_vocab_size=(0,),
     )
     require_config(hf_class, c, n_kv_head=(None, c.n_head))
+    require_no_hidden_dropout(hf_class, c, "GPT-2 drops the MLP's output, resid_pdrop")
     ids = c.extra.get("hf_token_ids", {"bos_token_id": None, "eos_token_id": None})
     hf_config = transformers.GPT2Config(
         vocab_size=c.vocab_size,

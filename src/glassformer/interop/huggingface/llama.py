@@ -24,7 +24,15 @@ from typing import Any
 
 from ...models import DecoderLM, GlassformerModel
 from ...models.config import ModelConfig
-from .common import Rule, check_option, require_config, rule, token_id, unsupported
+from .common import (
+    Rule,
+    check_option,
+    require_config,
+    require_no_hidden_dropout,
+    rule,
+    token_id,
+    unsupported,
+)
 
 __all__ = ["HF_CLASSES", "build_hf", "config_from_hf", "rules"]
 
@@ -64,6 +72,7 @@ def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
         rope_base=_rope_theta(c, where),
         dropout=0.0,
         attn_dropout=float(c.attention_dropout),
+        ff_dropout=0.0,  # LlamaMLP has no dropout
         bias=False,
         tie_embeddings=bool(c.tie_word_embeddings),
         pad_id=token_id(c.pad_token_id, c.vocab_size),
@@ -140,6 +149,7 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
             "attention dropout only); it needs dropout=0.0. Dropout only acts in training: "
             "set model.config = model.config.replace(dropout=0.0) to export for inference"
         )
+    require_no_hidden_dropout(hf_class, c, "Llama has attention dropout only")
     ids = c.extra.get("hf_token_ids", dict.fromkeys(_TOKEN_KEYS))
     options: dict[str, Any] = dict(
         vocab_size=c.vocab_size,
