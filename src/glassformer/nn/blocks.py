@@ -42,6 +42,10 @@ class _Block(nn.Module):
     cross-attention), ``hook_resid_post`` the block's output; each norm's output is its
     ``hook_normalized``.
 
+    ``attention_scores``: how the self-attention ``attn`` scores a query against a key
+    ("separate", "shared" or "dot": nn/qk_projections.py); cross-attention keeps separate
+    W^Q, W^K (its queries and keys come from two sequences; the notes' argument is about one).
+
     ``graph`` and ``cross_graph``: the attention graphs (glassformer.graphs) of the block's
     self- and cross-attention, None for every key (Transformers as GNNs: each layer may use
     its own graph).
@@ -64,6 +68,7 @@ class _Block(nn.Module):
         eps: float = 1e-5,
         graph: AttentionGraph | None = None,
         cross_graph: AttentionGraph | None = None,
+        attention_scores: str = "separate",
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
@@ -71,7 +76,9 @@ class _Block(nn.Module):
         p_attn = dropout if attn_dropout is None else attn_dropout
         options = dict(n_kv_head=n_kv_head, bias=bias, dropout=p_attn)
         self.hook_resid_pre = HookPoint()
-        self.attn = MultiHeadAttention(d_model, n_head, **options)
+        self.attn = MultiHeadAttention(
+            d_model, n_head, attention_scores=attention_scores, **options
+        )
         self.ln1 = make_norm(norm, d_model, eps, bias)
         self.hook_attn_out = HookPoint()
         self.hook_resid_mid = HookPoint()
