@@ -1,6 +1,6 @@
 """ModelConfig.attention_scores in every family: "dot" and "shared" self-attention ("Formal
-Algorithms for Transformers", "Self-attention") build, hook, generate, save and load like
-"separate"; what cannot express them refuses them."""
+Algorithms for Transformers", "Self-Attention across the sequence") build, hook, generate, save
+and load like "separate"; what cannot express them refuses them."""
 
 import pytest
 import torch

@@ -1,4 +1,5 @@
-"""MultiHeadAttention's attention_scores ("Formal Algorithms for Transformers", "Self-attention"):
+"""MultiHeadAttention's attention_scores ("Formal Algorithms for Transformers", "Self-Attention
+across the sequence"):
 "dot" xᵀx′ and "shared" xᵀUᵀUx′ give symmetric scores, "separate" xᵀU_kᵀU_q x′ is the
 attention as it always was."""
 

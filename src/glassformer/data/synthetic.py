@@ -34,7 +34,8 @@ Language modelling (texts, the P(x[t] | x[1:t-1]) task of the notes):
   the symbol two places before it, x_n = succ(x_{n-2}). The current symbol says nothing about
   the next one; the symbol before it does. A one-layer decoder learns it with a head that
   attends to the previous token, which a symmetric attention score cannot do ("Formal
-  Algorithms for Transformers", "Self-attention": docs/concepts/road-to-qk.md).
+  Algorithms for Transformers", "Self-Attention across the sequence";
+  docs/concepts/road-to-qk.md).
 
 Determinism and splits: examples are drawn with ``random.Random(f"{task}:{split}:{seed}")``
 (never the global RNG), so the same arguments give the same examples in every process.

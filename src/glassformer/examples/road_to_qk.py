@@ -1,5 +1,6 @@
-"""The road to queries and keys ("Formal Algorithms for Transformers", "Self-attention"): the
-three attention scores trained on a task that needs a head to attend to the previous token.
+"""The road to queries and keys ("Formal Algorithms for Transformers", "Self-Attention across
+the sequence"): the three attention scores trained on a task that needs a head to attend to
+the previous token.
 
     "dot"       xᵀ x′            no query/key parameters
     "shared"    xᵀ Uᵀ U x′       one projection U for queries and keys
@@ -128,6 +129,9 @@ def plot_results(results: dict[str, ScoresResult], path: str | Path) -> Path:
         )
         ax.set_xlabel("key position", fontsize=8)
         ax.set_ylabel("query position", fontsize=8)
+        ticks = range(0, r.pattern.shape[-1], 4)
+        ax.set_xticks(ticks)
+        ax.set_yticks(ticks)
         ax.tick_params(labelsize=7)
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="mean attention weight")
     return save(fig, path, {}).path

@@ -61,7 +61,7 @@ class ModelConfig:
     n_decoder_layer: int | None = None  # encoder-decoder: decoder blocks (None: = n_layer)
     n_head: int = 4
     n_kv_head: int | None = None  # grouped-query attention (None: = n_head)
-    attention_scores: str = "separate"  # self-attention's q·k: separate W^Q, W^K | shared | dot
+    attention_scores: str = "separate"  # self-attention: separate W^Q, W^K | shared W^QK | dot xᵀx′
     d_ff: int | None = None  # feed-forward width (None: 4 · d_model)
     activation: str = "gelu"
     norm: str = "layer"

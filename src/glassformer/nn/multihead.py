@@ -9,7 +9,8 @@ The three projections are stacked in one matrix ``in_proj`` = [W^Q; W^K; W^V], a
 torch.nn.MultiheadAttention, so self-attention computes Q, K and V with one matmul.
 Grouped-query attention: with ``n_kv_head`` < ``n_head`` there are fewer key/value heads, each
 shared by ``n_head / n_kv_head`` consecutive query heads.
-``attention_scores`` ("Formal Algorithms for Transformers", "Self-attention"; nn/qk_projections.py):
+``attention_scores`` ("Formal Algorithms for Transformers", "Self-Attention across the
+sequence"; nn/qk_projections.py):
 "separate" W^Q and W^K as above (xᵀ U_kᵀ U_q x′), "shared" one W^{QK} for both (xᵀ Uᵀ U x′,
 ``in_proj`` = [W^{QK}; W^V]), "dot" none (xᵀ x′, q = k = x, ``in_proj`` = [W^V]).
 
@@ -142,7 +143,8 @@ class MultiHeadAttention(nn.Module):
 
     ``attention_scores``: "separate" (W^Q, W^K: score xᵀ U_kᵀ U_q x′), "shared" (one W^{QK}:
     xᵀ Uᵀ U x′) or "dot" (no parameters: xᵀ x′), "Formal Algorithms for Transformers",
-    "Self-attention"; the last two give symmetric scores and need ``n_kv_head`` = ``n_head``.
+    "Self-Attention across the sequence"; the last two give symmetric scores and need
+    ``n_kv_head`` = ``n_head``.
     """
 
     def __init__(

@@ -1,5 +1,5 @@
-"""The road to queries and keys ("Formal Algorithms for Transformers", "Self-attention"): the
-three ways MultiHeadAttention scores a query token x against a key token x′, its
+"""The road to queries and keys ("Formal Algorithms for Transformers", "Self-Attention across
+the sequence"): the three ways MultiHeadAttention scores a query token x against a key token x′, its
 ``attention_scores`` setting.
 
     "dot"       xᵀ x′               parameter-free: q = k = x, split into heads
