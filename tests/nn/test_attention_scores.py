@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from glassformer.nn import MultiHeadAttention
+from glassformer.nn import KVCache, MultiHeadAttention
 from glassformer.nn.qk_projections import ATTENTION_SCORES
 
 C, H = 16, 4
@@ -117,8 +117,6 @@ def test_queries_and_keys_are_one_projection(scores):
 
 @pytest.mark.parametrize("scores", ["shared", "dot"])
 def test_kv_cache_equals_recomputing(scores):
-    from glassformer.nn import KVCache
-
     torch.manual_seed(0)
     attn = MultiHeadAttention(C, H, attention_scores=scores).eval()
     x = torch.randn(2, 6, C)
@@ -135,3 +133,21 @@ def test_bad_settings_are_refused():
         MultiHeadAttention(C, H, attention_scores="bogus")
     with pytest.raises(ValueError, match=r"n_kv_head=2 must equal n_head=4 \(grouped-query"):
         MultiHeadAttention(C, H, n_kv_head=2, attention_scores="shared")
+
+
+@pytest.mark.parametrize("scores", ["shared", "dot"])
+def test_cross_attention_uses_the_same_projection_for_x_and_z(scores):
+    """q from x, k from the source z, through the one projection (or none): a_nm = s(x_n, z_m)."""
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(C, H, attention_scores=scores).eval()
+    x, z = torch.randn(2, 5, C), torch.randn(2, 6, C)
+    (w, b), _, (wv, bv) = attn.projection_weights()
+    u = (lambda t: t) if scores == "dot" else (lambda t: F.linear(t, w, b))
+    q, k = u(x).view(2, 5, H, 4).transpose(1, 2), u(z).view(2, 6, H, 4).transpose(1, 2)
+    v = F.linear(z, wv, bv).view(2, 6, H, 4).transpose(1, 2)
+    y = ((q @ k.mT) / 2.0).softmax(-1) @ v
+    want = attn.out_proj(y.transpose(1, 2).reshape(2, 5, C))
+    torch.testing.assert_close(attn(x, z)[0], want)
+    cache = KVCache()  # the source's keys and values once, reused at the next step
+    steps = [attn(x[:, :3], z, cache=cache)[0], attn(x[:, 3:], z[:, :1] * 0, cache=cache)[0]]
+    torch.testing.assert_close(torch.cat(steps, dim=1), want)
