@@ -311,4 +311,3 @@ _HOOKS = ("hook_q", "hook_k", "hook_v", "hook_rot_q", "hook_rot_k", "hook_keys",
 def _hooked(hook: HookPoint, u: Tensor) -> Tensor:
     """Pass u (B, n, T, D) through ``hook`` in TransformerLens's layout (B, T, n, D)."""
     return hook(u.transpose(1, 2)).transpose(1, 2) if hook.active else u
-

@@ -59,13 +59,14 @@ def self_projections(attn: nn.Module, x: Tensor) -> tuple[Tensor, Tensor, Tensor
     if attn.scores == "shared":
         qk, v = attn.in_proj(x).split([d_q, d_kv], dim=-1)
         return qk, qk, v
+    x = x.contiguous()  # split into heads by a view
     return x, x, attn.in_proj(x)
 
 
 def cross_queries(attn: nn.Module, x: Tensor) -> Tensor:
     """Q of the target tokens x (Eq. 5), flat (..., H·D)."""
     if attn.scores == "dot":
-        return x
+        return x.contiguous()
     d_q, bias = attn.n_head * attn.head_dim, attn.in_proj.bias
     return F.linear(x, attn.in_proj.weight[:d_q], None if bias is None else bias[:d_q])
 
@@ -78,7 +79,7 @@ def cross_keys_values(attn: nn.Module, z: Tensor) -> tuple[Tensor, Tensor]:
         return kv.chunk(2, dim=-1)
     if attn.scores == "shared":
         return cross_queries(attn, z), F.linear(z, w[d_q:], None if bias is None else bias[d_q:])
-    return z, attn.in_proj(z)
+    return z.contiguous(), attn.in_proj(z)
 
 
 def projection_weights(attn: nn.Module) -> tuple[tuple[Tensor, Tensor | None], ...]:
