@@ -2,7 +2,10 @@
 
     karate.py     ``python -m glassformer.examples.karate``: a transformer encoder as a GNN on
                   Zachary's karate club, against the same encoder with full attention
+    road_to_qk.py ``python -m glassformer.examples.road_to_qk``: the built-in road-to-qk config
+                  trained with each attention score (dot, shared, separate): which learn to
+                  attend to the previous token
 
-The examples sit above the library (they use ``nn``, ``graphs`` and ``inspect``); nothing in
-the library imports them.
+The examples sit above the library (they use ``nn``, ``graphs``, ``inspect`` and ``runs``);
+nothing in the library imports them.
 """
