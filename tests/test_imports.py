@@ -34,7 +34,8 @@ FLOORS: list[tuple[str, ...]] = [
     ("models",),  # ModelConfig and the models built from it
     ("circuits", "data", "finetune", "generation", "interop", "presets"),  # what uses a model
     ("inspect", "training"),
-    ("examples", "explore", "runs"),
+    ("explore", "runs"),
+    ("examples",),  # worked examples, end to end: they may train through runs
     ("cli",),
     ("__main__", "glassformer"),
 ]

@@ -112,5 +112,6 @@ def test_the_trainer_and_evaluation_follow_the_record(name):
     metrics = evaluate(model, name, stream, 1, torch.device("cpu"), generate_examples=2)
     assert tuple(metrics) == task.metrics
     other = next(t for t in TASKS.values() if t.family != task.family)
-    with pytest.raises(ValueError, match=f"task {other.name!r} needs a model of the {other.family} family"):
+    need = f"task {other.name!r} needs a model of the {other.family} family"
+    with pytest.raises(ValueError, match=need):
         Trainer(model, tok, data, data, train.replace(task=other.name), progress=False)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import functools
 import string
+import tempfile
 from pathlib import Path
 
 import torch
@@ -222,6 +223,17 @@ def circuits(out: Path, steps: int) -> list[Path]:
     return paths
 
 
+def road_to_qk(out: Path, steps: int) -> list[Path]:
+    """The three attention scores trained with the built-in road-to-qk config (its own 600
+    steps, or ``--steps`` when given): each mean pattern and validation figures."""
+    from glassformer.examples.road_to_qk import compare, plot_results
+
+    short = {} if steps == STEPS else {"steps": steps, "warmup": min(steps, 50)}
+    with tempfile.TemporaryDirectory() as runs:
+        results = compare(runs, **short)
+    return [plot_results(results, out / "road-to-qk.png")]
+
+
 PICTURES = {
     "attention": attention,
     "multi-head": multi_head,
@@ -233,6 +245,7 @@ PICTURES = {
     "generation": generation,
     "graphs": graphs,
     "circuits": circuits,
+    "road-to-qk": road_to_qk,
 }
 
 

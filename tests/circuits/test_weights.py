@@ -35,6 +35,12 @@ CASES = {  # name: (class, config options)
         EncoderDecoder,
         dict(family="encoder-decoder", norm_first=False, norm="rms", embed_scale=True),
     ),
+    # one shared W^{QK} (W_Q = W_K), and none at all (W_Q = W_K = the head's rows of I)
+    "decoder shared scores": (DecoderLM, dict(family="decoder", attention_scores="shared")),
+    "seq2seq dot scores post-norm": (
+        EncoderDecoder,
+        dict(family="encoder-decoder", attention_scores="dot", norm_first=False),
+    ),
 }
 
 

@@ -49,6 +49,14 @@ TRAIN_ERRORS = {
         ["--data", "reverse", "--set", "model.norm=batch"],
         ["norm='batch' cannot be used with family='encoder-decoder'"],
     ),
+    "bad attention scores": (
+        ["--data", "{tmp}/a.txt", "--set", "model.attention_scores=bogus"],
+        ["attention_scores='bogus'", "('separate', 'shared', 'dot')"],
+    ),
+    "symmetric scores with grouped-query attention": (
+        ["--data", "{tmp}/a.txt", "--model", "tiny-llama", "--set", "model.attention_scores=dot"],
+        ["attention_scores='dot'", "n_kv_head = n_head (4), got n_kv_head=2"],
+    ),
     "unknown preset": (["--model", "huge"], ["--model huge", "tiny-llama"]),
     "preset of another family": (["--data", "reverse", "--model", "tiny"], ["encoder-decoder"]),
     "missing config": (["--config", "{tmp}/none.toml"], ["none.toml", "shakespeare-char"]),

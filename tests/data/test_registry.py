@@ -37,6 +37,7 @@ def test_list_datasets_names_tasks_descriptions():
         "addition": "seq2seq",
         "is_sorted": "classification",
         "induction": "lm",
+        "interleaved": "lm",
     }
 
 

@@ -12,7 +12,9 @@ from glassformer.data.synthetic import SORTED_LABELS, split_of
 N = 2000
 
 
-@pytest.mark.parametrize("name", ["reverse", "sort", "addition", "is_sorted", "induction"])
+@pytest.mark.parametrize(
+    "name", ["reverse", "sort", "addition", "is_sorted", "induction", "interleaved"]
+)
 def test_same_seed_same_data_other_seed_other_data(name):
     a = load_dataset(name, num_examples=200, seed=1)
     b = load_dataset(name, num_examples=200, seed=1)
@@ -161,3 +163,19 @@ def test_induction_with_word_symbols():
     for text in ds:
         words = text.split(" ")
         assert len(words) == 7 and set(words) <= {"red", "green", "blue", "cyan"}
+
+
+def test_interleaved_follows_its_rule():
+    """Two random symbols, then x_n = succ(x_{n-2}) in the alphabet, cyclically."""
+    train = load_dataset("interleaved", num_examples=300, length=9, alphabet="abcd", seed=0)
+    val = load_dataset("interleaved", "validation", num_examples=30, length=9, alphabet="abcd")
+    assert train.task == "lm" and set(train.examples).isdisjoint(val.examples)
+    assert all(split_of(t) == "train" for t in train.examples)
+    assert "acbdcadba" in train.examples + val.examples  # a c, then b d c a d b a
+    for text in train.examples + val.examples:
+        assert len(text) == 9
+        ranks = ["abcd".index(c) for c in text]
+        assert all(ranks[n] == (ranks[n - 2] + 1) % 4 for n in range(2, 9))
+    assert len({t[:2] for t in train.examples + val.examples}) == 16  # every start occurs
+    with pytest.raises(ValueError, match="length is 2: allowed an int >= 3"):
+        load_dataset("interleaved", length=2)

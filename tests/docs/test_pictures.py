@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CONCEPTS = ROOT / "docs" / "concepts"
 IMAGES = ROOT / "docs" / "images" / "concepts"
 PAGES = ["attention", "multi-head", "norms-residuals", "positional", "families",
-         "tokenization", "training", "generation", "graphs", "circuits"]  # fmt: skip
+         "tokenization", "training", "generation", "graphs", "circuits", "road-to-qk"]  # fmt: skip
 PNG = b"\x89PNG\r\n\x1a\n"
 
 

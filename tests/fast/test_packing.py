@@ -29,6 +29,8 @@ OPTIONS = [
     dict(norm="batch"),
     dict(norm="rms", activation="swiglu"),
     dict(n_kv_head=2),
+    dict(attention_scores="shared"),
+    dict(attention_scores="dot", norm_first=True),
 ]
 
 

@@ -77,8 +77,9 @@ def add_parser(commands, run) -> None:
     p.add_argument(
         "--data",
         metavar="NAME|PATH",
-        help="a built-in dataset (shakespeare, reverse, sort, addition, is_sorted, induction) or "
-        "a file: .txt (text), .tsv (source<TAB>target or label<TAB>text), .csv (label,text)",
+        help="a built-in dataset (shakespeare, reverse, sort, addition, is_sorted, induction, "
+        "interleaved) or a file: .txt (text), .tsv (source<TAB>target or label<TAB>text), .csv "
+        "(label,text)",
     )
     p.add_argument(
         "--val-data",

@@ -63,6 +63,10 @@ _BUILTINS: dict[str, tuple[DatasetInfo, Callable[..., TextDataset]]] = {
         DatasetInfo("induction", "lm", synthetic.DESCRIPTIONS["induction"]),
         synthetic.induction,
     ),
+    "interleaved": (
+        DatasetInfo("interleaved", "lm", synthetic.DESCRIPTIONS["interleaved"]),
+        synthetic.interleaved,
+    ),
 }
 
 

@@ -29,12 +29,19 @@ Language modelling (texts, the P(x[t] | x[1:t-1]) task of the notes):
   in their string; where one occurs twice, what follows it is ambiguous. Every example has
   the same length, so with a character tokenizer and ``max_len = total_length + 2`` (<BOS>,
   <EOS>) each LM window is exactly one example.
+* ``interleaved``: two runs along the alphabet, interleaved (``"aqbrcsdt"``): the first two
+  symbols are random, and every later one is the successor (cyclically, in ``alphabet``) of
+  the symbol two places before it, x_n = succ(x_{n-2}). The current symbol says nothing about
+  the next one; the symbol before it does. A one-layer decoder learns it with a head that
+  attends to the previous token, which a symmetric attention score cannot do ("Formal
+  Algorithms for Transformers", "Self-Attention across the sequence";
+  docs/concepts/road-to-qk.md).
 
 Determinism and splits: examples are drawn with ``random.Random(f"{task}:{split}:{seed}")``
 (never the global RNG), so the same arguments give the same examples in every process.
 Train and validation are disjoint: an example belongs to the validation split exactly when
 ``zlib.crc32`` of its key (the source text; for ``is_sorted`` the sorted text, so both members
-of a pair fall on the same side; for ``induction`` the whole text) is divisible
+of a pair fall on the same side; for ``induction`` and ``interleaved`` the whole text) is divisible
 by 10, and each split keeps only its own draws.
 Within a split the same example can occur twice when the space of inputs is small.
 
@@ -214,12 +221,42 @@ def induction(
     return TextDataset("induction", "lm", split, examples, description=DESCRIPTIONS["induction"])
 
 
+def interleaved(
+    split: str = "train",
+    *,
+    num_examples: int | None = None,
+    length: int = 16,
+    alphabet: str | Sequence[str] = "abcdefghijklmnopqrstuvwxyz",
+    sep: str = "",
+    seed: int = 0,
+) -> TextDataset:
+    """LM texts of ``length`` symbols: two random symbols, then x_n = succ(x_{n-2}), the next
+    symbol of ``alphabet`` (cyclic) after the one two places back. See the module docstring."""
+    symbols = _check_symbols(alphabet, sep)
+    if isinstance(length, bool) or not isinstance(length, int) or length < 3:
+        raise ValueError(f"length is {length!r}: allowed an int >= 3")
+    rank = {s: i for i, s in enumerate(symbols)}
+
+    def draw(rng: random.Random) -> tuple[str, str]:
+        xs = rng.choices(symbols, k=2)
+        for n in range(2, length):
+            xs.append(symbols[(rank[xs[n - 2]] + 1) % len(symbols)])
+        text = sep.join(xs)
+        return text, text
+
+    examples = _generate("interleaved", split, _num_examples(split, num_examples), seed, draw)
+    return TextDataset(
+        "interleaved", "lm", split, examples, description=DESCRIPTIONS["interleaved"]
+    )
+
+
 DESCRIPTIONS: dict[str, str] = {
     "reverse": "synthetic: reverse a string of letters ('abc' -> 'cba')",
     "sort": "synthetic: sort a string of letters ('cab' -> 'abc')",
     "addition": "synthetic: add two decimal numbers ('123+45' -> '168')",
     "is_sorted": "synthetic: is the string sorted? labels unsorted/sorted; order-dependent",
     "induction": "synthetic LM: distinct letters repeated ('qwerqwerqw'); an induction head forms",
+    "interleaved": "synthetic LM: two interleaved alphabet runs ('aqbrcs'); a previous-token head",
 }
 GENERATORS: dict[str, Callable[..., TextDataset]] = {
     "reverse": reverse,
@@ -227,6 +264,7 @@ GENERATORS: dict[str, Callable[..., TextDataset]] = {
     "addition": addition,
     "is_sorted": is_sorted,
     "induction": induction,
+    "interleaved": interleaved,
 }
 
 

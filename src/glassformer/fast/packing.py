@@ -25,6 +25,7 @@ from torch import Tensor
 from ..nn import EncoderBlock, MultiHeadAttention, apply_rotary
 from ..nn.hooks import HookPoint
 from ..nn.multihead import attend
+from ..nn.qk_projections import self_projections
 
 __all__ = ["PackedEncoderBlock", "Packing"]
 
@@ -130,8 +131,13 @@ def packed_attention(
     projections on the real tokens, Eq. (1) on the (B, T) layout."""
     b, t = packing.batch, packing.length
     h, h_kv, d = attn.n_head, attn.n_kv_head, attn.head_dim
-    qkv = packing.unpack(attn.in_proj(x))  # (B, T, (H + 2 H_kv) D), zeros at the padding
-    q, k, v = qkv.split([h * d, h_kv * d, h_kv * d], dim=-1)
+    if attn.scores == "separate":  # one matmul, one unpack for [Q K V]
+        qkv = packing.unpack(attn.in_proj(x))  # (B, T, (H + 2 H_kv) D), zeros at the padding
+        q, k, v = qkv.split([h * d, h_kv * d, h_kv * d], dim=-1)
+    else:  # "shared", "dot": q and k are one tensor (nn/qk_projections.py)
+        qk, _, v = self_projections(attn, x)
+        q = k = packing.unpack(qk)
+        v = packing.unpack(v)
     q = q.view(b, t, h, d).transpose(1, 2)  # (B, H, T, D)
     k = k.view(b, t, h_kv, d).transpose(1, 2)  # (B, H_kv, T, D)
     v = v.view(b, t, h_kv, d).transpose(1, 2)

@@ -155,7 +155,12 @@ class Steps:
         q, k, v = (self._heads(p) for p in (attn.hook_q, attn.hook_k, attn.hook_v))
         eq = "(Eq. 5: Q from X, K and V from the encoder output Z)" if cross else "(Eq. 4)"
         zs = "Z" if cross else "X"
-        formula = f"Q = X W_Qᵀ + b_Q, K = {zs} W_Kᵀ + b_K, V = {zs} W_Vᵀ + b_V {eq}"
+        formula = {
+            "separate": f"Q = X W_Qᵀ + b_Q, K = {zs} W_Kᵀ + b_K",
+            "shared": f"Q = X W_QKᵀ + b_QK, K = {zs} W_QKᵀ + b_QK (one shared projection U)",
+            "dot": f"Q = X, K = {zs} (no query/key parameters: scores xᵀx′)",
+        }[attn.scores]
+        formula += f", V = {zs} W_Vᵀ + b_V {eq}"
         formula += f"; split into H = {h} heads of D = {d}"
         if h_kv != h:
             formula += f"; K, V have {h_kv} heads, each shared by {h // h_kv} query heads (GQA)"

@@ -186,6 +186,11 @@ def stack_from_torch(
 
 def mha_to_torch(m: MultiHeadAttention, where: str) -> dict:
     """torch ``MultiheadAttention`` arguments for a glassformer ``MultiHeadAttention``."""
+    if m.scores != "separate":
+        raise ValueError(
+            f"{where}.attention_scores={m.scores!r}: torch.nn.MultiheadAttention has separate "
+            "query and key projections; it needs attention_scores='separate'"
+        )
     if m.n_kv_head != m.n_head:
         raise ValueError(
             f"{where}.n_kv_head={m.n_kv_head} with n_head={m.n_head}: torch.nn.MultiheadAttention"

@@ -48,6 +48,7 @@ from ..limits import Range, check_fields
 from ..nn.feedforward import ACTIVATIONS
 from ..nn.norms import NORM_KINDS
 from ..nn.positional import POSITIONAL_KINDS, POSITIONAL_LAYOUTS
+from ..nn.qk_projections import ATTENTION_SCORES
 from ..structured import loads_json
 from . import config_graphs
 from .config_graphs import FAMILIES, GRAPH_FIELDS, as_spec, check_graph_type
@@ -71,6 +72,7 @@ class ModelConfig:
     n_decoder_layer: int | None = None  # encoder-decoder: decoder blocks (None: = n_layer)
     n_head: int = 4
     n_kv_head: int | None = None  # grouped-query attention (None: = n_head)
+    attention_scores: str = "separate"  # self-attention: separate W^Q, W^K | shared W^QK | dot xᵀx′
     d_ff: int | None = None  # feed-forward width (None: 4 · d_model)
     activation: str = "gelu"
     norm: str = "layer"  # batch: encoder only (its statistics would show a decoder the future)
@@ -123,6 +125,7 @@ class ModelConfig:
         "positional_layout": POSITIONAL_LAYOUTS,
         "pooling": POOLINGS,
         "embeddings": EMBEDDINGS,
+        "attention_scores": ATTENTION_SCORES,
     }
     RANGES: ClassVar[dict[str, Range]] = {
         "vocab_size": Range(1, 2**24),
@@ -159,6 +162,13 @@ class ModelConfig:
         if self.n_head % self.resolved_n_kv_head:
             raise ValueError(
                 f"n_head={self.n_head} must be divisible by n_kv_head={self.n_kv_head}"
+            )
+        if self.attention_scores != "separate" and self.resolved_n_kv_head != self.n_head:
+            raise ValueError(
+                f"attention_scores={self.attention_scores!r} computes queries and keys alike "
+                f"(q = k), so it needs n_kv_head = n_head ({self.n_head}), got "
+                f"n_kv_head={self.n_kv_head}; grouped-query attention needs "
+                "attention_scores='separate'"
             )
         if self.mlm_transform and self.activation == "swiglu":
             raise ValueError(
@@ -233,6 +243,7 @@ class ModelConfig:
         """Keyword arguments for glassformer.nn.Encoder / Decoder."""
         return dict(
             n_kv_head=self.n_kv_head,
+            attention_scores=self.attention_scores,
             activation=self.activation,
             norm=self.norm,
             norm_first=self.norm_first,

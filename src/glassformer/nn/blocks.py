@@ -58,6 +58,10 @@ class _Block(nn.Module):
     the attention weights (None: = dropout), ``ff_dropout`` on the feed-forward's hidden
     layer (``mlp.dropout``; None: = dropout, torch.nn's layout; 0.0: GPT-2's and BERT's).
 
+    ``attention_scores``: how the self-attention ``attn`` scores a query against a key
+    ("separate", "shared" or "dot": nn/qk_projections.py); cross-attention keeps separate
+    W^Q, W^K (its queries and keys come from two sequences; the notes' argument is about one).
+
     ``graph`` and ``cross_graph``: the attention graphs (glassformer.graphs) of the block's
     self- and cross-attention, None for every key (Transformers as GNNs: each layer may use
     its own graph).
@@ -81,6 +85,7 @@ class _Block(nn.Module):
         eps: float = 1e-5,
         graph: AttentionGraph | None = None,
         cross_graph: AttentionGraph | None = None,
+        attention_scores: str = "separate",
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
@@ -88,7 +93,9 @@ class _Block(nn.Module):
         p_attn = dropout if attn_dropout is None else attn_dropout
         options = dict(n_kv_head=n_kv_head, bias=bias, dropout=p_attn)
         self.hook_resid_pre = HookPoint()
-        self.attn = MultiHeadAttention(d_model, n_head, **options)
+        self.attn = MultiHeadAttention(
+            d_model, n_head, attention_scores=attention_scores, **options
+        )
         self.ln1 = make_norm(norm, d_model, eps, bias)
         self.hook_attn_out = HookPoint()
         self.hook_resid_mid = HookPoint()

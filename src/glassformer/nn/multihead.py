@@ -9,6 +9,10 @@ The three projections are stacked in one matrix ``in_proj`` = [W^Q; W^K; W^V], a
 torch.nn.MultiheadAttention, so self-attention computes Q, K and V with one matmul.
 Grouped-query attention: with ``n_kv_head`` < ``n_head`` there are fewer key/value heads, each
 shared by ``n_head / n_kv_head`` consecutive query heads.
+``attention_scores`` ("Formal Algorithms for Transformers", "Self-Attention across the
+sequence"; nn/qk_projections.py):
+"separate" W^Q and W^K as above (xᵀ U_kᵀ U_q x′), "shared" one W^{QK} for both (xᵀ Uᵀ U x′,
+``in_proj`` = [W^{QK}; W^V]), "dot" none (xᵀ x′, q = k = x, ``in_proj`` = [W^V]).
 
 ``attend`` computes Eq. (1) by one of three kernels, which give the same z (B, H, T, D_v),
 zeros for a query row with nothing to attend to:
@@ -34,6 +38,14 @@ from .graph_attention import graph_attention, graph_mask, with_edges
 from .hooks import HookPoint
 from .kv_cache import KVCache
 from .positional import apply_rotary
+from .qk_projections import (
+    check_scores,
+    cross_keys_values,
+    cross_queries,
+    in_proj_rows,
+    self_projections,
+)
+from .qk_projections import projection_weights as _projection_weights
 from .scaled_dot_product import (
     check_mask,
     expanded_mask,
@@ -128,6 +140,11 @@ class MultiHeadAttention(nn.Module):
     when a hook reads the mask, the scores or the pattern (or ``need_weights``); ``hook_result``
     is computed only when a hook reads it. Otherwise torch's fused kernel runs, which never
     forms A, or a graph kernel when a graph is given (``attend`` chooses).
+
+    ``attention_scores``: "separate" (W^Q, W^K: score xᵀ U_kᵀ U_q x′), "shared" (one W^{QK}:
+    xᵀ Uᵀ U x′) or "dot" (no parameters: xᵀ x′), "Formal Algorithms for Transformers",
+    "Self-Attention across the sequence"; the last two give symmetric scores and need
+    ``n_kv_head`` = ``n_head``.
     """
 
     def __init__(
@@ -138,6 +155,7 @@ class MultiHeadAttention(nn.Module):
         n_kv_head: int | None = None,
         bias: bool = True,
         dropout: float = 0.0,
+        attention_scores: str = "separate",
     ) -> None:
         super().__init__()
         who = "MultiHeadAttention"
@@ -154,14 +172,19 @@ class MultiHeadAttention(nn.Module):
                 "int <= n_head)"
             )
         dropout = fraction(who, "dropout", dropout)
+        self.scores = check_scores(who, attention_scores, n_head, n_kv_head)
         self.d_model = d_model
         self.n_head, self.n_kv_head, self.head_dim = n_head, n_kv_head, d_model // n_head
         self.dropout = dropout
         d_q, d_kv = n_head * self.head_dim, n_kv_head * self.head_dim
-        self.in_proj = nn.Linear(d_model, d_q + 2 * d_kv, bias=bias)  # [W^Q; W^K; W^V]
+        rows = sum(in_proj_rows(self.scores, d_q, d_kv))
+        self.in_proj = nn.Linear(d_model, rows, bias=bias)  # [W^Q; W^K; W^V] ("separate")
         self.out_proj = nn.Linear(d_q, d_model, bias=bias)  # W^O
         for name in _HOOKS:
             setattr(self, name, HookPoint())
+
+    def extra_repr(self) -> str:
+        return "" if self.scores == "separate" else f"attention_scores={self.scores!r}"
 
     def forward(
         self,
@@ -239,10 +262,9 @@ class MultiHeadAttention(nn.Module):
     def _project(self, x, z, rope, cache) -> tuple[Tensor, Tensor, Tensor]:
         """Q, K, V (Eq. 4 for self-attention, Eq. 5 for cross-attention), split into heads:
         q (B, H, T, D), k and v (B, H_kv, S, D), with the cached positions."""
-        h, h_kv, d = self.n_head, self.n_kv_head, self.head_dim
+        h, h_kv = self.n_head, self.n_kv_head
         if z is None:  # self-attention, Eq. (4): one matmul for [Q K V]
-            qkv = self.in_proj(x)  # (B, T, (H + 2 H_kv) D)
-            q, k, v = qkv.split([h * d, h_kv * d, h_kv * d], dim=-1)
+            q, k, v = self_projections(self, x)  # (B, T, H D), (B, T, H_kv D) twice
             q, k = self._heads(self.hook_q, q, h), self._heads(self.hook_k, k, h_kv)
             v = self._heads(self.hook_v, v, h_kv)
             if rope is not None:  # RoPE: rotate each query and key by its position's angles
@@ -252,12 +274,10 @@ class MultiHeadAttention(nn.Module):
                 k, v = cache.append(k, v)  # (B, H_kv, S, D), S = cached + T
             return q, k, v
         # cross-attention, Eq. (5): Q from X, K and V from Z
-        w, bias = self.in_proj.weight, self.in_proj.bias
-        q = self._heads(self.hook_q, F.linear(x, w[: h * d], _part(bias, None, h * d)), h)
+        q = self._heads(self.hook_q, cross_queries(self, x), h)
         if cache is not None and cache.length:  # the source's K, V from an earlier step
             return q, cache.keys, cache.values
-        kv = F.linear(z, w[h * d :], _part(bias, h * d, None))  # (B, S, 2 H_kv D)
-        k, v = kv.chunk(2, dim=-1)
+        k, v = cross_keys_values(self, z)  # (B, S, H_kv D) each
         k, v = self._heads(self.hook_k, k, h_kv), self._heads(self.hook_v, v, h_kv)
         if cache is not None:
             cache.append(k, v)
@@ -274,12 +294,9 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(z.reshape(b, t, h * d))  # (B, T, C): heads side by side
 
     def projection_weights(self) -> tuple[tuple[Tensor, Tensor | None], ...]:
-        """((W^Q, b^Q), (W^K, b^K), (W^V, b^V)) as views of ``in_proj``."""
-        d_q, d_kv = self.n_head * self.head_dim, self.n_kv_head * self.head_dim
-        ws = self.in_proj.weight.split([d_q, d_kv, d_kv])
-        bias = self.in_proj.bias
-        bs = (None,) * 3 if bias is None else bias.split([d_q, d_kv, d_kv])
-        return tuple(zip(ws, bs, strict=True))
+        """((W^Q, b^Q), (W^K, b^K), (W^V, b^V)) as views of ``in_proj`` ("shared": W^{QK}
+        twice; "dot": the identity, no bias, twice)."""
+        return _projection_weights(self)
 
     def _heads(self, hook: HookPoint, u: Tensor, n: int) -> Tensor:
         """(B, T, n·D) -> hooked as (B, T, n, D) -> (B, n, T, D): one row per position, per head."""
@@ -294,7 +311,3 @@ _HOOKS = ("hook_q", "hook_k", "hook_v", "hook_rot_q", "hook_rot_k", "hook_keys",
 def _hooked(hook: HookPoint, u: Tensor) -> Tensor:
     """Pass u (B, n, T, D) through ``hook`` in TransformerLens's layout (B, T, n, D)."""
     return hook(u.transpose(1, 2)).transpose(1, 2) if hook.active else u
-
-
-def _part(bias: Tensor | None, start: int | None, stop: int | None) -> Tensor | None:
-    return None if bias is None else bias[start:stop]

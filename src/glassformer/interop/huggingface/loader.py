@@ -107,7 +107,9 @@ def to_huggingface(model: GlassformerModel, *, architecture: str | None = None) 
 
 
 def _require_dense(config: Any, where: str) -> None:
-    """The Hugging Face classes attend to every key: refuse a model with attention graphs."""
+    """The Hugging Face classes attend to every key with separate W^Q, W^K: refuse a model
+    with attention graphs or other attention scores."""
+    _require_separate(config, where)
     for field in GRAPH_FIELDS:
         if any(g is not None for g in config.layer_graphs(field)):
             raise ValueError(
@@ -116,11 +118,22 @@ def _require_dense(config: Any, where: str) -> None:
             )
 
 
+def _require_separate(config: Any, where: str) -> None:
+    """Refuse attention_scores other than "separate": no HF class has them."""
+    if config.attention_scores != "separate":
+        raise ValueError(
+            f"{where} cannot express the glassformer option attention_scores="
+            f"{config.attention_scores!r} (its attention has separate query and key "
+            "projections); it needs attention_scores='separate'"
+        )
+
+
 def huggingface_key_map(model: Any, *, architecture: str | None = None) -> dict[str, tuple]:
     """{glassformer tensor name: Hugging Face tensor name(s)} for a model of either library
     (several HF names: stacked by rows, e.g. q/k/v -> in_proj)."""
     if isinstance(model, GlassformerModel):
         name, config = _hf_class_for(model, architecture), model.config
+        _require_separate(config, name)
     else:
         name = type(model).__name__
         _, config = _converter(name).config_from_hf(model)
