@@ -32,7 +32,7 @@ class TokenEmbedding(nn.Module):
 
     Not when the embedding is ``tied`` to the unembedding (W_u = W_eᵀ, read without the √D):
     each position's hidden state then points along its own input token's row, and the logit
-    of that token starts near 0.8 · √D (9 at D = 128), so the untrained model predicts its
+    of that token starts near 0.9 · √D (9.9 at D = 128), so the untrained model predicts its
     input (a first loss of 9.8 nats on 31 tokens, ln 31 = 3.4) and small tasks stall. A tied
     embedding is drawn with the default std, and training grows it (``init_std``)."""
 
