@@ -74,10 +74,14 @@ def test_queries_and_keys_are_the_projections_of_the_normed_stream(kit):
     (wq, _), (wk, _), _ = block.attn.projection_weights()
     q = (x @ wq.T).view(2, 7, 4, 4).transpose(1, 2)  # (B, H, T, D)
     k = (x @ wk.T).view(2, 7, 2, 4).transpose(1, 2)  # (B, H_kv, T, D)
-    positions = (rec.records()[0].allowed[:, 0, -1].long().cumsum(-1) - 1).clamp(min=0)
+    real = rec.records()[0].allowed[:, 0, -1]  # (B, T) the real tokens (left padding)
+    positions = (real.long().cumsum(-1) - 1).clamp(min=0)  # counted over the real tokens
     cos, sin = model.pos_embed.rotary(positions)
-    assert_close(r.q, apply_rotary(q, cos, sin), atol=1e-12, rtol=0)
-    assert_close(r.k, apply_rotary(k, cos, sin), atol=1e-12, rtol=0)
+    real = real[:, None, :]  # (B, 1, T): the padded rows are read by nothing
+    for got, projected in ((r.q, q), (r.k, k)):
+        want = apply_rotary(projected, cos, sin)
+        assert_close(got[real.expand(got.shape[:3])], want[real.expand(got.shape[:3])],
+                     atol=1e-12, rtol=0)  # fmt: skip
 
 
 @pytest.mark.parametrize("family", ["decoder", "encoder", "seq2seq"])

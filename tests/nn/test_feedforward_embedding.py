@@ -55,6 +55,17 @@ def test_embedding_scale_and_tied_unembedding():
         TokenEmbedding(0, 4)
 
 
+def test_a_scaled_untied_embedding_is_drawn_with_std_one_over_sqrt_d():
+    torch.manual_seed(0)
+    scaled, plain = TokenEmbedding(2000, 64, scale=True), TokenEmbedding(2000, 64)
+    assert (scaled.init_std(0.02), plain.init_std(0.02)) == (1 / 8, 0.02)
+    assert scaled.init_std(0.02, tied=True) == 0.02  # W_u = W_eᵀ: the default std
+    assert abs(scaled.weight.std().item() - 1 / 8) < 2e-3  # √64 · W_e: RMS 1
+    assert abs(plain.weight.std().item() - 0.02) < 1e-3
+    scaled.reset_parameters(0.05, tied=True)
+    assert abs(scaled.weight.std().item() - 0.05) < 2e-3
+
+
 @pytest.mark.parametrize(
     "make, words",
     [

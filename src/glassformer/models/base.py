@@ -129,19 +129,25 @@ class GlassformerModel(HookedModel, nn.Module):
         """N(0, init_std) for every weight matrix and embedding, zero biases, unit norms;
         the projections that write into the residual stream (attention ``out_proj``,
         feed-forward ``fc2``) get std init_std / √(2 · n_layer), as in GPT-2, so the
-        residual stream's variance does not grow with depth."""
+        residual stream's variance does not grow with depth. A token embedding scaled by
+        √d_model (``embed_scale``) and not tied to the unembedding is drawn with std
+        1/√d_model, so that the scaled embeddings start with RMS 1 beside the sinusoids'
+        1/√2; a tied one keeps init_std (TokenEmbedding says why)."""
         std = self.config.init_std
         depth = max(
             self.config.n_layer, self.config.resolved_n_decoder_layer if self.family else 0, 1
         )
         residual_std = std / math.sqrt(2 * depth)
+        linear = {id(m.weight) for m in self.modules() if isinstance(m, nn.Linear)}
         for name, m in self.named_modules():
             if isinstance(m, nn.Linear):
                 last = name.rsplit(".", 1)[-1]
                 nn.init.normal_(m.weight, 0.0, residual_std if last in ("out_proj", "fc2") else std)
                 if m.bias is not None:
                     nn.init.zeros_(m.bias)
-            elif isinstance(m, TokenEmbedding | LearnedPositionalEncoding | nn.Embedding):
+            elif isinstance(m, TokenEmbedding):
+                m.reset_parameters(std, tied=id(m.weight) in linear)  # W_u = W_eᵀ
+            elif isinstance(m, LearnedPositionalEncoding | nn.Embedding):
                 nn.init.normal_(m.weight, 0.0, std)
 
     # Checkpoints ---------------------------------------------------------------------------------

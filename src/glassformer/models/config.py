@@ -99,7 +99,7 @@ class ModelConfig:
     pooler: bool = False  # BERT's dense + tanh on the pooled vector
     pad_id: int = 0
     decoder_start_id: int = 1  # encoder-decoder: first decoder input (<BOS>; BART uses </s>)
-    init_std: float = 0.02
+    init_std: float = 0.02  # weights' std (untied token embeddings with embed_scale: 1/√d_model)
     embeddings: str = "learned"  # "fixed": token, position, segment embeddings do not train
     # attention graphs (glassformer.graphs specs): one for all layers or one per layer
     attention_graph: str | list | dict | None = None  # self-attention: window:64*4,full*2

@@ -5,7 +5,8 @@
     then a head: masked-LM unembedding (ETraining: predict the tokens hidden by <MASK>)
     or pooled classification.
 
-Padding (attention_mask = 0) is masked out of every attention and skipped by BatchNorm.
+Padding (attention_mask = 0) is masked out of every attention and skipped by BatchNorm, and
+positions count over the real tokens: a left-padded input gives the unpadded outputs.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class EncoderModel(GlassformerModel, InputEmbedding):
         scores them (``outputs``)."""
         t = ids_length(input_ids)
         mask, real = key_mask(attention_mask, (input_ids.shape[0], t))  # (B, 1, 1, T), (B, T)
-        positions = positions_from_mask(None, t, 0, input_ids.device, self.config.max_len)
+        positions = positions_from_mask(attention_mask, t, 0, input_ids.device, self.config.max_len)
         x, rope = self.embed_input(input_ids, positions, token_type_ids, token_mask=real)
         recompute = self.checkpointed()
         for block in self.blocks:  # X ← Block_l(X)

@@ -71,10 +71,11 @@ class EncoderDecoder(GlassformerModel, LMHead):
         return new_decoder_cache(self.decoder.blocks, max_len, rolling=rolling)
 
     def encode(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
-        """Source ids (B, S) -> memory Z (B, S, C)."""
+        """Source ids (B, S) -> memory Z (B, S, C); positions count over the real tokens of
+        ``attention_mask`` (B, S), so a left-padded source gives the unpadded memory."""
         t = ids_length(input_ids)
         mask, real = key_mask(attention_mask, (input_ids.shape[0], t))
-        positions = positions_from_mask(None, t, 0, input_ids.device, self.config.max_len)
+        positions = positions_from_mask(attention_mask, t, 0, input_ids.device, self.config.max_len)
         x, rope = self.encoder.embed_input(input_ids, positions, token_mask=real)
         return self.encoder(x, mask, token_mask=real, rope=rope)
 

@@ -92,14 +92,23 @@ class InputEmbedding:
 def positions_from_mask(
     attention_mask: Tensor | None, t: int, past: int, device, max_len: int | None
 ) -> Tensor:
-    """Positions of the T newest tokens: 0, 1, ... counted over real tokens only, so that a
-    left-padded prompt starts at position 0 like an unpadded one. (T,) or (B, T). ``max_len``
-    None: no limit."""
+    """Positions of the T newest tokens, (T,) or (B, T), counted over the real tokens of
+    ``attention_mask`` (B, past + T), 1 = real: the k-th real token of a row is at position
+    k - 1, wherever the padding stands, so that a left-padded input gets the positions of the
+    unpadded one (in every family: decoder prompts, encoder inputs, an encoder-decoder's
+    source and target). A padded position continues from the real token before it (the
+    first of a run of padding at that token's position + 1), so right padding keeps the
+    column index everywhere, as Hugging Face's BERT and BART count. Every position is at most
+    its column index. ``max_len`` None: no limit."""
     check_length(t, past, max_len)
     if attention_mask is None:
         return torch.arange(past, past + t, device=device)
-    pos = attention_mask.long().cumsum(-1) - 1  # (B, S): index among the real tokens
-    return pos[:, -t:].clamp(min=0)  # (B, T)
+    real = attention_mask.bool()
+    column = torch.arange(real.shape[-1], device=real.device)  # (S,)
+    counted = real.long().cumsum(-1) - 1  # (B, S): index among the real tokens
+    last_real = torch.where(real, column, -1).cummax(-1).values  # (B, S), -1 before the first
+    pos = counted + (column - last_real)  # real: counted; padding: steps past the last real
+    return pos[:, -t:]  # (B, T)
 
 
 def check_length(t: int, past: int, max_len: int | None) -> None:

@@ -20,15 +20,38 @@ __all__ = ["TokenEmbedding", "Unembedding"]
 
 
 class TokenEmbedding(nn.Module):
-    """ids (B, T) -> W_e[ids] (· √D if ``scale``) (B, T, C)."""
+    """ids (B, T) -> W_e[ids] (· √D if ``scale``) (B, T, C).
+
+    W_e is drawn from N(0, std²), std 0.02 by default; with ``scale``, from N(0, 1/D), so that
+    the scaled embeddings √D · W_e start with RMS 1, as large as the sinusoids r_n they are
+    added to (RMS 1/√2): the reason the notes give for the scale ("Transformer:
+    Self-Attention and Parallelization", *Embedding & Positional Encoding*: the position values
+    lie in [-1, 1] and the token features must not be much smaller). N(0, 1/D) with the √D
+    scale is fairseq's initialisation of the Transformer's embeddings. At std 0.02 they would
+    start at 0.02 √D (0.23 at D = 128, 0.45 at D = 512).
+
+    Not when the embedding is ``tied`` to the unembedding (W_u = W_eᵀ, read without the √D):
+    each position's hidden state then points along its own input token's row, and the logit
+    of that token starts near 0.9 · √D (9.9 at D = 128), so the untrained model predicts its
+    input (a first loss of 9.8 nats on 31 tokens, ln 31 = 3.4) and small tasks stall. A tied
+    embedding is drawn with the default std, and training grows it (``init_std``)."""
 
     def __init__(self, vocab_size: int, d_model: int, *, scale: bool = False) -> None:
         super().__init__()
         vocab_size = positive_int("TokenEmbedding", "vocab_size", vocab_size)
         d_model = positive_int("TokenEmbedding", "d_model", d_model)
         self.weight = nn.Parameter(torch.empty(vocab_size, d_model))  # W_e, one row per token
-        nn.init.normal_(self.weight, std=0.02)
         self.multiplier = math.sqrt(d_model) if scale else 1.0
+        self.reset_parameters()
+
+    def init_std(self, std: float = 0.02, *, tied: bool = False) -> float:
+        """The std W_e is drawn with: 1/√D when the embedding is scaled by √D and not
+        ``tied`` to an unembedding (scaled RMS 1), else ``std``."""
+        return 1.0 / self.multiplier if self.multiplier != 1.0 and not tied else std
+
+    def reset_parameters(self, std: float = 0.02, *, tied: bool = False) -> None:
+        """W_e ~ N(0, init_std(std, tied=tied)²)."""
+        nn.init.normal_(self.weight, 0.0, self.init_std(std, tied=tied))
 
     @property
     def vocab_size(self) -> int:
