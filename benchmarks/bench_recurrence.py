@@ -9,7 +9,8 @@ connected layer ... In this way, the parallelism will be better". The layers and
 projections are in recurrence_case.py; defaults: d_model 256, 8 heads (head size 32), batch 8,
 float32, random weights and inputs.
 
-    layers       attention (glassformer.nn.MultiHeadAttention, causal), lstm, gru, at
+    layers       attention (glassformer.nn.MultiHeadAttention, causal), torch-mha
+                 (torch.nn.MultiheadAttention, causal: the attention peer), lstm, gru, at
                  T = 64, 128, ..., 4096 (``--sizes``)
     projections  merged (one Linear(C, 3C)) and per-head (8 Linears(C, 3C/8)), at T = 64 and
                  1024 (``--projection-sizes``)
@@ -19,13 +20,13 @@ input and the weights. Paired rounds (paired.py, in this process, as bench_hooks
 every case is built, warmed up, and timed in blocks of steps lasting about 0.25 s (at least
 one), one block of each case a round, the order reversed every other round, for at least
 ``--rounds`` rounds and ``--seconds`` seconds. A case's time is the median over rounds; a
-ratio (LSTM / attention, GRU / attention, per-head / merged) is the median over rounds of the
+ratio (torch.nn's attention, LSTM, GRU over attention; per-head / merged) is the median over rounds of the
 ratio of the two blocks of a round, with its min-max. Beside the times, for each layer: its
-parameters, the steps that must run one after another (T for a recurrence, 1 for attention),
+parameters, the steps that must run one after another (T for a recurrence, 1 for either attention),
 the maximum path length between two positions (T - 1 and 1), and its forward multiply-adds
 per token (recurrence_case.py says how each is counted).
 
-    .venv/bin/python -m benchmarks.bench_recurrence            # about 3 minutes on 2 cores
+    .venv/bin/python -m benchmarks.bench_recurrence            # about 2 minutes on 2 cores
     .venv/bin/python -m benchmarks.bench_recurrence --quick    # T 64 and 128: seconds
 
 Prints the tables and writes bench-results/recurrence.json.
@@ -139,6 +140,7 @@ def describe(args) -> dict[str, Any]:
     c, h = args.d_model, args.heads
     what = {
         "attention": f"glassformer.nn.MultiHeadAttention({c}, {h})",
+        "torch-mha": f"torch.nn.MultiheadAttention({c}, {h}, batch_first=True)",
         "lstm": f"torch.nn.LSTM({c}, {c}, batch_first=True)",
         "gru": f"torch.nn.GRU({c}, {c}, batch_first=True)",
         "merged": f"one Linear({c}, {3 * c}): [W^Q; W^K; W^V] of all {h} heads",
@@ -150,7 +152,8 @@ def describe(args) -> dict[str, Any]:
         out[name] = {"module": module, "params": case.n_params(built)}
         if name in case.PROJECTIONS:
             out[name]["matmuls"] = 1 if name == "merged" else h
-    out["attention"]["mask"] = "causal"  # the output at t sees the inputs <= t, as the RNNs
+    for name in ("attention", "torch-mha"):  # the output at t sees the inputs <= t, as the RNNs'
+        out[name]["mask"] = "causal"
     return out
 
 

@@ -5,6 +5,8 @@ Layers, all of width C = d_model, input and output (B, T, C), float32:
 
     attention   glassformer.nn.MultiHeadAttention(C, H), causal self-attention: the output at
                 t sees the inputs <= t, as a one-directional recurrence does
+    torch-mha   torch.nn.MultiheadAttention(C, H, batch_first=True) with the causal mask: the
+                same layer as PyTorch writes it, the peer of glassformer's attention
     lstm        torch.nn.LSTM(C, C, batch_first=True), one layer
     gru         torch.nn.GRU(C, C, batch_first=True), one layer
 
@@ -29,7 +31,7 @@ from torch import Tensor, nn
 
 from glassformer.nn import MultiHeadAttention
 
-LAYERS = ("attention", "lstm", "gru")
+LAYERS = ("attention", "torch-mha", "lstm", "gru")
 PROJECTIONS = ("merged", "per-head")
 Forward = Callable[[Tensor], Tensor | list[Tensor]]
 
@@ -39,6 +41,16 @@ def build_layer(name: str, d_model: int, n_head: int) -> tuple[nn.Module, Forwar
     if name == "attention":
         attn = MultiHeadAttention(d_model, n_head)
         return attn, lambda x: attn(x, causal=True)[0]
+    if name == "torch-mha":
+        mha = nn.MultiheadAttention(d_model, n_head, batch_first=True)
+        masks: dict[int, Tensor] = {}  # T -> (T, T), -inf above the diagonal
+
+        def forward(x: Tensor) -> Tensor:
+            t = x.shape[1]
+            mask = masks.setdefault(t, nn.Transformer.generate_square_subsequent_mask(t))
+            return mha(x, x, x, attn_mask=mask, is_causal=True, need_weights=False)[0]
+
+        return mha, forward
     if name in ("lstm", "gru"):
         rnn = (nn.LSTM if name == "lstm" else nn.GRU)(d_model, d_model, batch_first=True)
         return rnn, lambda x: rnn(x)[0]  # the outputs h_1 .. h_T; the final state left out
@@ -98,7 +110,10 @@ def macs_per_token(name: str, d_model: int, t: int) -> int:
     """Forward multiply-adds per token of the layer: its weights' and, for causal attention,
     the scores QKᵀ and the sum AV over the (T + 1) / 2 keys a query sees on average."""
     c = d_model
-    return {"attention": 4 * c * c + (t + 1) * c, "lstm": 8 * c * c, "gru": 6 * c * c}[name]
+    attention = 4 * c * c + (t + 1) * c
+    return {"attention": attention, "torch-mha": attention, "lstm": 8 * c * c, "gru": 6 * c * c}[
+        name
+    ]
 
 
 def make_step(module: nn.Module, forward: Forward, x: Tensor, seed: int = 1):

@@ -164,6 +164,7 @@ def test_recurrence_smoke(tmp_path, monkeypatch):
     c = 32
     parts = data["parts"]  # parameters at the same width: weights and biases
     assert parts["attention"]["params"] == 4 * c * c + 4 * c  # [W^Q; W^K; W^V], W^O
+    assert parts["torch-mha"]["params"] == 4 * c * c + 4 * c  # the same layer in torch.nn
     assert parts["lstm"]["params"] == 8 * c * c + 8 * c  # 4 gates, input and hidden
     assert parts["gru"]["params"] == 6 * c * c + 6 * c  # 3 gates
     assert parts["merged"]["params"] == parts["per-head"]["params"] == 3 * c * c + 3 * c
@@ -174,12 +175,14 @@ def test_recurrence_smoke(tmp_path, monkeypatch):
         assert row["tokens"] == 2 * t and row["rounds"] == 2
         assert set(cases) == set(recurrence_case.LAYERS)
         assert cases["attention"]["vs_attention"] is None
-        ours = cases["attention"]
-        assert (ours["sequential_steps"], ours["max_path_length"]) == (1, 1)
-        assert cases["attention"]["macs_per_token"] == 4 * c * c + (t + 1) * c
-        for name in ("lstm", "gru"):
+        for name in ("attention", "torch-mha"):
             f = cases[name]
-            assert (f["sequential_steps"], f["max_path_length"]) == (t, t - 1)
+            assert (f["sequential_steps"], f["max_path_length"]) == (1, 1)
+            assert f["macs_per_token"] == 4 * c * c + (t + 1) * c
+        for name in ("torch-mha", "lstm", "gru"):
+            f = cases[name]
+            if name != "torch-mha":
+                assert (f["sequential_steps"], f["max_path_length"]) == (t, t - 1)
             r = f["vs_attention"]
             assert r["min"] <= r["median"] <= r["max"] and positive(r["median"])
             blocks = zip(f["blocks_ms"], cases["attention"]["blocks_ms"], strict=True)
