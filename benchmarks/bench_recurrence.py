@@ -20,11 +20,11 @@ input and the weights. Paired rounds (paired.py, in this process, as bench_hooks
 every case is built, warmed up, and timed in blocks of steps lasting about 0.25 s (at least
 one), one block of each case a round, the order reversed every other round, for at least
 ``--rounds`` rounds and ``--seconds`` seconds. A case's time is the median over rounds; a
-ratio (torch.nn's attention, LSTM, GRU over attention; per-head / merged) is the median over rounds of the
-ratio of the two blocks of a round, with its min-max. Beside the times, for each layer: its
-parameters, the steps that must run one after another (T for a recurrence, 1 for either attention),
-the maximum path length between two positions (T - 1 and 1), and its forward multiply-adds
-per token (recurrence_case.py says how each is counted).
+ratio (torch.nn's attention, LSTM, GRU over attention; per-head / merged) is the median over
+rounds of the ratio of the two blocks of a round, with its min-max. Beside the times, for each
+layer: its parameters, the steps that must run one after another (T for a recurrence, 1 for
+either attention), the maximum path length between two positions (T - 1 and 1), and its
+forward multiply-adds per token (recurrence_case.py says how each is counted).
 
     .venv/bin/python -m benchmarks.bench_recurrence            # about 2 minutes on 2 cores
     .venv/bin/python -m benchmarks.bench_recurrence --quick    # T 64 and 128: seconds

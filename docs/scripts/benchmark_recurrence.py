@@ -9,8 +9,9 @@ from typing import Any
 
 from benchmark_tables import ms, panel, spread, table, trio
 
-NAMES = {"attention": "attention", "torch-mha": "torch.nn attention", "lstm": "LSTM", "gru": "GRU", "merged": "merged",
-         "per-head": "per-head"}  # fmt: skip
+LAYERS = {"attention": "attention", "torch-mha": "torch.nn attention", "lstm": "LSTM",
+          "gru": "GRU"}  # fmt: skip
+NAMES = {**LAYERS, "merged": "merged", "per-head": "per-head"}
 SERIES = "time ratio"
 
 
@@ -28,7 +29,7 @@ def tables(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     st, parts = d["settings"], d["parts"]
     rounds = sorted({r["rounds"] for r in [*d["rows"], *d["projection_rows"]]})
     rounds_text = f"{rounds[0]}" if len(rounds) == 1 else f"{rounds[0]}-{rounds[-1]}"
-    layers = "; ".join(layer_text(n, parts[n]) for n in NAMES if n in parts and n not in ("merged", "per-head"))
+    layers = "; ".join(layer_text(n, parts[n]) for n in LAYERS if n in parts)
     intro = (
         f"Forward + backward, float32, d_model {st['d_model']}, {st['n_head']} heads, batch "
         f"{st['batch']}; {rounds_text} paired rounds at each T. {layers}.\n\n"

@@ -16,7 +16,6 @@ checkpoint named in ``HF_MODELS``) on the meta device, and convert its config as
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -29,6 +28,9 @@ from glassformer.models.registry import model_class
 from glassformer.nn import TokenEmbedding, Unembedding
 from glassformer.presets import PRESETS
 from glassformer.tasks import TASKS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or loaded by path
+from generated_pages import write_pages
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = "docs/reference/models.md"
@@ -276,23 +278,7 @@ grouped-query attention (see [Multi-head and cross-attention](../concepts/multi-
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
-    check = parser.parse_args(argv).check
-    stale = []
-    for name, content in render().items():
-        path = ROOT / name
-        if path.exists() and path.read_text(encoding="utf-8") == content:
-            continue
-        stale.append(name)
-        if not check:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content, encoding="utf-8")
-    for name in stale:
-        print(f"{'stale' if check else 'wrote'}: {name}", file=sys.stderr if check else sys.stdout)
-    if check and stale:
-        print("run: .venv/bin/python docs/scripts/models_table.py", file=sys.stderr)
-    return 1 if check and stale else 0
+    return write_pages(render, "docs/scripts/models_table.py", __doc__, ROOT, argv)
 
 
 if __name__ == "__main__":

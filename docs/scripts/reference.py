@@ -24,6 +24,9 @@ from glassformer.cli.train_args import DEMO, gather_settings
 from glassformer.presets import PRESETS
 from glassformer.runs.settings import DERIVED, SECTIONS, builtin_config_names, builtin_config_path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or loaded by path
+from generated_pages import write_pages
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = {"cli": "docs/reference/cli.md", "config": "docs/reference/config.md"}
 WIDTH = 78  # what argparse wraps to in an 80-column terminal
@@ -293,23 +296,7 @@ def render() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if a page is stale")
-    check = parser.parse_args(argv).check
-    stale = []
-    for name, content in render().items():
-        path = ROOT / name
-        if path.exists() and path.read_text(encoding="utf-8") == content:
-            continue
-        stale.append(name)
-        if not check:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content, encoding="utf-8")
-    for name in stale:
-        print(f"{'stale' if check else 'wrote'}: {name}", file=sys.stderr if check else sys.stdout)
-    if check and stale:
-        print("run: .venv/bin/python docs/scripts/reference.py", file=sys.stderr)
-    return 1 if check and stale else 0
+    return write_pages(render, "docs/scripts/reference.py", __doc__, ROOT, argv)
 
 
 if __name__ == "__main__":
