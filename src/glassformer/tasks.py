@@ -1,9 +1,11 @@
 """The four tasks, one record each: the model, the data, the loss and metrics, the defaults.
 
-    lm        DTraining ("Formal Algorithms for Transformers"): a decoder predicts the next token
-    mlm       ETraining: an encoder predicts the masked tokens
-    seq2seq   EDTraining: an encoder-decoder predicts the target, teacher-forced
+    lm        DTraining (Algorithm 13): a decoder predicts the next token
+    mlm       ETraining (Algorithm 12): an encoder predicts the masked tokens
+    seq2seq   EDTraining (Algorithm 11): an encoder-decoder predicts the target, teacher-forced
     classify  an encoder with a classification head predicts the class of a text, P(c | x)
+
+(the algorithms of Phuong & Hutter, "Formal Algorithms for Transformers" (2022)).
 
 Everything that depends on the task reads its record here: TrainConfig (the allowed names),
 the Trainer (the model family it needs), ``make_loader`` (the kind of examples), evaluation

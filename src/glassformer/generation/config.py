@@ -1,6 +1,6 @@
 """GenerationConfig: every setting of ``generate()``, validated when it is made.
 
-The notes' DInference (Phuong & Hutter, "Formal Algorithms for Transformers", Algorithm 14)
+DInference (Phuong & Hutter, "Formal Algorithms for Transformers" (2022), Algorithm 14)
 samples the next token from P ∝ p^{1/τ}, τ the temperature, one token at a time. The settings
 here extend it as users of the field expect: τ = 0 picks the most likely token (greedy),
 top-k / top-p keep only the likeliest tokens before sampling, ``num_beams`` > 1 runs beam

@@ -1,4 +1,5 @@
-"""Prediction for the encoder tasks (Algorithm 9, ETransformer, with a task head).
+"""Prediction for the encoder tasks (ETransformer with a task head: Algorithm 9 of
+Phuong & Hutter, "Formal Algorithms for Transformers" (2022)).
 
 * ``classify``: P(class | text) = softmax(logits) of the classification head; the label is the
   argmax, reported with its probability and the whole distribution.

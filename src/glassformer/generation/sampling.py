@@ -1,6 +1,6 @@
 """Greedy decoding and sampling, token by token over a decoding session (DInference).
 
-DInference (Phuong & Hutter, "Formal Algorithms for Transformers", Algorithm 14):
+DInference (Phuong & Hutter, "Formal Algorithms for Transformers" (2022), Algorithm 14):
 
     for i = 1, 2, ..., ℓ_gen:
         P ← DTransformer(x | θ)               next-token distributions
@@ -11,8 +11,8 @@ DInference (Phuong & Hutter, "Formal Algorithms for Transformers", Algorithm 14)
 Here the DTransformer call of step i feeds only the newest token (the KV cache holds the rest,
 see ``decoding``), the draw is made by ``logits.choose_next`` (τ = 0: argmax; top-k / top-p
 filters) with the caller's torch.Generator, and the loop ends early once every sequence is
-finished (``stopping``). The same loop serves the decoder of an encoder-decoder (EDInference,
-Algorithm 15: the source is encoded once and each step extends the target).
+finished (``stopping``). The same loop serves the decoder of an encoder-decoder (the source is
+encoded once and each step extends the target).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The graphs sparse-attention models use, as constructors.
 
     full()                     every query attends every key (the notes' fully connected GNN)
-    causal()                   key j <= query i (Algorithm 10's mask)
+    causal()                   key j <= query i (Phuong & Hutter's Algorithm 10)
     sliding_window(w)          |i - j| < w; causal: 0 <= i - j < w, the w latest positions
                                (Mistral's window; Longformer's window of 2w - 1)
     dilated(w, d)              i - j a multiple of d, |i - j| < w·d: w keys each side, d apart

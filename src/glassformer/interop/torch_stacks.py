@@ -68,7 +68,7 @@ class TorchStyleDecoder(TorchStyle):
 
 class TorchStyleTransformer(TorchStyle):
     """``torch.nn.Transformer``'s call on a glassformer ``Encoder`` and ``Decoder``
-    (Algorithm 8, EDTransformer, without embeddings and unembedding).
+    (Phuong & Hutter's Algorithm 8, EDTransformer, without embeddings and unembedding).
 
     ``.module`` is a ModuleDict {"encoder": Encoder, "decoder": Decoder}, also reachable as
     ``.encoder`` and ``.decoder``.

@@ -4,6 +4,8 @@
     family="encoder"          BERT-like, Algorithm 9 (ETransformer): masked LM / classification
     family="encoder-decoder"  Vaswani et al., Algorithm 8 (EDTransformer): sequence-to-sequence
 
+(the algorithms of Phuong & Hutter, "Formal Algorithms for Transformers" (2022)).
+
 Choices are strings checked against fixed lists, so a saved ``config.json`` rebuilds the model
 and a typo is refused with the allowed values. Sizes are checked against generous upper bounds
 before anything is allocated (a vocabulary of 10^12 is refused, not attempted). The lists and

@@ -1,4 +1,5 @@
-"""DecoderLM: the GPT-like decoder-only transformer, Algorithm 10 (DTransformer).
+"""DecoderLM: the GPT-like decoder-only transformer, Algorithm 10 (DTransformer) of
+Phuong & Hutter, "Formal Algorithms for Transformers" (2022).
 
     X ← W_e[:, x] + W_p          token and position embedding
     for l = 1..L:  X ← X + MHAttention(Norm(X), causal mask);  X ← X + MLP(Norm(X))

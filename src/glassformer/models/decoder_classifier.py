@@ -1,5 +1,5 @@
-"""DecoderClassifier: a causal decoder (Algorithm 10, DTransformer) read as a sequence
-classifier, as Hugging Face's ``GPT2ForSequenceClassification`` and
+"""DecoderClassifier: a causal decoder (Phuong & Hutter's Algorithm 10, DTransformer) read as
+a sequence classifier, as Hugging Face's ``GPT2ForSequenceClassification`` and
 ``LlamaForSequenceClassification`` do:
 
     X ← W_e[:, x] + W_p;   for l = 1..L:  X ← Block_l(X, causal mask);   H ← Norm(X)

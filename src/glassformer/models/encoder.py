@@ -1,4 +1,5 @@
-"""The BERT-like encoder-only transformer, Algorithm 9 (ETransformer):
+"""The BERT-like encoder-only transformer, Algorithm 9 (ETransformer) of
+Phuong & Hutter, "Formal Algorithms for Transformers" (2022):
 
     X ← W_e[:, x] + W_p                     (+ segment embedding, + norm for BERT)
     for l = 1..L:  bidirectional self-attention and MLP, each with residual + norm

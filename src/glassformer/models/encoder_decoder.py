@@ -1,4 +1,5 @@
-"""EncoderDecoder: the Vaswani et al. transformer, Algorithm 8 (EDTransformer).
+"""EncoderDecoder: the Vaswani et al. transformer, Algorithm 8 (EDTransformer) of
+Phuong & Hutter, "Formal Algorithms for Transformers" (2022).
 
     Z ← encode(x):  W_e[:, x] + W_p, then L_enc bidirectional blocks   (source padding masked)
     X ← decode(z, Z): W_e[:, z] + W_p, then L_dec blocks of

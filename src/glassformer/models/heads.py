@@ -1,7 +1,8 @@
 """Heads that turn the last hidden states into task outputs.
 
 * LM / MLM head: unembedding, logits = W_u h (+ b), with BERT's optional transform
-  h ← Norm(a(W h + b)) first (notes: "Output Layer"; Algorithm 9's final projection).
+  h ← Norm(a(W h + b)) first (notes: "Output Layer"; the final projection of Phuong &
+  Hutter's Algorithm 9).
 * Classification head: pool the sequence into one vector (the first, CLS/<BOS>, position,
   the mean over real tokens, or a decoder's last real token), optionally BERT's pooler
   tanh(W v + b), then a linear layer to one score per class (Algorithm 9 applied to

@@ -1,11 +1,11 @@
 """Transformer blocks: attention and feed-forward sub-layers, each wrapped in a residual
 connection and a norm (notes: "Transformer Layers"; Vaswani et al. Fig. 1).
 
-The notes' pseudocode (Formal Algorithms for Transformers, Algorithms 8-10) is pre-norm,
-"layer_norm, then attention, then add"; each forward below writes it as lines, pre-norm and
-post-norm as two branches:
+The pseudocode of Phuong & Hutter, "Formal Algorithms for Transformers" (2022), Algorithms 8-10, is
+pre-norm, "layer_norm, then attention, then add"; each forward below writes it as lines,
+pre-norm and post-norm as two branches:
 
-    pre-norm  (GPT-2, the notes, norm_first=True)     X ← X + MHAttention(layer_norm(X))
+    pre-norm  (GPT-2, Phuong & Hutter, norm_first=True)   X ← X + MHAttention(layer_norm(X))
                                                        X ← X + MLP(layer_norm(X))
     post-norm (Vaswani et al., norm_first=False)       X ← layer_norm(X + MHAttention(X))
                                                        X ← layer_norm(X + MLP(X))

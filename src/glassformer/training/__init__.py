@@ -1,5 +1,6 @@
-"""Training: the notes' DTraining, ETraining, EDTraining and classification, with
-checkpoints that resume exactly."""
+"""Training: DTraining, ETraining, EDTraining (Algorithms 13, 12, 11 of
+Phuong & Hutter, "Formal Algorithms for Transformers" (2022)) and classification, with checkpoints
+that resume exactly."""
 
 from .batches import BatchStream
 from .config import TrainConfig

@@ -1,6 +1,7 @@
-"""The training loop for the notes' DTraining (lm), ETraining (mlm), EDTraining (seq2seq)
-and classification: minimise the cross-entropy of the model's predictions with the optimizer
-``config.optimizer`` names (AdamW by default; optim.py).
+"""The training loop for DTraining (lm), ETraining (mlm), EDTraining (seq2seq) (Algorithms 13,
+12, 11 of Phuong & Hutter, "Formal Algorithms for Transformers" (2022)) and classification:
+minimise the cross-entropy of the model's predictions with the optimizer ``config.optimizer``
+names (AdamW by default; optim.py).
 
 One optimizer step = ``grad_accum`` micro-batches (forward, backward), gradient clipping,
 the optimizer's update, the learning-rate schedule. Every ``eval_every`` steps the validation

@@ -1,0 +1,105 @@
+"""The sources the docs and docstrings cite, checked against what those sources contain.
+
+The lecture notes number no algorithms; the algorithm numbers and names (EDTransformer,
+DTraining, DInference, ...) are those of Phuong and Hutter, "Formal Algorithms for
+Transformers" (2022, arXiv:2207.09238), whose Algorithms 8 to 14 are listed in PAPER. Every
+place that pairs a number with one of those names must pair them as the paper does, and no
+algorithm past the paper's last is cited. The home page names every set of notes the concept
+pages cite (line breaks read as spaces).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PAPER = {
+    8: "EDTransformer",
+    9: "ETransformer",
+    10: "DTransformer",
+    11: "EDTraining",
+    12: "ETraining",
+    13: "DTraining",
+    14: "DInference",
+}
+LAST = 14  # the paper's last algorithm
+# The lecture notes, by the title each opens with.
+NOTES = (
+    "What Happens in A Transformer Layer",
+    "Formal Algorithms for Transformers",
+    "Transformer: Self-Attention and Parallelization",
+    "Brief Notes on Transformers",
+    "NPFL140 Lecture Notes",
+)
+# A name of the paper's kind: E/D/ED followed by Transformer, Training or Inference.
+NAME = r"(?:ED|E|D)(?:Transformer|Training|Inference)"
+S = r"[\s,:]+"  # what separates a number from its name, line breaks included
+
+
+def sources() -> list[Path]:
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    files += sorted((ROOT / "src" / "glassformer").rglob("*.py"))
+    return [f for f in files if "generated" not in f.parts]
+
+
+def pairs(text: str) -> list[tuple[int, str]]:
+    """Every (number, name) the text pairs: "Algorithm 13, EDTraining", "DTraining (Algorithm
+    13)", "Algorithms 8 (EDTransformer), 9 (ETransformer)", "Algorithms 11-13: A, B, C"."""
+    found = [(int(n), m) for n, m in re.findall(rf"Algorithm (\d+){S}\(?({NAME})\b", text)]
+    found += [(int(n), m) for m, n in re.findall(rf"\b({NAME}){S}\(Algorithm (\d+)\)", text)]
+    found += [(int(n), m) for n, m in re.findall(rf"\b(\d+) \(({NAME})\)", text)]
+    listing = rf"Algorithms (\d+)\s*-\s*(\d+){S}((?:{NAME}(?:,\s*|\s+and\s+)?)+)"
+    for a, b, names in re.findall(listing, text):
+        listed = re.findall(NAME, names)
+        found += list(zip(range(int(a), int(b) + 1), listed, strict=False))
+    return found
+
+
+def test_pairs_reads_each_form():
+    assert pairs("(Algorithm 13,\nEDTraining)") == [(13, "EDTraining")]
+    assert pairs("DInference (Algorithm 14)") == [(14, "DInference")]
+    assert pairs("Algorithms 8 (EDTransformer), 9 (ETransformer)") == [
+        (8, "EDTransformer"), (9, "ETransformer"),
+    ]  # fmt: skip
+    assert pairs("Algorithms 11-13: DTraining, ETraining, EDTraining") == [
+        (11, "DTraining"), (12, "ETraining"), (13, "EDTraining"),
+    ]  # fmt: skip
+
+
+def problems(text: str) -> list[str]:
+    """What the text cites that the paper does not have."""
+    out = [f"Algorithm {n}, {m} (the paper's {n} is {PAPER.get(n)})"
+           for n, m in pairs(text) if PAPER.get(n) != m]  # fmt: skip
+    out += [f"{m}: not a name of the paper" for m in sorted(set(re.findall(rf"\b{NAME}\b", text)))
+            if m not in PAPER.values()]  # fmt: skip
+    past = re.findall(r"Algorithms? (\d+)", text) + re.findall(r"Algorithms \d+\s*-\s*(\d+)", text)
+    out += [f"Algorithm {n}: past the paper's last ({LAST})" for n in past if int(n) > LAST]
+    out += [f"the notes' {m}: the notes have none, it is Phuong and Hutter's"
+            for m in re.findall(rf"the notes' ({NAME})", text)]  # fmt: skip
+    return out
+
+
+def test_problems_finds_each_kind():
+    assert problems("Algorithm 11, EDTraining; DInference (Algorithm 14)") == []
+    assert problems("Algorithm 15, EDInference, the notes' DTraining") == [
+        "Algorithm 15, EDInference (the paper's 15 is None)",
+        "EDInference: not a name of the paper",
+        "Algorithm 15: past the paper's last (14)",
+        "the notes' DTraining: the notes have none, it is Phuong and Hutter's",
+    ]
+
+
+def test_algorithm_numbers_and_names_are_the_papers():
+    found = {str(p.relative_to(ROOT)): problems(p.read_text(encoding="utf-8")) for p in sources()}
+    assert len(found) > 100  # README, the docs and the package's modules
+    assert not {path: found_ for path, found_ in found.items() if found_}
+
+
+def test_home_page_names_every_set_of_notes():
+    home = " ".join((ROOT / "docs" / "index.md").read_text(encoding="utf-8").split())
+    pages = (ROOT / "docs" / "concepts").glob("*.md")
+    concepts = " ".join(" ".join(p.read_text(encoding="utf-8").split()) for p in pages)
+    for title in NOTES:
+        assert title in concepts, f"no concept page cites {title!r}: update NOTES"
+        assert title in home, f"the home page does not name {title!r}"
