@@ -22,6 +22,8 @@ Input = Tensor | Mapping[str, Any] | Sequence[Any]
 STREAM_POINTS = ("resid_pre", "attn_out", "resid_mid", "cross_attn_out", "resid_mid_cross")
 STREAM_POINTS += ("mlp_out", "resid_post")
 CROSS_ONLY = ("cross_attn_out", "resid_mid_cross")
+# the points of an attention layer that hold one slice per head
+HEAD_POINTS = ("z", "q", "k", "v", "pattern")
 
 
 class Stack:
@@ -49,6 +51,13 @@ class Stack:
         """The hook name of hook_z of the ``kind`` attention of ``layer``."""
         attn = "attn" if kind == "self" else "cross_attn"
         return f"{self.prefix}blocks.{self.check_layer(layer)}.{attn}.hook_z"
+
+    def head_point(self, layer: int, kind: str, what: str) -> str:
+        """The hook name of ``hook_{what}`` (q, k, v, pattern, z) of the ``kind`` attention
+        of ``layer``."""
+        if what not in HEAD_POINTS:
+            raise ValueError(f"activation={what!r} is not known; choose one of {HEAD_POINTS}")
+        return self.z(layer, kind)[: -len("z")] + what
 
     def n_head(self, layer: int, kind: str) -> int:
         block = self.blocks[self.check_layer(layer)]
