@@ -150,9 +150,12 @@ class _Paths:
         self.model, self.where = model, _one_prenorm_stack(model)
 
     def senders(self, spec) -> list[tuple[int, Any]]:
-        specs = [spec] if _is_single(spec, 2) else list(spec)
-        if not specs:
-            raise ValueError("sender: give at least one (layer, head) or (layer, 'mlp')")
+        specs = [spec] if _is_single(spec, 2) else _listed(spec)
+        if not specs or not all(_is_single(s, 2) for s in specs):
+            raise ValueError(
+                f"sender={spec!r} is not known: give (layer, head), (layer, 'mlp') or a "
+                "non-empty list of them"
+            )
         for layer, head in specs:
             self.where.check_layer(layer)
             if head != "mlp":
@@ -160,7 +163,7 @@ class _Paths:
         return specs
 
     def receivers(self, spec) -> list[Any]:
-        specs = [spec] if spec == "resid_final" or _is_single(spec, 3) else list(spec)
+        specs = [spec] if spec == "resid_final" or _is_single(spec, 3) else _listed(spec)
         if not specs:
             raise ValueError("receiver: give 'resid_final' or at least one (layer, head, 'q')")
         for r in specs:
@@ -274,6 +277,11 @@ def _one_prenorm_stack(model) -> Stack:
             "write through a norm"
         )
     return where
+
+
+def _listed(spec) -> list:
+    """A list or tuple of specs as a list; anything else as one spec (refused by the caller)."""
+    return list(spec) if isinstance(spec, list | tuple) else [spec]
 
 
 def _is_single(spec, n: int) -> bool:
