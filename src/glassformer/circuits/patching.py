@@ -113,7 +113,7 @@ def patch_heads(
     """
     where = find_stack(model, stack)
     where.check_kind(kind)
-    names = [where.head_point(layer, kind, activation) for layer in range(len(where))]
+    names = head_names(where, kind, activation)
     if per_source and not (activation == "pattern" and per_position):
         raise ValueError(
             "per_source=True patches one attention weight A_ts at a time: it needs "
@@ -183,4 +183,5 @@ def head_grid(shape: tuple, what: str, per_position: bool, per_source: bool) -> 
 
 
 def head_names(where: Stack, kind: str, what: str) -> list[str]:
+    """``hook_{what}`` of the ``kind`` attention of every layer of the stack."""
     return [where.head_point(layer, kind, what) for layer in range(len(where))]
