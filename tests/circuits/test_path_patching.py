@@ -115,6 +115,8 @@ def test_runs_in_eval_mode_and_restores_the_mode():
         ((1, 0), (1, 2, "q"), r"no path from \[\(1, 0\)\] to \[\(1, 2, 'q'\)\]: a head of layer l"),
         ((1, "mlp"), (0, 2, "v"), r"every sender must be in an earlier layer"),
         ((0, 4), "resid_final", r"head 4 of layer 0 is out of range: it has 4 heads"),
+        ((0, True), "resid_final", r"head True of layer 0 is out of range: it has 4 heads"),
+        ((0, 1), (1, False, "q"), r"receiver \(1, False, 'q'\): head False is out of range"),
         ((2, "mlp"), "resid_final", r"layer 2 is out of range: the decoder stack has 2 layers"),
         ((0, 1), (1, 0, "z"), r"receiver \(1, 0, 'z'\) is not known: give 'resid_final' or"),
         ((0, 1), "logits", r"receiver 'logits' is not known"),

@@ -64,7 +64,7 @@ class Stack:
         return (block.attn if kind == "self" else block.cross_attn).n_head
 
     def check_layer(self, layer: Any) -> int:
-        if not isinstance(layer, int) or not 0 <= layer < len(self.blocks):
+        if not _is_index(layer) or not 0 <= layer < len(self.blocks):
             raise ValueError(
                 f"layer {layer!r} is out of range: the {self.name} stack has "
                 f"{len(self.blocks)} layers (0 to {len(self.blocks) - 1})"
@@ -83,11 +83,16 @@ class Stack:
 
     def check_head(self, layer: Any, head: Any, kind: str) -> tuple[int, int]:
         n = self.n_head(layer, kind)
-        if not isinstance(head, int) or not 0 <= head < n:
+        if not _is_index(head) or not 0 <= head < n:
             raise ValueError(
                 f"head {head!r} of layer {layer} is out of range: it has {n} heads (0 to {n - 1})"
             )
         return layer, head
+
+
+def _is_index(x: Any) -> bool:
+    """An int, not a bool (True would index as a new axis)."""
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def model_stacks(model: nn.Module) -> dict[str, nn.Module]:

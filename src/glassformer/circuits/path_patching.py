@@ -176,7 +176,7 @@ class _Paths:
                 )
             attn = self.where.blocks[self.where.check_layer(r[0])].attn
             n = attn.n_head if r[2] == "q" else attn.n_kv_head
-            if not isinstance(r[1], int) or not 0 <= r[1] < n:
+            if not isinstance(r[1], int) or isinstance(r[1], bool) or not 0 <= r[1] < n:
                 raise ValueError(
                     f"receiver {r!r}: head {r[1]!r} is out of range; layer {r[0]} has {n} "
                     f"{'query' if r[2] == 'q' else 'key/value'} heads (0 to {n - 1})"
