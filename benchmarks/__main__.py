@@ -8,6 +8,7 @@
     fast_paths   bench_fast_paths.py   each CPU fast path on vs its reference form
     graph_attention  bench_graph_attention.py  attention on a graph: sparse vs dense masked
     recurrence   bench_recurrence.py   a self-attention layer vs torch.nn.LSTM and GRU
+    patching     bench_patching.py     patching grids vs TransformerLens's patching
 
 ``--quick`` is passed to each (seconds to a minute or so in all); ``--threads`` to those that
 take it. Each writes bench-results/<name>.json. The exit status is 1 if any of them failed.
@@ -31,9 +32,10 @@ BENCHMARKS = {
     "fast_paths": "bench_fast_paths",
     "graph_attention": "bench_graph_attention",
     "recurrence": "bench_recurrence",
+    "patching": "bench_patching",
 }
 TAKES_THREADS = {"train", "encoder", "generation", "hooks", "fast_paths", "graph_attention",
-                 "recurrence"}
+                 "recurrence", "patching"}
 
 
 def available() -> list[str]:

@@ -15,6 +15,8 @@ of one pass, ``out, cache = circuit_cache(model, input_ids)``, and reads the mod
     composition_scores(model, kind="q"|"k"|"v")        (L, H, L, H) between heads
     ablate(model, inputs, heads=..., how=...)          zero-, mean- and resample-ablation
     patch_residual(...), patch_heads(...)              activation patching, clean into corrupted
+    patch_blocks(...), patch_heads_every(...)          several patching grids in one call
+    patch_path(...), patch_path_senders(...)           path patching, sender → receiver
     shift_matrix(d_model, layout=...)                  M with r_{k+1} = M r_k (sinusoidal)
 """
 
@@ -28,6 +30,8 @@ from .factored import FactoredMatrix
 from .lens import LogitLens, logit_lens
 from .norms import FrozenNorm, freeze_norm
 from .patching import normalized, patch_heads, patch_residual
+from .patching_every import patch_blocks, patch_heads_every
+from .path_patching import patch_path, patch_path_receivers, patch_path_senders
 from .stream import accumulated_resid, decompose_resid, stack_head_results
 from .token_circuits import copying_score, full_ov_circuit, full_qk_circuit
 from .weights import QKBias, head_weights, ov_bias, ov_matrix, qk_bias, qk_matrix
@@ -57,7 +61,12 @@ __all__ = [
     "normalized",
     "ov_bias",
     "ov_matrix",
+    "patch_blocks",
     "patch_heads",
+    "patch_heads_every",
+    "patch_path",
+    "patch_path_receivers",
+    "patch_path_senders",
     "patch_residual",
     "qk_bias",
     "qk_matrix",

@@ -22,6 +22,8 @@ Input = Tensor | Mapping[str, Any] | Sequence[Any]
 STREAM_POINTS = ("resid_pre", "attn_out", "resid_mid", "cross_attn_out", "resid_mid_cross")
 STREAM_POINTS += ("mlp_out", "resid_post")
 CROSS_ONLY = ("cross_attn_out", "resid_mid_cross")
+# the points of an attention layer that hold one slice per head
+HEAD_POINTS = ("z", "q", "k", "v", "pattern")
 
 
 class Stack:
@@ -50,12 +52,19 @@ class Stack:
         attn = "attn" if kind == "self" else "cross_attn"
         return f"{self.prefix}blocks.{self.check_layer(layer)}.{attn}.hook_z"
 
+    def head_point(self, layer: int, kind: str, what: str) -> str:
+        """The hook name of ``hook_{what}`` (q, k, v, pattern, z) of the ``kind`` attention
+        of ``layer``."""
+        if what not in HEAD_POINTS:
+            raise ValueError(f"activation={what!r} is not known; choose one of {HEAD_POINTS}")
+        return self.z(layer, kind)[: -len("z")] + what
+
     def n_head(self, layer: int, kind: str) -> int:
         block = self.blocks[self.check_layer(layer)]
         return (block.attn if kind == "self" else block.cross_attn).n_head
 
     def check_layer(self, layer: Any) -> int:
-        if not isinstance(layer, int) or not 0 <= layer < len(self.blocks):
+        if not _is_index(layer) or not 0 <= layer < len(self.blocks):
             raise ValueError(
                 f"layer {layer!r} is out of range: the {self.name} stack has "
                 f"{len(self.blocks)} layers (0 to {len(self.blocks) - 1})"
@@ -74,11 +83,16 @@ class Stack:
 
     def check_head(self, layer: Any, head: Any, kind: str) -> tuple[int, int]:
         n = self.n_head(layer, kind)
-        if not isinstance(head, int) or not 0 <= head < n:
+        if not _is_index(head) or not 0 <= head < n:
             raise ValueError(
                 f"head {head!r} of layer {layer} is out of range: it has {n} heads (0 to {n - 1})"
             )
         return layer, head
+
+
+def _is_index(x: Any) -> bool:
+    """An int, not a bool (True would index as a new axis)."""
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def model_stacks(model: nn.Module) -> dict[str, nn.Module]:
