@@ -5,6 +5,7 @@ page opens on attention, and torch's types link to PyTorch's documentation with 
 from __future__ import annotations
 
 import dataclasses
+import doctest
 import html
 import os
 import re
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from glassformer import ModelConfig, nn
+from glassformer import ModelConfig, models, nn
 from glassformer.training import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,3 +110,14 @@ def test_torch_types_link_to_pytorch_documentation(site):
     page = api_page(site, "nn")
     assert f'href="{TORCH_DOCS}tensors.html#torch.Tensor"' in page
     assert f'href="{TORCH_DOCS}generated/torch.nn.Module.html#torch.nn.Module"' in page
+
+
+@pytest.mark.parametrize("name", ["DecoderLM", "EncoderDecoder", "EncoderModel"])
+def test_model_docstring_examples_run(name):
+    """The examples of the models' docstrings, which the API pages show, run as written."""
+    finder, runner = doctest.DocTestFinder(recurse=False), doctest.DocTestRunner()
+    tests = finder.find(getattr(models, name), name, globs={})
+    assert tests and tests[0].examples, f"{name} has no example"
+    for test in tests:
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
