@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from glassformer import ModelConfig, models, nn
+from glassformer import ModelConfig, generation, models, nn
 from glassformer.training import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,12 +112,22 @@ def test_torch_types_link_to_pytorch_documentation(site):
     assert f'href="{TORCH_DOCS}generated/torch.nn.Module.html#torch.nn.Module"' in page
 
 
-@pytest.mark.parametrize("name", ["DecoderLM", "EncoderDecoder", "EncoderModel"])
-def test_model_docstring_examples_run(name):
-    """The examples of the models' docstrings, which the API pages show, run as written."""
+@pytest.mark.parametrize(
+    "documented",
+    [
+        models.DecoderLM,
+        models.EncoderDecoder,
+        models.EncoderModel,
+        nn.MultiHeadAttention,
+        generation.generate,
+    ],
+    ids=lambda obj: obj.__name__,
+)
+def test_docstring_examples_run(documented):
+    """The examples of the docstrings, which the API pages show, run as written."""
     finder, runner = doctest.DocTestFinder(recurse=False), doctest.DocTestRunner()
-    tests = finder.find(getattr(models, name), name, globs={})
-    assert tests and tests[0].examples, f"{name} has no example"
+    tests = finder.find(documented, documented.__name__, globs={})
+    assert tests and tests[0].examples, f"{documented.__name__} has no example"
     for test in tests:
         runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
