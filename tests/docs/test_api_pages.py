@@ -92,6 +92,14 @@ def test_every_config_field_is_documented(site, page, config):
         assert len(body.split()) >= 3, f"{config.__name__}.{f.name} has no description"
 
 
+def test_models_page_opens_on_the_decoder_and_documents_every_model(site):
+    page = api_page(site, "models")
+    headings = re.findall(r'<h3 id="glassformer\.models\.([^".]+)"', page)
+    assert headings[0] == "DecoderLM"
+    public = [n for n in models.__all__ if callable(getattr(models, n))]
+    assert sorted(headings) == sorted(public)
+
+
 def test_nn_page_opens_on_attention_and_names_no_private_class(site):
     page = api_page(site, "nn")
     headings = re.findall(r'<h3 id="(glassformer\.nn\.[^"]+)"', page)
