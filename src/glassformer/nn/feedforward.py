@@ -18,6 +18,7 @@ from .hooks import HookPoint
 __all__ = ["ACTIVATIONS", "FeedForward", "activation_fn"]
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu")
+"""The activations a `FeedForward` takes (ModelConfig.activation)."""
 
 
 def gelu_tanh(h: Tensor) -> Tensor:

@@ -27,6 +27,7 @@ from .hooks import HookPoint
 __all__ = ["NORM_KINDS", "BatchNorm", "LayerNorm", "RMSNorm", "make_norm"]
 
 NORM_KINDS = ("layer", "rms", "batch")
+"""The norms `make_norm` builds (ModelConfig.norm)."""
 
 
 class LayerNorm(nn.Module):

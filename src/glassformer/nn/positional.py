@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 POSITIONAL_KINDS = ("sinusoidal", "learned", "rotary", "none")
+"""The encodings `make_positional_encoding` builds (ModelConfig.positional)."""
 
 
 class PositionalEncoding(nn.Module):
