@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MKDOCS = Path(sys.executable).with_name("mkdocs")
 TORCH_DOCS = "https://docs.pytorch.org/docs/stable/"
 
+pytestmark = pytest.mark.slow  # the site is built once for the file, ~7 s
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
