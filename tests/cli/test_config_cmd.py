@@ -152,3 +152,17 @@ def test_sample_settings_are_refused_before_training(cli, setting, tmp_path):
     )
     cli.assert_user_error(result, f"sample.{setting} must be")
     assert not (tmp_path / "r").exists()
+
+
+def test_notes_are_the_first_paragraph_of_each_field_docstring():
+    notes = {k.name: k.note for k in section_keys("train")}
+    assert notes["seed"] == "seeds the initial weights, the batches and dropout"
+    assert notes["lora_rank"].startswith("LoRA's rank r")  # a name keeps its capitals
+    model = {k.name: k.note for k in section_keys("model")}
+    assert model["norm"] == "batch: encoder only (its statistics would show a decoder the future)"
+    assert model["attention_scores"] == "self-attention: separate W^Q, W^K | shared W^QK | dot xᵀx′"
+
+
+def test_notes_fall_back_to_the_comment_on_the_field_line():
+    notes = {k.name: k.note for k in section_keys("sample")}
+    assert notes["seed"] == "None: the run's train.seed"

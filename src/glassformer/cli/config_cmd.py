@@ -1,19 +1,19 @@
 """``glassformer config``: every setting of ``glassformer train`` (a key of --config FILE.toml
-or --set SECTION.KEY=VALUE) with its type, default, allowed values and the comment on its line.
+or --set SECTION.KEY=VALUE) with its type, default, allowed values and a note.
 
 Nothing here is a copy: the keys are the fields of the classes in settings.SECTIONS, the
 allowed values are their ``CHOICES`` and ``RANGES`` (what their checks use, see limits.py),
-the [data] keys are the options of the dataset loaders, and the notes are the comments on
-the fields' lines in the source.
+the [data] keys are the options of the dataset loaders, and the notes are the first
+paragraphs of the fields' docstrings (or the comments on their lines) in the source.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import inspect
 import io
-import re
 import textwrap
 import tokenize
 from dataclasses import dataclass
@@ -47,7 +47,7 @@ the built-in config shakespeare-char instead of these defaults."""
 @dataclass(frozen=True)
 class Key:
     """One setting: its name, type, default, allowed values (a tuple of choices, a Range, or
-    None) and the comment on its line in the source."""
+    None) and its note in the source."""
 
     name: str
     type: str
@@ -180,8 +180,9 @@ def _default(f: dataclasses.Field) -> Any:
 
 
 def _field_notes(cls: type) -> dict[str, str]:
-    """The comment at the end of each field's line in the source of ``cls`` ({} when the
-    source is not available)."""
+    """The note of each field in the source of ``cls``: the first paragraph of the string under
+    the field (its attribute docstring, which the API reference renders), else the comment at
+    the end of the field's line ({} when the source is not available)."""
     try:
         source = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError):
@@ -192,8 +193,17 @@ def _field_notes(cls: type) -> dict[str, str]:
         if t.type == tokenize.COMMENT
     }
     notes = {}
-    for number, line in enumerate(source.splitlines(), start=1):
-        m = re.match(r"    (\w+)\s*:", line)
-        if m and number in comments:
-            notes[m[1]] = comments[number]
+    body = ast.parse(source).body[0].body
+    for node, after in zip(body, [*body[1:], None], strict=True):
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+            continue
+        constant = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+        doc = after.value.value if constant else None
+        if isinstance(doc, str):
+            note = " ".join(inspect.cleandoc(doc).split("\n\n", 1)[0].split()).removesuffix(".")
+            if note.split()[0][1:].islower():  # a sentence's capital, not a name's (LoRA's)
+                note = note[0].lower() + note[1:]
+            notes[node.target.id] = note
+        elif node.lineno in comments:
+            notes[node.target.id] = comments[node.lineno]
     return notes

@@ -45,11 +45,41 @@ def generate(
 ) -> GenerationOutput:
     """Continue each prompt (DecoderLM) or translate each source (EncoderDecoder).
 
-    tokenizer: for stop strings, the default <EOS> and ``texts`` (default: the tokenizer
-        attached to the model, if any).
-    on_step: called after every step with the new token of each input (None for an input
-        that finished at an earlier step); not called by beam search.
-    settings: GenerationConfig fields overriding ``config``.
+    Greedy decoding, sampling (temperature, top-k, top-p) or beam search, as the settings
+    say, with a KV cache; the model runs in eval mode and is restored afterwards.
+
+    Args:
+        model: a `DecoderLM` (prompts to continue) or an `EncoderDecoder` (sources to
+            translate).
+        inputs: token ids: a (B, T) tensor, one list of ids, or a list of lists of different
+            lengths (padded here: on the left for a DecoderLM, on the right for a source).
+        config: the settings (a `GenerationConfig`: max_new_tokens, temperature, top_k,
+            top_p, num_beams, stop strings, ...); None: its defaults.
+        attention_mask: (B, T), 1 = a real token, for a padded tensor of ``inputs``.
+        tokenizer: for stop strings, the default <EOS> and ``texts`` (default: the tokenizer
+            attached to the model, if any).
+        on_step: called after every step with the new token of each input (None for an
+            input that finished at an earlier step); not called by beam search.
+        **settings: GenerationConfig fields overriding ``config``.
+
+    Returns:
+        A `GenerationOutput`: ``sequences`` (B, L), the new ``tokens`` of each input, their
+        ``finish_reasons`` ("eos", "stop_string", "length"), the decoded ``texts`` (with a
+        tokenizer), beam ``scores``.
+
+    Raises:
+        ValueError: an unknown setting or one out of its range, ids outside the vocabulary,
+            inputs longer than the model's ``max_len`` allows.
+
+    Examples:
+        >>> import torch
+        >>> from glassformer import DecoderLM, ModelConfig
+        >>> from glassformer.generation import generate
+        >>> _ = torch.manual_seed(0)
+        >>> model = DecoderLM(ModelConfig(vocab_size=20, d_model=16, n_layer=1, n_head=2))
+        >>> out = generate(model, [[1, 5, 7], [1, 3]], max_new_tokens=4, temperature=0)
+        >>> [len(t) for t in out.tokens], out.finish_reasons
+        ([4, 4], ['length', 'length'])
     """
     job = GenerationJob(model, inputs, config, attention_mask, tokenizer, settings)
     with job.running():

@@ -66,48 +66,103 @@ class ModelConfig:
     """Hyper-parameters of a glassformer model. Defaults describe a small pre-norm GPT."""
 
     family: str = "decoder"
+    """Which of the three families: "decoder" (GPT-like, `DecoderLM`), "encoder" (BERT-like)
+    or "encoder-decoder" (Vaswani et al., `EncoderDecoder`)."""
     vocab_size: int = 256
-    tgt_vocab_size: int | None = None  # encoder-decoder: target vocabulary (None: = vocab_size)
-    max_len: int = 256  # ℓ_max, the longest sequence (positions 0..max_len-1)
+    """Tokens in the vocabulary, the notes' N_V ("Notation"): the columns of W_e."""
+    tgt_vocab_size: int | None = None
+    """Encoder-decoder: target vocabulary (None: = vocab_size)."""
+    max_len: int = 256
+    """ℓ_max, the longest sequence (positions 0..max_len-1)."""
     d_model: int = 128
-    n_layer: int = 4  # blocks of the decoder (decoder), encoder (encoder, encoder-decoder)
-    n_decoder_layer: int | None = None  # encoder-decoder: decoder blocks (None: = n_layer)
+    """Width of the residual stream: the embedding size D of the notes ("Token Embedding")."""
+    n_layer: int = 4
+    """Blocks of the decoder (decoder), encoder (encoder, encoder-decoder): the notes' M."""
+    n_decoder_layer: int | None = None
+    """Encoder-decoder: decoder blocks (None: = n_layer)."""
     n_head: int = 4
-    n_kv_head: int | None = None  # grouped-query attention (None: = n_head)
-    attention_scores: str = "separate"  # self-attention: separate W^Q, W^K | shared W^QK | dot xᵀx′
-    d_ff: int | None = None  # feed-forward width (None: 4 · d_model)
+    """Attention heads per layer, the notes' H; each head has d_model / n_head = K columns."""
+    n_kv_head: int | None = None
+    """Grouped-query attention: key/value heads, each shared by n_head / n_kv_head query heads
+    (None: = n_head)."""
+    attention_scores: str = "separate"
+    """Self-attention: separate W^Q, W^K | shared W^QK | dot xᵀx′.
+
+    The notes' "Self-Attention across the sequence": "separate" scores xᵀ U_kᵀ U_q x′, "shared"
+    xᵀ Uᵀ U x′, "dot" xᵀ x′; the last two need n_kv_head = n_head."""
+    d_ff: int | None = None
+    """Feed-forward width (None: 4 · d_model): the hidden layer of the notes' "Multi-layer
+    perceptron across features"."""
     activation: str = "gelu"
-    norm: str = "layer"  # batch: encoder only (its statistics would show a decoder the future)
-    norm_first: bool = True  # pre-norm (GPT-2) or post-norm (Vaswani, BERT)
+    """The feed-forward's nonlinearity: relu, gelu, gelu_tanh (GPT-2's) or swiglu."""
+    norm: str = "layer"
+    """batch: encoder only (its statistics would show a decoder the future).
+
+    The norm of every sub-layer: "layer" (`LayerNorm`), "rms" (`RMSNorm`) or "batch"
+    (`BatchNorm`)."""
+    norm_first: bool = True
+    """Pre-norm (GPT-2) or post-norm (Vaswani, BERT)."""
     norm_eps: float = 1e-5
-    final_norm: bool | None = None  # norm after the last block (None: = norm_first)
-    embed_norm: bool = False  # norm right after the input embedding (BERT, BART)
+    """ε added to the variance (or mean square) under the norms' square root."""
+    final_norm: bool | None = None
+    """Norm after the last block (None: = norm_first)."""
+    embed_norm: bool = False
+    """Norm right after the input embedding (BERT, BART)."""
     positional: str = "learned"
-    positional_layout: str = "interleaved"  # sinusoidal: sin/cos interleaved, or split halves
-    position_offset: int = 0  # learned positions start at this row (BART uses 2)
+    """The positional encoding: sinusoidal, learned (the notes' W_p), rotary or none."""
+    positional_layout: str = "interleaved"
+    """Sinusoidal: sin/cos interleaved, or split halves."""
+    position_offset: int = 0
+    """Learned positions start at this row (BART uses 2)."""
     rope_base: float = 10000.0
-    embed_scale: bool = False  # multiply token embeddings by √d_model (Vaswani)
-    type_vocab_size: int = 0  # BERT's segment embeddings (0: none)
-    dropout: float = 0.0  # on embeddings and on each sub-layer's output (residual branches)
-    attn_dropout: float | None = None  # on attention weights (None: = dropout)
-    ff_dropout: float | None = None  # on the feed-forward hidden layer a(W_1 x) (None: = dropout)
-    bias: bool = True  # biases in attention, feed-forward and norms
-    tie_embeddings: bool = True  # unembedding W_u = W_eᵀ
-    share_embeddings: bool = True  # encoder-decoder: one token embedding for source and target
-    head_bias: bool = False  # bias on the unembedding (BERT's MLM head, BART's final_logits_bias)
-    mlm_transform: bool = False  # BERT's dense + activation + norm before the MLM unembedding
-    n_classes: int = 2  # classification head
-    pooling: str = "cls"  # classification: the first (<BOS>/CLS) position, mean, or last real token
-    pooler: bool = False  # BERT's dense + tanh on the pooled vector
+    """Rotary: the base of the rotation frequencies θ_j = rope_base^(-j/K), j = 0, 2, ..., K - 2
+    (K the head size)."""
+    embed_scale: bool = False
+    """Multiply token embeddings by √d_model (Vaswani)."""
+    type_vocab_size: int = 0
+    """BERT's segment embeddings (0: none)."""
+    dropout: float = 0.0
+    """On embeddings and on each sub-layer's output (residual branches)."""
+    attn_dropout: float | None = None
+    """On attention weights (None: = dropout)."""
+    ff_dropout: float | None = None
+    """On the feed-forward hidden layer a(W_1 x) (None: = dropout)."""
+    bias: bool = True
+    """Biases in attention, feed-forward and norms."""
+    tie_embeddings: bool = True
+    """Unembedding W_u = W_eᵀ."""
+    share_embeddings: bool = True
+    """Encoder-decoder: one token embedding for source and target."""
+    head_bias: bool = False
+    """Bias on the unembedding (BERT's MLM head, BART's final_logits_bias)."""
+    mlm_transform: bool = False
+    """BERT's dense + activation + norm before the MLM unembedding."""
+    n_classes: int = 2
+    """Classification head: the number of classes."""
+    pooling: str = "cls"
+    """Classification: the first (<BOS>/CLS) position, mean, or last real token."""
+    pooler: bool = False
+    """BERT's dense + tanh on the pooled vector."""
     pad_id: int = 0
-    decoder_start_id: int = 1  # encoder-decoder: first decoder input (<BOS>; BART uses </s>)
-    init_std: float = 0.02  # weights' std (untied token embeddings with embed_scale: 1/√d_model)
-    embeddings: str = "learned"  # "fixed": token, position, segment embeddings do not train
-    # attention graphs (glassformer.graphs specs): one for all layers or one per layer
-    attention_graph: str | list | dict | None = None  # self-attention: window:64*4,full*2
-    decoder_attention_graph: str | list | dict | None = None  # encoder-decoder: decoder self-attn
-    cross_attention_graph: str | list | dict | None = None  # encoder-decoder: cross-attention
-    extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (e.g. converted from)
+    """The id of the <PAD> token, what batches are padded with (prediction, generation, the
+    encoder-decoder's shifted labels)."""
+    decoder_start_id: int = 1
+    """Encoder-decoder: first decoder input (<BOS>; BART uses </s>)."""
+    init_std: float = 0.02
+    """Weights' std (untied token embeddings with embed_scale: 1/√d_model)."""
+    embeddings: str = "learned"
+    """"fixed": token, position, segment embeddings do not train."""
+    attention_graph: str | list | dict | None = None
+    """Self-attention graph: window:64*4,full*2.
+
+    A glassformer.graphs spec, one graph for all layers or one per layer; None: dense
+    attention."""
+    decoder_attention_graph: str | list | dict | None = None
+    """Encoder-decoder: decoder self-attention graph (a spec as attention_graph)."""
+    cross_attention_graph: str | list | dict | None = None
+    """Encoder-decoder: cross-attention graph (a spec as attention_graph)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Free-form notes (e.g. converted from)."""
 
     # Names that are not fields, refused with the field to use instead.
     OTHER_NAMES: ClassVar[dict[str, str]] = {

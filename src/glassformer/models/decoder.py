@@ -36,9 +36,43 @@ __all__ = ["DecoderLM"]
 
 
 class DecoderLM(GlassformerModel, InputEmbedding, LMHead):
-    """Modules under TransformerLens's names, so that a hook's name is its attribute path:
-    ``embed``, ``pos_embed`` (InputEmbedding), ``blocks`` (DecoderBlocks without
-    cross-attention), ``ln_final``, ``unembed`` (LMHead)."""
+    """A decoder-only (GPT-like) transformer language model: the family "decoder".
+
+    It is the auto-regressive transformer of the lecture notes "Formal Algorithms for
+    Transformers" ("Auto-regressive models": masked transformer blocks applied M times, then a
+    linear layer and a softmax give the distribution of the next token), Algorithm 10
+    (DTransformer) of Phuong & Hutter's paper of the same name: token and position embedding,
+    ``n_layer`` blocks of causal self-attention and MLP, a final norm, the unembedding.
+
+    Its parts, under TransformerLens's names (an attribute path is a hook point's name and a
+    weight's name in a checkpoint):
+
+    - ``embed``: the token embedding W_e (`TokenEmbedding`); ``pos_embed``: the positional
+      encoding (W_p when learned); ``token_type_embed`` and ``ln_embed``: BERT-style segment
+      embedding and embedding norm, None unless configured;
+    - ``blocks``: ``n_layer`` `DecoderBlock`s without cross-attention, each ``ln1``, ``attn``,
+      ``ln2``, ``mlp``;
+    - ``ln_final``: the norm after the last block (None for post-norm);
+    - ``unembed``: W_u, tied to W_e (``tie_embeddings``).
+
+    Args:
+        config: the hyper-parameters; ``config.family`` must be "decoder".
+
+    Raises:
+        ValueError: the config is of another family.
+
+    Examples:
+        >>> import torch
+        >>> from glassformer import DecoderLM, ModelConfig
+        >>> _ = torch.manual_seed(0)
+        >>> model = DecoderLM(ModelConfig(vocab_size=50, d_model=32, n_layer=2, n_head=4))
+        >>> ids = torch.randint(0, 50, (2, 10))
+        >>> out = model(ids, labels=ids)
+        >>> out.logits.shape, out.hidden_states.shape
+        (torch.Size([2, 10, 50]), torch.Size([2, 10, 32]))
+        >>> out.loss.item() > 0
+        True
+    """
 
     family = "decoder"
 
@@ -74,8 +108,22 @@ class DecoderLM(GlassformerModel, InputEmbedding, LMHead):
         positions: Tensor | None = None,
         cache: DecoderCache | None = None,
     ) -> ModelOutput:
-        """input_ids (B, T); attention_mask (B, S) with 1 = real token, covering the cached
-        positions too (S = cached + T); labels (B, T), -100 = not scored."""
+        """Next-token logits at every position, and the loss when labels are given.
+
+        Args:
+            input_ids: (B, T) token ids.
+            attention_mask: (B, S), 1 = a real token, 0 = padding; it covers the cached
+                positions too (S = cached + T). None: every token is real.
+            labels: (B, T), aligned with ``input_ids`` (shifted inside: position t is
+                scored against the label at t + 1); -100 = not scored.
+            positions: (B, T) or (T,) the positions of the new tokens (default: counted over
+                the real tokens of ``attention_mask``, after the cached ones).
+            cache: a KV cache from ``new_cache()`` for incremental decoding; it grows by T.
+
+        Returns:
+            ``logits`` (B, T, vocab_size), ``hidden_states`` (B, T, d_model) after the final
+            norm, ``loss`` the mean cross-entropy of the scored labels (None without labels).
+        """
         past = 0 if cache is None else cache.length
         t = ids_length(input_ids)
         covers = f" (S = {past} cached + {t} new positions)" if past else ""

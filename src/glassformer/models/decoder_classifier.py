@@ -30,11 +30,18 @@ __all__ = ["DecoderClassifier"]
 
 
 class DecoderClassifier(GlassformerModel, InputEmbedding, ClassificationHead):
-    """Causal decoder + classification head: logits (B, n_classes); labels (B,) class
-    indices. Modules: ``embed``, ``pos_embed``, ``blocks``, ``ln_final`` (as DecoderLM's),
-    ``pooler`` (None unless ``config.pooler``), ``classifier`` (W_c v, without a bias, as the
-    ``score`` of Hugging Face's GPT2ForSequenceClassification and
-    LlamaForSequenceClassification)."""
+    """A causal decoder read as a sequence classifier: its hidden states, pooled by
+    ``config.pooling`` ("last": the last real token, the only one that has read the whole
+    text), give the logits of ``config.n_classes`` classes.
+
+    ``forward`` gives logits (B, n_classes); labels (B,) are class indices. Modules:
+    ``embed``, ``pos_embed``, ``blocks``, ``ln_final`` (as DecoderLM's), ``pooler`` (None
+    unless ``config.pooler``), ``classifier`` (W_c v, without a bias, as the ``score`` of
+    Hugging Face's GPT2ForSequenceClassification and LlamaForSequenceClassification).
+
+    Args:
+        config: the hyper-parameters; ``config.family`` must be "decoder".
+    """
 
     family = "decoder"
 
@@ -51,8 +58,17 @@ class DecoderClassifier(GlassformerModel, InputEmbedding, ClassificationHead):
         attention_mask: Tensor | None = None,
         labels: Tensor | None = None,
     ) -> ModelOutput:
-        """input_ids (B, T); attention_mask (B, T) with 1 = real token (padding on either
-        side); labels (B,) class indices."""
+        """Class logits of each sequence, and the loss when labels are given.
+
+        Args:
+            input_ids: (B, T) token ids.
+            attention_mask: (B, T), 1 = a real token (padding on either side).
+            labels: (B,) class indices.
+
+        Returns:
+            ``logits`` (B, n_classes), ``hidden_states`` (B, T, d_model), ``loss`` the mean
+            cross-entropy (None without labels).
+        """
         t = ids_length(input_ids)
         mask, real = key_mask(attention_mask, (input_ids.shape[0], t))  # (B, 1, 1, T), (B, T)
         positions = positions_from_mask(attention_mask, t, 0, input_ids.device, self.config.max_len)

@@ -29,13 +29,32 @@ __all__ = ["EncoderClassifier", "EncoderMLM", "EncoderModel"]
 
 
 class EncoderModel(GlassformerModel, InputEmbedding):
-    """The encoder body without a head: ``logits`` is None, ``hidden_states`` (B, T, C);
+    """An encoder-only (BERT-like) transformer without a head: the family "encoder".
+
+    Bidirectional self-attention over the whole input (the notes' "Self-Attention across the
+    sequence" without the causal mask), Algorithm 9 (ETransformer) of Phuong & Hutter's paper
+    "Formal Algorithms for Transformers". `EncoderMLM` and `EncoderClassifier` add a head.
+
+    ``logits`` is None, ``hidden_states`` (B, T, C);
     with ``config.pooler`` also BERT's pooler, ``pooled`` = tanh(W v + b) (B, C) of the pooled
     vector v (``config.pooling``), as Hugging Face's BertModel computes ``pooler_output``.
 
     Modules under TransformerLens's names, so that a hook's name is its attribute path:
     ``embed``, ``pos_embed``, ``token_type_embed``, ``ln_embed`` (InputEmbedding), ``blocks``
-    (EncoderBlocks), ``ln_final``, then the head's."""
+    (EncoderBlocks), ``ln_final``, then the head's.
+
+    Args:
+        config: the hyper-parameters; ``config.family`` must be "encoder".
+
+    Examples:
+        >>> import torch
+        >>> from glassformer import EncoderMLM, ModelConfig
+        >>> _ = torch.manual_seed(0)
+        >>> config = ModelConfig(family="encoder", vocab_size=30, d_model=16, n_layer=1, n_head=2)
+        >>> out = EncoderMLM(config)(torch.randint(0, 30, (2, 6)))
+        >>> out.logits.shape, out.hidden_states.shape
+        (torch.Size([2, 6, 30]), torch.Size([2, 6, 16]))
+    """
 
     family = "encoder"
 
@@ -60,8 +79,19 @@ class EncoderModel(GlassformerModel, InputEmbedding):
         *,
         token_type_ids: Tensor | None = None,
     ) -> ModelOutput:
-        """input_ids (B, T); attention_mask (B, T) with 1 = real token; labels as the head
-        scores them (``outputs``)."""
+        """The hidden states of every position, and the head's outputs.
+
+        Args:
+            input_ids: (B, T) token ids.
+            attention_mask: (B, T), 1 = a real token, 0 = padding (masked out of attention).
+            labels: as the head scores them: (B, T) token ids for `EncoderMLM` (-100 = not
+                scored), (B,) class indices for `EncoderClassifier`.
+            token_type_ids: (B, T) BERT's segment ids (``config.type_vocab_size`` > 0).
+
+        Returns:
+            ``hidden_states`` (B, T, d_model) after the final norm, and the head's ``logits``
+            and ``loss`` (None here: no head), ``pooled`` (B, d_model) with ``config.pooler``.
+        """
         t = ids_length(input_ids)
         mask, real = key_mask(attention_mask, (input_ids.shape[0], t))  # (B, 1, 1, T), (B, T)
         positions = positions_from_mask(attention_mask, t, 0, input_ids.device, self.config.max_len)
@@ -88,8 +118,16 @@ class EncoderModel(GlassformerModel, InputEmbedding):
 
 
 class EncoderMLM(EncoderModel, LMHead):
-    """Encoder + masked-LM head (``unembed``, BERT's ``transform``): logits (B, T, V); labels
-    (B, T) hold the original ids at the masked positions and -100 elsewhere."""
+    """An encoder with a masked-LM head, BERT's pre-training model (ETraining in Phuong &
+    Hutter's paper: predict the tokens hidden by <MASK>).
+
+    Head: ``unembed`` (W_u, tied to W_e) after BERT's ``transform`` when
+    ``config.mlm_transform``. ``forward`` gives logits (B, T, V); labels (B, T) hold the
+    original ids at the masked positions and -100 elsewhere.
+
+    Args:
+        config: the hyper-parameters; ``config.family`` must be "encoder".
+    """
 
     def _build_head(self) -> None:
         self.add_lm_head(self.config, self.config.vocab_size, tie_to=self.embed)
@@ -101,8 +139,16 @@ class EncoderMLM(EncoderModel, LMHead):
 
 
 class EncoderClassifier(EncoderModel, ClassificationHead):
-    """Encoder + classification head (``pooler``, ``classifier``): logits (B, n_classes);
-    labels (B,) class indices."""
+    """An encoder with a classification head: the input, pooled (``config.pooling``), gives
+    the logits of ``config.n_classes`` classes (the notes' "Output Layer": a linear layer
+    and a softmax over the classes).
+
+    Head: ``pooler`` (BERT's dense + tanh, None unless ``config.pooler``), ``classifier``
+    (W_c v + b_c). ``forward`` gives logits (B, n_classes); labels (B,) are class indices.
+
+    Args:
+        config: the hyper-parameters; ``config.family`` must be "encoder".
+    """
 
     def _build_head(self) -> None:
         self.add_classification_head(self.config)

@@ -51,8 +51,42 @@ class TargetDecoder(Decoder, InputEmbedding):
 
 
 class EncoderDecoder(GlassformerModel, LMHead):
-    """Modules named so that a hook's name is its attribute path: ``encoder`` (the source's
-    embedding and blocks), ``decoder`` (the target's), ``unembed`` (LMHead)."""
+    """A sequence-to-sequence transformer, Vaswani et al.'s: the family "encoder-decoder".
+
+    An encoder reads the source x into the memory Z; a decoder reads the target z, attending
+    causally to itself and, by cross-attention (the notes' Eq. 5), to Z; the unembedding gives
+    the distribution of the next target token. This is Algorithm 8 (EDTransformer) of Phuong &
+    Hutter's paper "Formal Algorithms for Transformers". ``encode()`` and ``decode()`` are
+    separate calls, so that generation encodes the source once.
+
+    Its parts, under TransformerLens's names (an attribute path is a hook point's name and a
+    weight's name in a checkpoint):
+
+    - ``encoder``: ``embed`` (W_e), ``pos_embed``, ``blocks`` (``n_layer`` `EncoderBlock`s:
+      ``ln1``, ``attn``, ``ln2``, ``mlp``), ``ln_final``;
+    - ``decoder``: ``embed`` (the encoder's when ``share_embeddings``), ``pos_embed``,
+      ``blocks`` (``n_decoder_layer`` `DecoderBlock`s: ``ln1``, ``attn``, ``ln2``,
+      ``cross_attn``, ``ln3``, ``mlp``), ``ln_final``;
+    - ``unembed``: W_u, tied to the decoder's W_e (``tie_embeddings``).
+
+    Args:
+        config: the hyper-parameters; ``config.family`` must be "encoder-decoder".
+
+    Raises:
+        ValueError: the config is of another family.
+
+    Examples:
+        >>> import torch
+        >>> from glassformer import EncoderDecoder, ModelConfig
+        >>> _ = torch.manual_seed(0)
+        >>> config = ModelConfig(family="encoder-decoder", vocab_size=40, d_model=32,
+        ...                      n_layer=2, n_head=4)
+        >>> model = EncoderDecoder(config)
+        >>> source, target = torch.randint(2, 40, (2, 7)), torch.randint(2, 40, (2, 5))
+        >>> out = model(source, labels=target)  # decoder inputs: target shifted right
+        >>> out.logits.shape, out.encoder_hidden_states.shape
+        (torch.Size([2, 5, 40]), torch.Size([2, 7, 32]))
+    """
 
     family = "encoder-decoder"
 
@@ -122,8 +156,24 @@ class EncoderDecoder(GlassformerModel, LMHead):
         decoder_attention_mask: Tensor | None = None,
         labels: Tensor | None = None,
     ) -> ModelOutput:
-        """Teacher-forced pass: source (B, S), target inputs (B, T) -> logits (B, T, V_tgt);
-        labels (B, T) are aligned with the logits (not shifted), -100 = not scored."""
+        """Teacher-forced pass: encode the source, decode the target inputs.
+
+        Args:
+            input_ids: (B, S) source token ids.
+            attention_mask: (B, S), 1 = a real source token, 0 = padding.
+            decoder_input_ids: (B, T) target inputs (<BOS> + target); None: ``labels``
+                shifted right, starting with ``config.decoder_start_id``.
+            decoder_attention_mask: (B, T), 1 = a real target token.
+            labels: (B, T), aligned with the logits (not shifted), -100 = not scored.
+
+        Returns:
+            ``logits`` (B, T, V_tgt), ``hidden_states`` (B, T, d_model) the decoder's output,
+            ``encoder_hidden_states`` the memory Z (B, S, d_model), ``loss`` the mean
+            cross-entropy of the scored labels (None without labels).
+
+        Raises:
+            ValueError: neither ``decoder_input_ids`` nor ``labels`` is given.
+        """
         if decoder_input_ids is None:
             if labels is None:
                 raise ValueError("EncoderDecoder.forward needs decoder_input_ids or labels")

@@ -126,7 +126,25 @@ class _Block(nn.Module):
 
 class EncoderBlock(_Block):
     """Self-attention then feed-forward, each in its residual connection (Algorithm 9's
-    layer); bidirectional unless a mask or ``causal`` says otherwise."""
+    layer); bidirectional unless a mask or ``causal`` says otherwise.
+
+    Parts under TransformerLens's names: ``ln1``, ``attn`` (`MultiHeadAttention`), ``ln2``,
+    ``mlp`` (`FeedForward`). Hook points: ``hook_resid_pre`` the stream X entering the block,
+    ``hook_attn_out`` and ``hook_mlp_out`` what each sub-layer writes (after dropout),
+    ``hook_resid_mid`` the stream after attention, ``hook_resid_post`` the block's output.
+
+    Args:
+        d_model: the width C of the stream.
+        n_head: attention heads H.
+        d_ff: the feed-forward's hidden width.
+        **options: keyword options of every block: ``n_kv_head`` (grouped-query attention,
+            None: n_head), ``activation`` ("relu"; `FeedForward`), ``norm`` ("layer", "rms"
+            or "batch"), ``norm_first`` (False: post-norm, Vaswani et al.; True: pre-norm,
+            the notes and GPT-2), ``dropout`` (0.0, on each sub-layer's output),
+            ``attn_dropout`` and ``ff_dropout`` (None: = dropout), ``bias`` (True), ``eps``
+            (1e-5, the norms' ε), ``graph`` (an AttentionGraph for the self-attention, None:
+            every key), ``attention_scores`` ("separate", "shared" or "dot").
+    """
 
     def __init__(self, d_model: int, n_head: int, d_ff: int, **options) -> None:
         super().__init__(d_model, n_head, d_ff, cross_attention=False, **options)
@@ -140,8 +158,15 @@ class EncoderBlock(_Block):
         token_mask: Tensor | None = None,
         rope: tuple[Tensor, Tensor] | None = None,
     ) -> Tensor:
-        """x (B, T, C); mask broadcastable to (B, H, T, T), True = may attend -> (B, T, C).
-        ``token_mask`` (B, T): the real tokens, for the norms."""
+        """x (B, T, C) -> (B, T, C).
+
+        Args:
+            x: (B, T, C) the stream X.
+            mask: broadcastable to (B, H, T, T), True = may attend.
+            causal: add the causal mask.
+            token_mask: (B, T) the real tokens, for the norms (BatchNorm skips padding).
+            rope: (cos, sin) rotary tables of the T positions.
+        """
         attn_args = dict(mask=mask, causal=causal, graph=self.graph, rope=rope)
         resid_pre = self.hook_resid_pre(x)
         if self.norm_first:  # pre-norm, the notes: X ← X + F(layer_norm(X))
@@ -161,7 +186,28 @@ class EncoderBlock(_Block):
 class DecoderBlock(_Block):
     """Masked self-attention, then cross-attention to the memory Z (if ``cross_attention``),
     then feed-forward, each in its residual connection (Algorithm 8's decoder layer; without
-    cross-attention Algorithm 10's layer)."""
+    cross-attention Algorithm 10's layer).
+
+    Parts under TransformerLens's names: ``ln1``, ``attn`` (masked self-attention), ``ln2``,
+    ``cross_attn`` (attention to Z), ``ln3``, ``mlp``; without cross-attention ``ln1``,
+    ``attn``, ``ln2``, ``mlp``. Hook points as `EncoderBlock`'s, and ``hook_cross_attn_out``,
+    ``hook_resid_mid_cross`` for the cross-attention.
+
+    Args:
+        d_model: the width C of the stream.
+        n_head: attention heads H.
+        d_ff: the feed-forward's hidden width.
+        cross_attention: a cross-attention sub-layer to the memory Z (an encoder-decoder's
+            decoder); False: the decoder-only (GPT) layer.
+        **options: keyword options of every block: ``n_kv_head`` (grouped-query attention,
+            None: n_head), ``activation`` ("relu"; `FeedForward`), ``norm`` ("layer", "rms"
+            or "batch"), ``norm_first`` (False: post-norm, Vaswani et al.; True: pre-norm,
+            the notes and GPT-2), ``dropout`` (0.0, on each sub-layer's output),
+            ``attn_dropout`` and ``ff_dropout`` (None: = dropout), ``bias`` (True), ``eps``
+            (1e-5, the norms' ε), ``graph`` (an AttentionGraph for the self-attention, None:
+            every key), ``attention_scores`` ("separate", "shared" or "dot").
+            ``cross_graph``: the cross-attention's graph.
+    """
 
     def __init__(
         self, d_model: int, n_head: int, d_ff: int, *, cross_attention: bool = True, **options

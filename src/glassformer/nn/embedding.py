@@ -34,7 +34,18 @@ class TokenEmbedding(nn.Module):
     each position's hidden state then points along its own input token's row, and the logit
     of that token starts near 0.9 · √D (9.9 at D = 128), so the untrained model predicts its
     input (a first loss of 9.8 nats on 31 tokens, ln 31 = 3.4) and small tasks stall. A tied
-    embedding is drawn with the default std, and training grows it (``init_std``)."""
+    embedding is drawn with the default std, and training grows it (``init_std``).
+
+    Args:
+        vocab_size: the number of tokens, the notes' N_V: the rows of W_e (its columns in the
+            notes, which embed a token as a column vector).
+        d_model: the embedding width C (the notes' D).
+        scale: multiply the embeddings by √D (Vaswani et al.).
+
+    Raises:
+        ValueError: a size that is not a positive int; in ``forward``, an id outside
+            [0, vocab_size) or ids that are not integers.
+    """
 
     def __init__(self, vocab_size: int, d_model: int, *, scale: bool = False) -> None:
         super().__init__()
@@ -85,7 +96,19 @@ def _explain(ids: Tensor, vocab_size: int, err: Exception) -> None:
 
 
 class Unembedding(nn.Module):
-    """h (B, T, C) -> logits (B, T, V) = h W_uᵀ (+ b); ``tie_to`` shares W_u with an embedding."""
+    """h (B, T, C) -> logits (B, T, V) = h W_uᵀ (+ b); ``tie_to`` shares W_u with an embedding.
+
+    The matrix is ``proj.weight`` (V, C), TransformerLens's W_U transposed.
+
+    Args:
+        d_model: the width C of the hidden states.
+        vocab_size: the number of logits V.
+        bias: a bias b on the logits.
+        tie_to: a `TokenEmbedding` whose W_e becomes W_u (W_u = W_e, one parameter).
+
+    Raises:
+        ValueError: a size that is not a positive int, or ``tie_to`` of another shape.
+    """
 
     def __init__(
         self,

@@ -18,6 +18,7 @@ from .hooks import HookPoint
 __all__ = ["ACTIVATIONS", "FeedForward", "activation_fn"]
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu")
+"""The activations a `FeedForward` takes (ModelConfig.activation)."""
 
 
 def gelu_tanh(h: Tensor) -> Tensor:
@@ -50,7 +51,20 @@ class FeedForward(nn.Module):
 
     Hook points (TransformerLens's names): ``hook_pre`` (B, T, d_ff) the hidden layer before
     the activation, W_1 x + b_1 (for swiglu the gate's, with ``hook_pre_linear`` the up
-    projection's); ``hook_post`` (B, T, d_ff) after it, a(W_1 x + b_1)."""
+    projection's); ``hook_post`` (B, T, d_ff) after it, a(W_1 x + b_1).
+
+    Args:
+        d_model: the width C of the input and output.
+        d_ff: the width of the hidden layer (``fc1``'s output; swiglu's gate and up
+            projections have d_ff each).
+        activation: a: "relu", "gelu", "gelu_tanh" (GPT-2's) or "swiglu".
+        bias: biases b_1, b_2 on ``fc1`` and ``fc2``.
+        dropout: the rate on the hidden layer, in [0, 1).
+
+    Raises:
+        ValueError: an unknown activation, a size not a positive int, a dropout outside
+            [0, 1).
+    """
 
     def __init__(
         self,

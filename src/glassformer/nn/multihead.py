@@ -73,15 +73,25 @@ def attend(
     hooks: MultiHeadAttention | None = None,
     need_weights: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
-    """(z (B, H, T, D_v), A (B, H, T, S) if need_weights else None): Eq. (1).
+    """Eq. (1) on every head, by the kernel that fits (the module docstring lists them).
 
-    q (B, H, T, D), k and v (B, H_kv, S, ·). mask: bool (True = may attend) or additive
-    float, broadcastable to (B, H, T, S). causal: the causal mask too (bottom-right aligned for
-    T < S). graph: attend only along its edges; the keys are at positions ``key_start``.. (a
-    rolling KV cache keeps the latest), the queries at ``query_start``.. (default: the last T
-    of the keys). hooks: the module whose hook points (hook_mask, hook_attn_scores,
-    hook_pattern) the written-out path runs through; it runs when one of them is read or when
-    need_weights is True.
+    Args:
+        q: (B, H, T, D) queries.
+        k: (B, H_kv, S, D) keys; H_kv divides H.
+        v: (B, H_kv, S, D_v) values.
+        mask: bool (True = may attend) or additive float, broadcastable to (B, H, T, S).
+        dropout_p: dropout on the attention weights (0.0 in eval mode).
+        causal: the causal mask too (bottom-right aligned for T < S).
+        graph: attend only along its edges.
+        key_start: the position of the first key (a rolling KV cache keeps the latest).
+        query_start: the position of the first query (default: the last T of the keys).
+        hooks: the module whose hook points (hook_mask, hook_attn_scores, hook_pattern) the
+            written-out path runs through; it runs when one of them is read or when
+            need_weights is True.
+        need_weights: return the weights A as well.
+
+    Returns:
+        (z (B, H, T, D_v), A (B, H, T, S) if need_weights else None).
     """
     t, s = q.shape[2], k.shape[2]
     if mask is not None:
@@ -145,6 +155,28 @@ class MultiHeadAttention(nn.Module):
     xᵀ Uᵀ U x′) or "dot" (no parameters: xᵀ x′), "Formal Algorithms for Transformers",
     "Self-Attention across the sequence"; the last two give symmetric scores and need
     ``n_kv_head`` = ``n_head``.
+
+    Args:
+        d_model: the model width C (the notes' D); the head size is d_model / n_head.
+        n_head: the number of query heads H; it must divide d_model.
+        n_kv_head: key/value heads (grouped-query attention); it must divide n_head.
+            None: n_head.
+        bias: biases on the projections ``in_proj`` and ``out_proj``.
+        dropout: dropout rate on the attention weights A (training only).
+        attention_scores: "separate", "shared" or "dot" (above).
+
+    Raises:
+        ValueError: a size that is not a positive int, d_model not divisible by n_head,
+            n_head not divisible by n_kv_head, a dropout outside [0, 1), an unknown
+            ``attention_scores``.
+
+    Examples:
+        >>> import torch
+        >>> from glassformer.nn import MultiHeadAttention
+        >>> attn = MultiHeadAttention(d_model=16, n_head=4)
+        >>> y, weights = attn(torch.randn(2, 5, 16), causal=True, need_weights=True)
+        >>> y.shape, weights.shape
+        (torch.Size([2, 5, 16]), torch.Size([2, 4, 5, 5]))
     """
 
     def __init__(
@@ -201,17 +233,27 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """Attend from x (B, T, C) to z (B, S, C), or to x itself when z is None.
 
-        mask: bool (True = may attend) or additive float, broadcastable to (B, H, T, S);
-            or an AttentionGraph (the same as ``graph=mask``).
-        causal: apply the causal mask (self-attention; bottom-right aligned with a cache).
-        graph: attend only along the edges of this glassformer.graphs graph (Transformers as
-            GNNs), on top of ``mask``; the cost follows the edges (nn/graph_attention.py).
-        query_start: the position of the first query on the graph (cross-attention: the
-            target position; self-attention: the last T of the keys, the default).
-        rope: (cos, sin) tables for the T new positions; rotates q and k (self-attention only).
-        cache: self-attention appends the new keys/values and attends to all cached ones;
-            cross-attention computes the source's keys/values on the first call and reuses them.
-        Returns (y (B, T, C), weights A (B, H, T, S) if need_weights else None).
+        Args:
+            x: (B, T, C) the queries' sequence X.
+            z: (B, S, C) the keys' and values' sequence Z (cross-attention, Eq. 5); None:
+                self-attention (Eq. 4), Z = X.
+            mask: bool (True = may attend) or additive float, broadcastable to (B, H, T, S);
+                or an AttentionGraph (the same as ``graph=mask``).
+            causal: apply the causal mask (self-attention; bottom-right aligned with a cache).
+            graph: attend only along the edges of this glassformer.graphs graph (Transformers
+                as GNNs), on top of ``mask``; the cost follows the edges
+                (nn/graph_attention.py).
+            query_start: the position of the first query on the graph (cross-attention: the
+                target position; self-attention: the last T of the keys, the default).
+            rope: (cos, sin) tables for the T new positions; rotates q and k (self-attention
+                only).
+            cache: self-attention appends the new keys/values and attends to all cached ones;
+                cross-attention computes the source's keys/values on the first call and
+                reuses them.
+            need_weights: also return the attention weights A (runs the written-out path).
+
+        Returns:
+            (y (B, T, C), weights A (B, H, T, S) if need_weights else None).
         """
         if isinstance(mask, AttentionGraph):
             mask, graph = None, (mask if graph is None else graph & mask)

@@ -27,10 +27,20 @@ from .hooks import HookPoint
 __all__ = ["NORM_KINDS", "BatchNorm", "LayerNorm", "RMSNorm", "make_norm"]
 
 NORM_KINDS = ("layer", "rms", "batch")
+"""The norms `make_norm` builds (ModelConfig.norm)."""
 
 
 class LayerNorm(nn.Module):
-    """y = γ ⊙ (x - μ) / √(σ² + ε) + β over the last dimension (β optional)."""
+    """y = γ ⊙ (x - μ) / √(σ² + ε) + β over the last dimension (β optional).
+
+    Args:
+        d_model: the width C normalised over (γ and β have C entries).
+        eps: ε, added to the variance under the square root; > 0.
+        bias: learn β (False: none, as in models without biases).
+
+    Raises:
+        ValueError: ``d_model`` not a positive int, or ``eps`` not positive.
+    """
 
     def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True) -> None:
         super().__init__()
@@ -45,7 +55,15 @@ class LayerNorm(nn.Module):
 
 
 class RMSNorm(nn.Module):
-    """y = γ ⊙ x / √(mean(x²) + ε) over the last dimension."""
+    """y = γ ⊙ x / √(mean(x²) + ε) over the last dimension.
+
+    Args:
+        d_model: the width C normalised over (γ has C entries).
+        eps: ε, added to the mean square under the square root; > 0.
+
+    Raises:
+        ValueError: ``d_model`` not a positive int, or ``eps`` not positive.
+    """
 
     def __init__(self, d_model: int, eps: float = 1e-5) -> None:
         super().__init__()
@@ -63,6 +81,15 @@ class BatchNorm(nn.Module):
     Training: y = γ (x - μ_B)/√(σ²_B + ε) + β with μ_B, σ²_B (biased) over real tokens, and
     running_mean/var ← (1 - momentum)·running + momentum·batch (unbiased variance), as in
     torch.nn.BatchNorm1d. Eval: the running statistics replace μ_B, σ²_B.
+
+    Args:
+        d_model: the number of features C (γ, β and the running statistics have C entries).
+        eps: ε, added to the variance under the square root; > 0.
+        momentum: the weight of a batch in the running statistics, in [0, 1].
+
+    Raises:
+        ValueError: ``d_model`` not a positive int, ``eps`` not positive, or ``momentum``
+            outside [0, 1].
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5, momentum: float = 0.1) -> None:
@@ -102,7 +129,20 @@ def _checked(who: str, d_model: object, eps: object) -> tuple[int, float]:
 
 
 def make_norm(kind: str, d_model: int, eps: float = 1e-5, bias: bool = True) -> nn.Module:
-    """Build the norm named ``kind`` (one of NORM_KINDS)."""
+    """Build the norm named ``kind``.
+
+    Args:
+        kind: "layer" (`LayerNorm`), "rms" (`RMSNorm`) or "batch" (`BatchNorm`).
+        d_model: the width normalised over.
+        eps: ε of the norm.
+        bias: LayerNorm's β (the other two ignore it: RMSNorm has none, BatchNorm always one).
+
+    Returns:
+        The norm module.
+
+    Raises:
+        ValueError: ``kind`` is not one of NORM_KINDS.
+    """
     if kind == "layer":
         return LayerNorm(d_model, eps, bias)
     if kind == "rms":

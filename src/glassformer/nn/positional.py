@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 POSITIONAL_KINDS = ("sinusoidal", "learned", "rotary", "none")
+"""The encodings `make_positional_encoding` builds (ModelConfig.positional)."""
 
 
 class PositionalEncoding(nn.Module):
@@ -101,7 +102,18 @@ class NoPositionalEncoding(PositionalEncoding):
 class SinusoidalPositionalEncoding(PositionalEncoding):
     """x̃_n = x_n + r_n, r_n the sinusoid of ``sinusoid_table`` in ``layout``: "interleaved"
     (sin(n / L^{i/D}) at even i, cos(n / L^{(i-1)/D}) at odd i) or "split" (the notes' sin
-    half, then cos half)."""
+    half, then cos half).
+
+    Args:
+        d_model: the width D of the vectors r_n.
+        max_len: the number of positions tabulated (0..max_len-1), the notes' ℓ_max.
+        base: L in the wavelengths, 10000 in Vaswani et al.
+        layout: "interleaved" or "split".
+
+    Raises:
+        ValueError: a size that is not a positive int, a base that is not positive, an
+            unknown layout.
+    """
 
     def __init__(
         self, d_model: int, max_len: int, base: float = 10000.0, layout: str = "interleaved"
@@ -131,7 +143,15 @@ class SinusoidalPositionalEncoding(PositionalEncoding):
 
 
 class LearnedPositionalEncoding(PositionalEncoding):
-    """x̃_n = x_n + W_p[:, n], W_p a trained (max_len, d_model) matrix."""
+    """x̃_n = x_n + W_p[:, n], W_p a trained (max_len, d_model) matrix.
+
+    Args:
+        d_model: the width D of the vectors.
+        max_len: the number of positions, the notes' ℓ_max: the rows of ``weight``.
+
+    Raises:
+        ValueError: a size that is not a positive int.
+    """
 
     def __init__(self, d_model: int, max_len: int) -> None:
         super().__init__()
@@ -154,7 +174,17 @@ class RotaryEmbedding(PositionalEncoding):
     The angles of positions 0..max_len-1 are a table; a model that may run past max_len (a
     decoder whose every layer attends a bounded window, glassformer.models.DecoderLM) passes
     ``length`` > max_len and gets the angles of every position computed by the same formula,
-    equal to the table's below max_len."""
+    equal to the table's below max_len.
+
+    Args:
+        head_dim: the head size D of the rotated vectors; even.
+        max_len: the number of positions tabulated.
+        base: L in θ_j = L^{-2j/D}.
+
+    Raises:
+        ValueError: a size that is not a positive int, an odd ``head_dim``, a base that is
+            not positive.
+    """
 
     def __init__(self, head_dim: int, max_len: int, base: float = 10000.0) -> None:
         super().__init__()
@@ -213,9 +243,24 @@ def make_positional_encoding(
     base: float = 10000.0,
     layout: str = "interleaved",
 ) -> PositionalEncoding:
-    """Build the encoding named ``kind`` (one of POSITIONAL_KINDS); ``layout`` (one of
-    POSITIONAL_LAYOUTS) places the sinusoid's features, and only "interleaved" is allowed
-    for the other kinds."""
+    """Build the encoding named ``kind``.
+
+    Args:
+        kind: "sinusoidal", "learned", "rotary" or "none" (POSITIONAL_KINDS).
+        d_model: the model width; a rotary encoding rotates heads of d_model / n_head.
+        max_len: the number of positions.
+        n_head: the number of heads (rotary only); it must divide d_model.
+        base: the sinusoid's and the rotary angles' base L.
+        layout: where the sinusoid's features go (POSITIONAL_LAYOUTS); only "interleaved"
+            for the other kinds.
+
+    Returns:
+        The encoding, a `PositionalEncoding`.
+
+    Raises:
+        ValueError: an unknown kind, a layout given to a kind other than sinusoidal, sizes
+            that are not positive ints or do not divide.
+    """
     max_len = positive_int("make_positional_encoding", "max_len", max_len)
     if kind != "sinusoidal" and layout != "interleaved":
         raise ValueError(

@@ -24,7 +24,8 @@ from torch import Tensor
 
 __all__ = ["POSITIONAL_LAYOUTS", "SINUSOID_FORMULAS", "shift_matrix", "sinusoid_table"]
 
-POSITIONAL_LAYOUTS = ("interleaved", "split")  # where the sin and cos of a frequency sit
+POSITIONAL_LAYOUTS = ("interleaved", "split")
+"""Where the sin and cos of a frequency sit in the sinusoid (ModelConfig.positional_layout)."""
 
 SINUSOID_FORMULAS = {
     "interleaved": "r_n^(i) = sin(n / L^(i/D)) (i even), cos(n / L^((i-1)/D)) (i odd)",

@@ -137,7 +137,18 @@ def new_decoder_cache(
 class Encoder(_Stack):
     """``n_layer`` EncoderBlocks (same options) and a final norm (default: when norm_first).
 
-    ``graphs``: the attention graph of every layer, or one per layer (None: every key)."""
+    Parts: ``blocks`` (a ModuleList of `EncoderBlock`), ``ln_final`` (None without a final
+    norm).
+
+    Args:
+        n_layer: the number of blocks, the notes' M.
+        d_model: the width C of the stream.
+        n_head: attention heads H.
+        d_ff: the feed-forward's hidden width.
+        final_norm: a norm after the last block (None: when ``norm_first``).
+        graphs: the attention graph of every layer, or one per layer (None: every key).
+        **block_options: the blocks' keyword options (`EncoderBlock`).
+    """
 
     def __init__(
         self,
@@ -174,8 +185,21 @@ class Encoder(_Stack):
 class Decoder(_Stack):
     """``n_layer`` DecoderBlocks (with cross-attention unless ``cross_attention=False``).
 
-    ``graphs`` / ``cross_graphs``: the self- / cross-attention graph of every layer, or one per
-    layer (None: every key; self-attention is causal on top)."""
+    Parts: ``blocks`` (a ModuleList of `DecoderBlock`), ``ln_final`` (None without a final
+    norm).
+
+    Args:
+        n_layer: the number of blocks, the notes' M.
+        d_model: the width C of the stream.
+        n_head: attention heads H.
+        d_ff: the feed-forward's hidden width.
+        cross_attention: the blocks attend to a memory Z (an encoder-decoder's decoder).
+        final_norm: a norm after the last block (None: when ``norm_first``).
+        graphs: the self-attention graph of every layer, or one per layer (None: every key;
+            self-attention is causal on top).
+        cross_graphs: the cross-attention graph of every layer, or one per layer.
+        **block_options: the blocks' keyword options (`DecoderBlock`).
+    """
 
     def __init__(
         self,

@@ -49,7 +49,26 @@ __all__ = ["Run"]
 
 
 class Run:
-    """A run's plan, and once loaded and built its data, tokenizer, model and Trainer."""
+    """A run's plan, and once loaded and built its data, tokenizer, model and Trainer.
+
+    Make one with `Run.plan` (a new run) or `Run.resume` (a kept run), then ``train()``; the
+    run folder is what ``glassformer train`` writes (run.json, checkpoints, metrics.jsonl).
+
+    Args:
+        plan: the checked plan of the run.
+        model_config: the model's configuration (a resumed run's own).
+        checkpoint: the checkpoint a resumed run continues from.
+        resumed: the run continues a kept one.
+        data_changed_ok: a resumed run may read data other than those it was trained on.
+
+    Examples:
+        ```python
+        run = Run.plan(data="shakespeare", out="runs/py", steps=200)
+        metrics = run.train()
+        run = Run.resume("runs/py", steps=400)
+        run.train()
+        ```
+    """
 
     def __init__(
         self,
@@ -60,7 +79,7 @@ class Run:
         resumed: bool = False,
         data_changed_ok: bool = False,
     ) -> None:
-        """Use ``Run.plan`` or ``Run.resume``, which check the plan and the folder first."""
+        """Use `Run.plan` or `Run.resume`, which check the plan and the folder first."""
         self.plan, self.model_config, self.checkpoint = plan, model_config, checkpoint
         self.resumed, self.data_changed_ok = resumed, data_changed_ok
         self.train_data = self.val_data = self.tokenizer = self.architecture = None
@@ -80,12 +99,24 @@ class Run:
         out: str | Path | None = None,
         **options: Any,
     ) -> Run:
-        """A new run: the settings layered as the command line layers them (``config``, a
-        built-in config name or a TOML file; then ``settings``, tables such as
-        ``{"model": {"n_layer": 2}}``; then ``options``: task, data, val_data, tokenizer,
-        vocab_size, model (a preset), init_from (a pre-trained model's folder, instead of
-        model and tokenizer: runs/pretrained.py), steps, seed, device, strategy).
-        ``RunError`` when a setting is wrong or ``out`` already holds a run."""
+        """A new run: the settings layered as the command line layers them.
+
+        Args:
+            config: a built-in config name or a TOML file, the bottom layer.
+            settings: tables over it, such as ``{"model": {"n_layer": 2}}``.
+            out: the run folder (None: runs/<data>[-<task>]-<tokenizer>).
+            **options: the top layer, as ``glassformer train``'s options: task, data,
+                val_data, tokenizer, vocab_size, model (a preset), init_from (a pre-trained
+                model's folder, instead of model and tokenizer), steps, seed, device,
+                strategy.
+
+        Returns:
+            The run, planned: nothing is loaded or written before ``train()``.
+
+        Raises:
+            RunError: a setting is wrong (naming it and what is allowed), or ``out`` already
+                holds a run.
+        """
         unknown = sorted(set(options) - set(RUN_OPTIONS) - set(TRAIN_OPTIONS))
         if unknown:
             raise RunError(
@@ -120,9 +151,19 @@ class Run:
         settings: Settings | None = None,
         data_changed_ok: bool = False,
     ) -> Run:
-        """The run kept in ``out``, to continue from its newest checkpoint; ``steps`` extends
-        it. ``settings`` given must not change the run (only its [sample] may); the data must
-        be those it was trained on unless ``data_changed_ok``."""
+        """The run kept in ``out``, to continue from its newest checkpoint.
+
+        Args:
+            out: the run folder.
+            steps: the total steps to reach (more than the run's extends it).
+            device: where to continue ("auto", "cpu", "cuda", "mps").
+            strategy: "ddp" or "fsdp" under torchrun.
+            settings: tables that must not change the run (only its [sample] may).
+            data_changed_ok: continue on data other than those it was trained on.
+
+        Raises:
+            RunError: ``out`` holds no run or no checkpoint, or the settings change it.
+        """
         if settings is not None:
             _check_tables(settings)
         return cls.resume_with(
@@ -154,8 +195,18 @@ class Run:
 
     # Training ------------------------------------------------------------------------------
     def train(self, progress: bool | str = False) -> dict[str, Any]:
-        """Load, build and fit; the final metrics (step, loss, lr, and val_* when the run
-        validates). ``progress`` as Trainer takes it (False, "lines" or "bar")."""
+        """Load, build and fit.
+
+        Args:
+            progress: as `Trainer` takes it (False, "lines" or "bar").
+
+        Returns:
+            The final metrics: step, loss, lr, and val_* when the run validates.
+
+        Raises:
+            RunError: the run has already reached its steps, or what it loads is wrong.
+            RunInterrupted: Ctrl-C or SIGTERM ended the run, after saving.
+        """
         if self.done:
             raise RunError(
                 f"{self.plan.out} has already reached step {self.step}; resume it with more "

@@ -25,43 +25,78 @@ MOMENTUM = {"sgd": 0.9, "rmsprop": 0.0}  # the momentum of each when train.momen
 class TrainConfig:
     """Defaults train the built-in character-level Shakespeare GPT on a CPU."""
 
-    task: str = "lm"  # lm | mlm | seq2seq | classify: one of glassformer/tasks.py
-    steps: int = 2000  # optimizer steps
-    batch_size: int = 16  # examples per micro-batch
-    grad_accum: int = 1  # micro-batches per optimizer step
-    context: int | None = None  # lm, mlm: tokens per training window (None: model.max_len)
-    lr: float = 2e-3  # peak learning rate
-    min_lr: float | None = None  # end of the cosine decay (None: lr / 10)
-    warmup: int = 100  # linear warmup steps
-    weight_decay: float = 0.1  # on weight matrices only (adamw: decoupled; others: L2)
-    optimizer: str = "adamw"  # the update rule: torch.optim's AdamW, Adam, SGD or RMSprop
-    beta1: float = 0.9  # adamw, adam: decay of the gradients' mean
-    beta2: float = 0.99  # adamw, adam: decay of the squared gradients' mean
-    eps: float = 1e-8  # adamw, adam, rmsprop: added to the root of the squared mean
-    momentum: float | None = None  # sgd, rmsprop (None: sgd 0.9, rmsprop 0)
-    nesterov: bool = False  # sgd: Nesterov momentum
-    alpha: float = 0.99  # rmsprop: smoothing constant of the squared gradients
-    grad_clip: float = 1.0  # max global gradient norm (0: no clipping)
-    eval_every: int = 250  # steps between evaluations (0: only at the end)
-    eval_batches: int = 20  # validation batches per evaluation
-    eval_generate: int = 200  # seq2seq: validation examples decoded greedily for exact match
-    save_every: int = 500  # steps between checkpoints (0: only at the end)
-    keep_last: int = 2  # periodic checkpoints kept (the best one is kept as well)
+    task: str = "lm"
+    """lm | mlm | seq2seq | classify: one of glassformer/tasks.py."""
+    steps: int = 2000
+    """Optimizer steps."""
+    batch_size: int = 16
+    """Examples per micro-batch."""
+    grad_accum: int = 1
+    """Micro-batches per optimizer step."""
+    context: int | None = None
+    """lm, mlm: tokens per training window (None: model.max_len)."""
+    lr: float = 2e-3
+    """Peak learning rate, reached after the warmup."""
+    min_lr: float | None = None
+    """End of the cosine decay (None: lr / 10)."""
+    warmup: int = 100
+    """Linear warmup steps."""
+    weight_decay: float = 0.1
+    """On weight matrices only (adamw: decoupled; others: L2)."""
+    optimizer: str = "adamw"
+    """The update rule: torch.optim's AdamW, Adam, SGD or RMSprop."""
+    beta1: float = 0.9
+    """adamw, adam: decay of the gradients' mean (β₁)."""
+    beta2: float = 0.99
+    """adamw, adam: decay of the squared gradients' mean (β₂)."""
+    eps: float = 1e-8
+    """adamw, adam, rmsprop: added to the root of the squared mean (ε)."""
+    momentum: float | None = None
+    """sgd, rmsprop (None: sgd 0.9, rmsprop 0)."""
+    nesterov: bool = False
+    """sgd: Nesterov momentum."""
+    alpha: float = 0.99
+    """rmsprop: smoothing constant of the squared gradients."""
+    grad_clip: float = 1.0
+    """Max global gradient norm (0: no clipping)."""
+    eval_every: int = 250
+    """Steps between evaluations (0: only at the end)."""
+    eval_batches: int = 20
+    """Validation batches per evaluation."""
+    eval_generate: int = 200
+    """seq2seq: validation examples decoded greedily for exact match."""
+    save_every: int = 500
+    """Steps between checkpoints (0: only at the end)."""
+    keep_last: int = 2
+    """Periodic checkpoints kept (the best one is kept as well)."""
     seed: int = 1337
-    bf16: bool = False  # bfloat16 autocast for the forward pass
+    """Seeds the initial weights, the batches and dropout."""
+    bf16: bool = False
+    """bfloat16 autocast for the forward pass."""
     device: str = "auto"
-    compile: bool = False  # torch.compile the model
-    checkpointing: bool = False  # activation checkpointing: recompute blocks in backward
-    reuse_memory: bool = True  # CPU: malloc keeps freed memory for the next step (memory.py)
-    log_every: int = 10  # steps between metric lines
+    """auto (cuda, then mps, then cpu), cpu, cuda or mps."""
+    compile: bool = False
+    """torch.compile the model."""
+    checkpointing: bool = False
+    """Activation checkpointing: recompute blocks in backward."""
+    reuse_memory: bool = True
+    """CPU: malloc keeps freed memory for the next step (memory.py)."""
+    log_every: int = 10
+    """Steps between metric lines."""
     mlm_probability: float = 0.15
-    strategy: str = "ddp"  # under torchrun: "ddp" (replicate) or "fsdp" (shard)
-    # what trains (glassformer/finetune/): parts frozen, and LoRA adapters
-    freeze: list[str] = field(default_factory=list)  # parts kept fixed: embed, blocks.0-3, ...
-    lora_rank: int = 0  # LoRA's rank r on lora_targets (0: no LoRA, every part trains)
-    lora_alpha: float = 16.0  # LoRA's update is scaled by lora_alpha / lora_rank
-    lora_targets: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))  # ends of paths
-    lora_dropout: float = 0.0  # dropout on the input of LoRA's A
+    """mlm: the fraction of tokens chosen for prediction (BERT's 15%)."""
+    strategy: str = "ddp"
+    """Under torchrun: "ddp" (replicate) or "fsdp" (shard)."""
+    freeze: list[str] = field(default_factory=list)
+    """Parts kept fixed: embed, blocks.0-3, ... (glassformer.finetune)."""
+    lora_rank: int = 0
+    """LoRA's rank r on lora_targets (0: no LoRA, every part trains)."""
+    lora_alpha: float = 16.0
+    """LoRA's update is scaled by lora_alpha / lora_rank."""
+    lora_targets: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))
+    """Ends of paths: the Linear layers that get LoRA adapters."""
+    lora_dropout: float = 0.0
+    """Dropout on the input of LoRA's A."""
 
     # The allowed values, checked in __post_init__ (and min_lr <= lr).
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {

@@ -56,7 +56,30 @@ __all__ = ["Trainer", "TrainingError"]
 
 
 class Trainer:
-    """Train ``model`` on ``train`` (a TextDataset) for ``config.task``."""
+    """Train ``model`` on ``train`` (a TextDataset) for ``config.task``.
+
+    ``fit()`` runs the loop (the module docstring describes a step); ``train_step()``,
+    ``evaluate()``, ``save()`` and ``resume()`` are its parts. The model moves to the device
+    ``config.device`` names; what trains (``config.freeze``, LoRA) is set here, before the
+    optimizer is built.
+
+    Args:
+        model: the model to train; its family must suit the task (lm: decoder, mlm and
+            classify: encoder (classify also a DecoderClassifier), seq2seq: encoder-decoder).
+        tokenizer: the tokenizer of the data, attached to the model and saved with it.
+        train: the training examples.
+        validation: the validation examples, or None (no evaluation).
+        config: the training settings (`TrainConfig`).
+        run_dir: the folder for checkpoints and ``metrics.jsonl``; None: nothing is written.
+        progress: True (or "bar") a progress bar, "lines" one line every ``log_every``
+            steps and per evaluation (for a log file), False (or "none") nothing.
+        on_log: called with every metrics record (also written to ``run_dir/metrics.jsonl``),
+            e.g. to forward it to TensorBoard.
+
+    Raises:
+        ValueError: a model of a family the task cannot train, a device that is not
+            available, a batch that does not split over the processes of ``torchrun``.
+    """
 
     def __init__(
         self,
@@ -70,10 +93,6 @@ class Trainer:
         progress: bool | str = True,
         on_log: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
-        """``progress``: True (or "bar") a progress bar, "lines" one line every ``log_every``
-        steps and per evaluation (for a log file), False (or "none") nothing; see progress.py.
-        ``on_log(record)`` is called with every metrics record (also written to
-        ``run_dir/metrics.jsonl``), e.g. to forward it to TensorBoard."""
         families = get_task(config.task).families
         if model.family not in families:
             raise ValueError(
