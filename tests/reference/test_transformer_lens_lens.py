@@ -1,6 +1,6 @@
-"""The logit lens with targets and full logits, and each norm option of accumulated_resid,
-against TransformerLens 4 on the random GPT-2 of test_transformer_lens (raw weights: no
-LayerNorm folding, no centering), loaded offline by both."""
+"""The logit lens with targets and full logits, each norm option of accumulated_resid, and
+the OV and QK matrices with the norm's gain folded in, against TransformerLens 4 on the random
+GPT-2 of test_transformer_lens (loaded offline by both; raw weights unless said otherwise)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from glassformer.circuits import accumulated_resid, logit_lens
+from glassformer.circuits import accumulated_resid, logit_lens, ov_matrix, qk_matrix
 
 from . import test_transformer_lens as ref
 
@@ -67,3 +67,33 @@ def test_each_norm_option_against_transformer_lens(models, runs):
     assert gap > 0.5  # frozen is not TransformerLens's apply_ln=True
     lens = logit_lens(cache, norm="frozen", return_type="logits").values
     assert (lens - tl_cache.logit_lens(positions=None).values).abs().amax() > 0.5
+
+
+@pytest.fixture(scope="module")
+def folded(folder):
+    """TransformerLens with ln1's gain folded into W_Q, W_K, W_V and nothing else changed
+    (writing weights and the unembedding not centred, value biases kept)."""
+    return ref._bridge(
+        folder,
+        fold_ln=True,
+        center_writing_weights=False,
+        center_unembed=False,
+        fold_value_biases=False,
+    )
+
+
+def test_ov_and_qk_with_fold_ln_equal_transformer_lens_folded(models, folded):
+    """Without fold_ln, glassformer's S and Y equal TransformerLens's model.OV / model.QK of
+    the unprocessed model (test_transformer_lens), not of a folded one; with fold_ln=True
+    they equal the folded model's, all layers at once and head by head."""
+    model, _ = models
+    d = ref.D
+    assert_close(ov_matrix(model, None, fold_ln=True).full(), folded.OV.AB, **TOL)
+    assert_close(qk_matrix(model, None, fold_ln=True).full() * d**0.5, folded.QK.AB, **TOL)
+    assert (ov_matrix(model, None).full() - folded.OV.AB).abs().amax() > 0.1
+    for layer in range(L):
+        assert_close(ov_matrix(model, layer, 1, fold_ln=True).full(), folded.OV[layer, 1].AB, **TOL)
+        assert_close(
+            qk_matrix(model, layer, fold_ln=True).full() * d**0.5, folded.QK[layer].AB, **TOL
+        )
+    assert_close(ov_matrix(model, None, 2, fold_ln=True).full(), folded.OV[:, 2].AB, **TOL)
