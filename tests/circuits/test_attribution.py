@@ -293,8 +293,11 @@ def test_the_lens_refuses_bad_targets_and_return_types():
         logit_lens(cache, targets="m")
     with pytest.raises(ValueError, match=r"token 29; allowed: an id in 0\.\.28"):
         logit_lens(cache, targets=(1, 29))
-    with pytest.raises(ValueError, match="a tuple is a pair"):
+    with pytest.raises(ValueError, match=r"targets=\(1, 2, 3\); a tuple is a pair"):
         logit_lens(cache, targets=(1, 2, 3))
+    with pytest.raises(ValueError, match="targets has 2 entries for 3 batch rows"):
+        logit_lens(cache, targets=[1, 2])
+    assert logit_lens(cache, return_type="logits", k=0).values.shape == (L + 1, 3, 7, V)
     with pytest.raises(ValueError, match="LogitLens.table: the lens read 'logits'"):
         logit_lens(cache, targets=1).table()
 

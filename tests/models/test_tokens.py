@@ -68,6 +68,7 @@ def test_to_str_tokens_and_to_single_token():
         (lambda m: m.to_tokens(["a", 3]), TypeError, "input is list"),
         (lambda m: m.to_tokens([]), ValueError, "input is an empty list"),
         (lambda m: m.to_tokens("to", padding_side="up"), ValueError, "padding_side='up'"),
+        (lambda m: m.to_tokens("to", "yes"), TypeError, "prepend_bos='yes'; allowed True"),
         (lambda m: m.to_tokens(["t", TEXT]), ValueError, "text 1 is 19 tokens; .* max_len=16"),
         (lambda m: m.to_str_tokens(torch.zeros(3)), ValueError, "dtype torch.float32"),
         (lambda m: m.to_str_tokens(2.5), TypeError, "input is float"),

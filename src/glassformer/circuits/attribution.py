@@ -213,21 +213,24 @@ def _pool_weights(pooling: str, attention_mask, b: int, t: int, like: Tensor) ->
     return real / real.sum(1, keepdim=True).clamp(min=1.0)
 
 
-def _token_pair(tokens, tokenizer, b: int, vocab: int, what: str) -> tuple[Tensor, Tensor | None]:
-    """(ids (B,), other ids (B,) or None) from ``tokens`` or ``(tokens, other)``."""
+def _token_pair(
+    tokens, tokenizer, b: int, vocab: int, what: str, arg: str = "tokens"
+) -> tuple[Tensor, Tensor | None]:
+    """(ids (B,), other ids (B,) or None) from ``tokens`` or ``(tokens, other)``; ``arg``:
+    the argument's name in messages."""
     if isinstance(tokens, tuple):
         if len(tokens) != 2:
             raise ValueError(
-                f"{what}: tokens={tokens!r}; a tuple is a pair (token, other) for a logit "
+                f"{what}: {arg}={tokens!r}; a tuple is a pair (token, other) for a logit "
                 "difference (a list gives one token per batch row)"
             )
-        return _ids(tokens[0], tokenizer, b, vocab, what), _ids(
-            tokens[1], tokenizer, b, vocab, what
+        return _ids(tokens[0], tokenizer, b, vocab, what, arg), _ids(
+            tokens[1], tokenizer, b, vocab, what, arg
         )
-    return _ids(tokens, tokenizer, b, vocab, what), None
+    return _ids(tokens, tokenizer, b, vocab, what, arg), None
 
 
-def _ids(tokens, tokenizer, b: int, vocab: int, what: str) -> Tensor:
+def _ids(tokens, tokenizer, b: int, vocab: int, what: str, arg: str = "tokens") -> Tensor:
     """One token, or one per batch row, as ids (B,)."""
     many = isinstance(tokens, list | Tensor)
     items = (
@@ -237,7 +240,7 @@ def _ids(tokens, tokenizer, b: int, vocab: int, what: str) -> Tensor:
     )
     if many and len(items) != b:
         raise ValueError(
-            f"{what}: tokens has {len(items)} entries for {b} batch rows; give one or {b}"
+            f"{what}: {arg} has {len(items)} entries for {b} batch rows; give one or {b}"
         )
     ids = [_id(item, tokenizer, vocab, what) for item in items]
     return torch.tensor(ids, dtype=torch.long).expand(b)

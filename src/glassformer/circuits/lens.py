@@ -127,7 +127,9 @@ def logit_lens(
             f"{what}: return_type='top_k' reads the k most likely tokens, not targets; with "
             "targets= choose 'logits', 'log_probs' or 'probs'"
         )
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= vocab:
+    if return_type == "top_k" and (
+        isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= vocab
+    ):
         raise ValueError(f"{what}: k={k!r}; allowed: 1..{vocab}")
     stack = "encoder" if isinstance(model, EncoderModel) else "decoder"
     streams = accumulated_resid(cache, stack=stack, norm=norm)  # (L + 1, B, T, C)
@@ -142,7 +144,8 @@ def logit_lens(
     tok = getattr(model, "tokenizer", None)
     pair = None
     if targets is not None:
-        pair = _token_pair(targets, tok if tokenizer is None else tokenizer, b, vocab, what)
+        chosen = tok if tokenizer is None else tokenizer
+        pair = _token_pair(targets, chosen, b, vocab, what, "targets")
     with torch.no_grad():
         logits = model.lm_logits(x).float()  # (L + 1, B, [T,] V)
     if return_type == "top_k":

@@ -106,7 +106,9 @@ class TokenMethods:
             raise ValueError(f"{what}: padding_side={padding_side!r}; allowed {PADDING_SIDES}")
         if prepend_bos is None:
             prepend_bos = self.default_prepend_bos
-        rows = [tok.encode(t, add_bos=bool(prepend_bos), allowed_special=True) for t in texts]
+        if not isinstance(prepend_bos, bool):
+            raise TypeError(f"{what}: prepend_bos={prepend_bos!r}; allowed True, False or None")
+        rows = [tok.encode(t, add_bos=prepend_bos, allowed_special=True) for t in texts]
         longest, max_len = max(len(r) for r in rows), self.config.max_len
         if longest > max_len:
             i = max(range(len(rows)), key=lambda j: len(rows[j]))
