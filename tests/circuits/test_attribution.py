@@ -91,7 +91,7 @@ def test_shares_and_constants_sum_to_the_logit(name):
     assert_close(a.total(), want, **TOL)
     assert a.terms.values.shape == (len(a.labels), 3)
     constants = []
-    if options.get("norm_first", True):
+    if options.get("norm_first", True) and options.get("norm") != "rms":  # RMSNorm has no β
         constants.append("ln_final_bias")
     if options.get("head_bias") or cls is EncoderClassifier:
         constants.append("classifier_bias" if cls is EncoderClassifier else "unembed_bias")
@@ -255,6 +255,53 @@ def test_the_lens_refuses_what_it_cannot_read():
         logit_lens(cache, position=9)
 
 
+def test_the_lens_reads_targets_and_full_logits():
+    """Full logits (log-probabilities, probabilities) per layer, and the logit of one token
+    or the difference of a pair, by id or by a string the model's tokenizer reads."""
+    tok = CharTokenizer().train("abcdefghijklmnopqrstuvwx")
+    model = build(DecoderLM, family="decoder").set_tokenizer(tok)
+    out, cache = run(model)
+    full = logit_lens(cache, return_type="logits")
+    assert full.ids is None and full.values.shape == (L + 1, 3, 7, V)
+    assert_close(full.values[-1], out.logits, **TOL)
+    x0 = cache["blocks.0.hook_resid_pre"]
+    with torch.no_grad():
+        assert_close(full.values[0], model.lm_logits(model.ln_final(x0)), **TOL)
+    logp = logit_lens(cache, return_type="log_probs", position=-1).values
+    assert_close(logp, full.values[:, :, -1].log_softmax(-1), **TOL)
+    probs = logit_lens(cache, return_type="probs").values
+    assert_close(probs, full.values.softmax(-1), **TOL)
+    m, j = tok.token_to_id("m"), tok.token_to_id("j")
+    one = logit_lens(cache, targets="m")
+    assert one.return_type == "logits" and one.target_ids[0].tolist() == [m] * 3
+    assert_close(one.values, full.values[..., m], atol=0.0, rtol=0.0)
+    pair = logit_lens(cache, targets=("m", j), position=-1)
+    assert_close(pair.values, full.values[:, :, -1, m] - full.values[:, :, -1, j], **TOL)
+    rows = logit_lens(cache, targets=[m, j, 5], position=2).values  # one per batch row
+    assert_close(rows, full.values[:, torch.arange(3), 2, torch.tensor([m, j, 5])], **TOL)
+    assert logit_lens(cache, k=1).table()[1][1].startswith("'")  # the model's tokenizer
+
+
+def test_the_lens_refuses_bad_targets_and_return_types():
+    model = build(DecoderLM, family="decoder")
+    _, cache = run(model)
+    with pytest.raises(ValueError, match=r"return_type='top'; allowed: \('top_k', 'logits'"):
+        logit_lens(cache, return_type="top")
+    with pytest.raises(ValueError, match="return_type='top_k' reads the k most likely"):
+        logit_lens(cache, targets=3, return_type="top_k")
+    with pytest.raises(ValueError, match="token 'm' is a string but there is no tokenizer"):
+        logit_lens(cache, targets="m")
+    with pytest.raises(ValueError, match=r"token 29; allowed: an id in 0\.\.28"):
+        logit_lens(cache, targets=(1, 29))
+    with pytest.raises(ValueError, match=r"targets=\(1, 2, 3\); a tuple is a pair"):
+        logit_lens(cache, targets=(1, 2, 3))
+    with pytest.raises(ValueError, match="targets has 2 entries for 3 batch rows"):
+        logit_lens(cache, targets=[1, 2])
+    assert logit_lens(cache, return_type="logits", k=0).values.shape == (L + 1, 3, 7, V)
+    with pytest.raises(ValueError, match="LogitLens.table: the lens read 'logits'"):
+        logit_lens(cache, targets=1).table()
+
+
 # ---- converted Hugging Face models (random weights from small configs, offline) ----
 
 
@@ -270,6 +317,12 @@ def test_converted_huggingface_models_attribute(name):
     at = out.logits[torch.arange(3), LAST]
     assert_close(a.total(), at[:, 7] - at[:, 8], **TOL)
     assert torch.equal(logit_lens(cache, k=3).ids[-1], out.logits.topk(3, dim=-1).indices)
+    constants = {  # Llama's RMSNorm has no β; BART is post-norm, with final_logits_bias
+        "GPT2LMHeadModel": ["ln_final_bias"],
+        "LlamaForCausalLM": [],
+        "BartForConditionalGeneration": ["unembed_bias"],
+    }
+    assert a.constants.labels == constants[name]
 
 
 @pytest.mark.parametrize(

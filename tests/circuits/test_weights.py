@@ -225,6 +225,40 @@ def test_bad_arguments_are_refused(kwargs, words):
         ov_matrix(model, args.pop("layer"), args.pop("head"), **args)
 
 
+def test_fold_ln_reads_the_normalised_stream():
+    """With the gain folded in, the weights read x̂ (the stream normalised without gain and
+    bias: (x − μ)/s for LayerNorm, x/s for RMSNorm) as the plain ones read Norm(x) − β; a
+    LayerNorm's folded rows are centred, an RMSNorm's are not."""
+    for name, center in (("decoder pre-norm gqa", True), ("decoder rotary no-bias", False)):
+        model = build(name)
+        ln = model.blocks[1].ln1
+        with torch.no_grad():
+            normed = ln(torch.randn(5, 16, dtype=torch.float64))
+        beta = ln.bias.detach() if center else 0
+        scaled = (normed - beta) / ln.weight.detach()  # x̂
+        for matrix in (ov_matrix, qk_matrix):
+            plain, folded = matrix(model, 1, 2), matrix(model, 1, 2, fold_ln=True)
+            assert_close(scaled @ folded.A, (normed - beta) @ plain.A, **TOL)
+            if matrix is qk_matrix:
+                assert_close(scaled @ folded.B.mT, (normed - beta) @ plain.B.mT, **TOL)
+            sums = folded.A.sum(0).abs().amax()
+            assert (sums < 1e-12) if center else (sums > 1e-3)
+        every = ov_matrix(model, None, fold_ln=True).A
+        assert_close(every[1, 2], ov_matrix(model, 1, 2, fold_ln=True).A, atol=0.0, rtol=0.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "words"),
+    [
+        ("decoder post-norm sinusoidal", {}, "block 0's self-attention has no norm of its own"),
+        ("seq2seq pre-norm gqa", dict(kind="cross"), "block 0's cross-attention has no norm"),
+    ],
+)
+def test_fold_ln_is_refused_where_no_norm_comes_before_the_attention(name, kwargs, words):
+    with pytest.raises(ValueError, match=f"fold_ln=True: {words}"):
+        ov_matrix(build(name), 0, fold_ln=True, **kwargs)
+
+
 # Hugging Face models converted to glassformer (random weights from small configs, offline)
 
 

@@ -564,6 +564,32 @@ def test_the_short_form_names_a_block_level_point_as_well():
         cache["pattern", 0, "decoder"]
 
 
+def test_the_short_form_says_when_a_point_was_not_cached_and_how_to_cache_it():
+    """A point the model has but the pass left out (the attention pattern of circuit_cache),
+    a point no block has, and a cache built by hand (no model to ask)."""
+    from glassformer.circuits import circuit_cache
+    from glassformer.models.hooked import ActivationCache
+
+    name = "decoder pre-norm learned gqa"
+    model, args = build(name), inputs(name)
+    _, cache = circuit_cache(model, **args)
+    with pytest.raises(
+        KeyError,
+        match=r"\('pattern', 1\): 'blocks\.1\.attn\.hook_pattern' was not cached in this pass "
+        r"\(glassformer\.circuits\.circuit_cache leaves the attention scores and pattern out.*"
+        r"model\.run_with_cache\(\.\.\., names=\['blocks\.1\.attn\.hook_pattern', \.\.\.\]\), "
+        "or names=None",
+    ):
+        cache["pattern", 1]
+    with pytest.raises(KeyError, match=r"'blocks\.0\.hook_resid_pre' was not cached in this pass;"):
+        model.run_with_cache(**args, names="blocks.0.hook_resid_post")[1]["resid_pre", 0]
+    with pytest.raises(KeyError, match=r"the model has no point hook_nothing in that block; it"):
+        cache["nothing", 0]
+    by_hand = ActivationCache({"blocks.0.hook_resid_pre": torch.zeros(1)})
+    with pytest.raises(KeyError, match=r"no cached point of that block ends in hook_pattern; "):
+        by_hand["pattern", 0]
+
+
 def test_run_with_cache_takes_one_name_as_a_string():
     """names= is TransformerLens's names_filter: one name, a list of names, or a filter."""
     name = "decoder pre-norm learned gqa"

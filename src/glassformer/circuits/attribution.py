@@ -11,7 +11,8 @@ is affine, so
 exactly, to float rounding: the first sum is each term's direct share (Elhage et al. (2021), "A
 Mathematical Framework for Transformer Circuits": the direct path of a head to the logits; as
 TransformerLens's ``logit_attrs``), the rest are constants (``"ln_final_bias"``,
-``"unembed_bias"``). A logit difference (" Mary" against " John") uses W_u[v] − W_u[w].
+``"unembed_bias"``), each only where the model has that bias (RMSNorm has no β). A logit
+difference (" Mary" against " John") uses W_u[v] − W_u[w].
 
 The scale is frozen, so a share says what a term adds along the direction the rest of the
 stream leaves it, not what the logit would be without it (ablation answers that).
@@ -50,7 +51,8 @@ class LogitAttribution:
 
     ``terms`` (N, B): the shares, labelled as the stream's terms (``attribution["L1H0"]``,
     ``.terms.heads()`` the (layers, heads, B) grid); ``constants`` (M, B): the final norm's
-    β and the unembedding's bias, read through the same direction; ``logit`` (B,): the
+    β and the unembedding's bias, read through the same direction (only those the model
+    has: none for an RMSNorm model without an unembedding bias); ``logit`` (B,): the
     model's own logit (difference). ``total()`` = Σ terms + Σ constants = ``logit``."""
 
     terms: Components
@@ -163,8 +165,8 @@ def logit_attribution(
     direction = read.weight[plus] - (0 if minus is None else read.weight[minus])  # (B, C)
     shares = torch.einsum("nbc,bc->nb", values, direction)
     labels, consts = [], []
-    if constant is not None:
-        labels.append("ln_final_bias")
+    if constant is not None and getattr(view.final_norm, "bias", None) is not None:
+        labels.append("ln_final_bias")  # β; RMSNorm, or a LayerNorm without β: no term
         consts.append(direction @ constant)
     if read.bias is not None:
         labels.append(read.bias_label)
@@ -211,21 +213,24 @@ def _pool_weights(pooling: str, attention_mask, b: int, t: int, like: Tensor) ->
     return real / real.sum(1, keepdim=True).clamp(min=1.0)
 
 
-def _token_pair(tokens, tokenizer, b: int, vocab: int, what: str) -> tuple[Tensor, Tensor | None]:
-    """(ids (B,), other ids (B,) or None) from ``tokens`` or ``(tokens, other)``."""
+def _token_pair(
+    tokens, tokenizer, b: int, vocab: int, what: str, arg: str = "tokens"
+) -> tuple[Tensor, Tensor | None]:
+    """(ids (B,), other ids (B,) or None) from ``tokens`` or ``(tokens, other)``; ``arg``:
+    the argument's name in messages."""
     if isinstance(tokens, tuple):
         if len(tokens) != 2:
             raise ValueError(
-                f"{what}: tokens={tokens!r}; a tuple is a pair (token, other) for a logit "
+                f"{what}: {arg}={tokens!r}; a tuple is a pair (token, other) for a logit "
                 "difference (a list gives one token per batch row)"
             )
-        return _ids(tokens[0], tokenizer, b, vocab, what), _ids(
-            tokens[1], tokenizer, b, vocab, what
+        return _ids(tokens[0], tokenizer, b, vocab, what, arg), _ids(
+            tokens[1], tokenizer, b, vocab, what, arg
         )
-    return _ids(tokens, tokenizer, b, vocab, what), None
+    return _ids(tokens, tokenizer, b, vocab, what, arg), None
 
 
-def _ids(tokens, tokenizer, b: int, vocab: int, what: str) -> Tensor:
+def _ids(tokens, tokenizer, b: int, vocab: int, what: str, arg: str = "tokens") -> Tensor:
     """One token, or one per batch row, as ids (B,)."""
     many = isinstance(tokens, list | Tensor)
     items = (
@@ -235,7 +240,7 @@ def _ids(tokens, tokenizer, b: int, vocab: int, what: str) -> Tensor:
     )
     if many and len(items) != b:
         raise ValueError(
-            f"{what}: tokens has {len(items)} entries for {b} batch rows; give one or {b}"
+            f"{what}: {arg} has {len(items)} entries for {b} batch rows; give one or {b}"
         )
     ids = [_id(item, tokenizer, vocab, what) for item in items]
     return torch.tensor(ids, dtype=torch.long).expand(b)

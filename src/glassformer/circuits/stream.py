@@ -76,10 +76,12 @@ def accumulated_resid(
     ``"embed"`` (the stream entering block 0) then ``"L{l}"`` (after block l), up to the
     stream entering ``layer`` (None: the final one).
 
-    ``norm``: None, the streams as they are; ``"frozen"``, each through the stack's final
-    norm with its scale frozen at the final stream's (an affine map, the same for every
-    layer, as TransformerLens's ``apply_ln=True``); ``"recompute"``, each through the final
-    norm as if it were the final stream (its own mean and scale: the logit lens). A post-norm
+    ``norm``: None, the streams as they are; ``"recompute"``, each through the final norm as
+    if it were the final stream (its own mean and scale: the logit lens; TransformerLens 4's
+    ``accumulated_resid(apply_ln=True)``, which recomputes the norm for each layer too);
+    ``"frozen"``, each through the stack's final norm with its scale frozen at the final
+    stream's (an affine map, the same for every layer: TransformerLens's
+    ``apply_ln_to_stack`` with the cached scale, times the gain plus the bias). A post-norm
     stack has no final norm, and both leave it as it is. Either way the last entry is then
     the final norm's output, the model's ``hidden_states``."""
     what = "accumulated_resid"

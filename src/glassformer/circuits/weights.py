@@ -12,7 +12,10 @@ Framework for Transformer Circuits", W_OV and W_QK, transposed to rows). ``ov_ma
 E×E matrix. In torch's layout (``y = x Wᵀ + b``) head h's W_Q is the transpose of the rows
 h·D … (h+1)·D - 1 of ``in_proj.weight``'s query block and W_O the transpose of the columns
 h·D … (h+1)·D - 1 of ``out_proj.weight``. TransformerLens's ``model.QK`` is W_Q W_Kᵀ without
-the 1/√d_k; its ``model.OV`` is S.
+the 1/√d_k; its ``model.OV`` is S. Both as TransformerLens loads a model without processing
+(``no_processing=True``); by default it folds the norm's gain into W_Q, W_K, W_V
+(``fold_ln``: ``fold_ln=True`` here gives those) and centres the writing weights W_O
+(``center_writing_weights``, which glassformer does not do).
 
 What S and Y leave out:
 
@@ -53,6 +56,7 @@ __all__ = [
     "HeadWeights",
     "QKBias",
     "attention_layer",
+    "fold_norm",
     "head_weights",
     "ov_bias",
     "ov_matrix",
@@ -87,23 +91,82 @@ class QKBias(NamedTuple):
 
 
 def ov_matrix(
-    model: nn.Module, layer: int | None, head: int | None = None, *, kind="self", stack=None
+    model: nn.Module,
+    layer: int | None,
+    head: int | None = None,
+    *,
+    kind="self",
+    stack=None,
+    fold_ln: bool = False,
 ) -> FactoredMatrix:
     """S = W_V W_O (E×E, rank ≤ D) of head ``head`` of ``layer``, factored: h(x) = A (x S)
     + b_V W_O ("Brief Notes on Transformers"; Elhage et al.'s W_OV). ``head=None``: (H, E, E);
-    ``layer=None``: (L, …) over the stack's layers."""
+    ``layer=None``: (L, …) over the stack's layers. ``fold_ln``: the norm's gain folded in
+    (see ``fold_norm``), as TransformerLens's ``model.OV`` of a model loaded with
+    ``fold_ln=True``; without it, S equals ``model.OV`` of one loaded without processing."""
     w = head_weights(model, layer, head, kind=kind, stack=stack)
+    if fold_ln:
+        w = fold_norm(model, layer, w, kind=kind, stack=stack)
     return FactoredMatrix(w.W_V, w.W_O)
 
 
 def qk_matrix(
-    model: nn.Module, layer: int | None, head: int | None = None, *, kind="self", stack=None
+    model: nn.Module,
+    layer: int | None,
+    head: int | None = None,
+    *,
+    kind="self",
+    stack=None,
+    fold_ln: bool = False,
 ) -> FactoredMatrix:
     """Y = W_Q W_Kᵀ / √d_k (E×E, rank ≤ D), factored: the scores are x_n Y x_mᵀ plus the bias
     terms of ``qk_bias`` (no rotation for rotary positions; see the module docstring).
-    ``head=None``: (H, E, E); ``layer=None``: (L, …) over the stack's layers."""
+    ``head=None``: (H, E, E); ``layer=None``: (L, …) over the stack's layers. ``fold_ln``: as
+    for ``ov_matrix`` (TransformerLens's ``model.QK`` is √d_k Y)."""
     w = head_weights(model, layer, head, kind=kind, stack=stack)
+    if fold_ln:
+        w = fold_norm(model, layer, w, kind=kind, stack=stack)
     return FactoredMatrix(w.W_Q / math.sqrt(w.W_Q.shape[-1]), w.W_K.mT)
+
+
+def fold_norm(
+    model: nn.Module, layer: int | None, w: HeadWeights, *, kind="self", stack=None
+) -> HeadWeights:
+    """``w`` with the gain γ of the norm before the attention of a pre-norm block folded into
+    W_Q, W_K, W_V (diag(γ) W), each then centred over its E rows for a LayerNorm (which
+    subtracts the mean of x): the weights that read the normalised stream (x − μ)/s, or x/s
+    for RMSNorm, directly, as TransformerLens's ``fold_ln`` makes them. The biases are left
+    as they are. Refused for a post-norm block (its attention reads the stream, there is no
+    norm before it) and for cross-attention."""
+    from ..nn.norms import LayerNorm, RMSNorm
+
+    blocks = stack_module(model, stack).blocks
+    layers = range(len(blocks)) if layer is None else [layer]
+    gains = []
+    for i in layers:
+        block = blocks[i]
+        if kind != "self" or not block.norm_first:
+            raise ValueError(
+                f"fold_ln=True: block {i}'s {kind}-attention has no norm of its own before it "
+                "to fold (folding is for the self-attention of a pre-norm block); use "
+                "fold_ln=False"
+            )
+        if not isinstance(block.ln1, LayerNorm | RMSNorm):
+            raise ValueError(
+                f"fold_ln=True: block {i}'s norm is a {type(block.ln1).__name__}; allowed a "
+                "LayerNorm or RMSNorm"
+            )
+        gains.append(block.ln1.weight.detach())
+    gain = (gains[0] if layer is not None else torch.stack(gains))[..., None]  # ([L,] E, 1)
+    if w.W_Q.dim() == gain.dim() + 1:  # every head: (…, H, E, D)
+        gain = gain.unsqueeze(-3)
+    center = isinstance(blocks[layers[0]].ln1, LayerNorm)
+
+    def fold(weight: Tensor) -> Tensor:
+        weight = weight * gain
+        return weight - weight.mean(-2, keepdim=True) if center else weight
+
+    return w._replace(W_Q=fold(w.W_Q), W_K=fold(w.W_K), W_V=fold(w.W_V))
 
 
 def ov_bias(

@@ -17,6 +17,7 @@ from . import checkpoint
 from .config import ModelConfig
 from .hooked import HookedModel
 from .registry import ARCHITECTURES
+from .tokens import TokenMethods
 
 __all__ = ["GlassformerModel", "eval_mode"]
 
@@ -38,10 +39,12 @@ def _wraps(cls: type) -> bool:
     return any(base.__module__.split(".")[0] == "torch" for base in cls.__bases__)
 
 
-class GlassformerModel(HookedModel, nn.Module):
+class GlassformerModel(TokenMethods, HookedModel, nn.Module):
     """Base class: ``config``, ``num_parameters``, ``flops_per_token``, ``save_pretrained`` /
     ``from_pretrained``, the hook points (``run_with_cache``, ``run_with_hooks``, see
-    models/hooked.py) and the choice of the CPU fast paths (``use_fast_paths``).
+    models/hooked.py), the attached ``tokenizer`` with ``to_tokens`` / ``to_str_tokens`` /
+    ``to_single_token`` (models/tokens.py) and the choice of the CPU fast paths
+    (``use_fast_paths``).
 
     Subclasses that set ``family`` register under their class name (the ``architecture``
     written to config.json); a subclass made by a wrapper (FSDP's ``FSDPDecoderLM``) saves as
@@ -67,7 +70,7 @@ class GlassformerModel(HookedModel, nn.Module):
                 f"family={config.family!r}"
             )
         self.config = config
-        self.tokenizer = None  # attached tokenizer, saved with the model
+        self.tokenizer = None  # attached tokenizer (models/tokens.py), saved with the model
 
     def post_init(self) -> None:
         """What every model does once its modules are built: initialise the weights, and take

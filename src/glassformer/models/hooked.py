@@ -79,7 +79,34 @@ class ActivationCache(dict):
             raise KeyError(
                 f"{where}: layer {layer} is not in {stacks}; its layers are {_spans(layers)}"
             )
+        if not found:
+            raise KeyError(self._not_cached(where, short, f"{prefix}{layer}."))
         raise KeyError(f"{where} names {len(found)} cached points ({found[:4]}); use a full name")
+
+    def _not_cached(self, where: str, short: str, block: str) -> str:
+        """Why no cached point of ``block`` (``"blocks.1."``) ends in ``hook_{short}``: the
+        model has such a point that this pass did not cache (and how to cache it), or none."""
+        model_points = getattr(self.model, "hook_points", None)
+        names = [] if model_points is None else list(model_points())
+        matching = [n for n in names if n.startswith(block) and n.endswith(f".hook_{short}")]
+        if matching:
+            shown = ", ".join(repr(n) for n in matching[:2])
+            extra = (
+                " (glassformer.circuits.circuit_cache leaves the attention scores and pattern "
+                "out, so attention keeps its fused kernel)"
+                if short in ("pattern", "attn_scores")
+                else ""
+            )
+            return (
+                f"{where}: {shown} was not cached in this pass{extra}; cache it with "
+                f"model.run_with_cache(..., names=[{matching[0]!r}, ...]), or names=None for "
+                "every point"
+            )
+        if names:
+            ends = sorted({n.rpartition(".hook_")[2] for n in names if n.startswith(block)})
+            return f"{where}: the model has no point hook_{short} in that block; it has {ends}"
+        cached = sorted({n.rpartition(".hook_")[2] for n in self if n.startswith(block)})
+        return f"{where}: no cached point of that block ends in hook_{short}; cached: {cached}"
 
     def _layers(self, prefix: str) -> list[int]:
         """The block indices of the cached points named ``{prefix}{layer}.…``, sorted."""

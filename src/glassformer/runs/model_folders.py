@@ -49,7 +49,7 @@ def read_huggingface(path: Path, option: str):
                 "reads tokenizer.json (any kind), or GPT-2's vocab.json and merges.txt"
             )
         with _no_progress_bars():
-            model = from_huggingface_dir(path)
+            model = from_huggingface_dir(path, tokenizer=tokenizer)
     except ImportError as err:  # an optional package is missing: the message says which
         raise RunError(f"{option} {path}: {err}") from None
     except RunError:
@@ -57,7 +57,6 @@ def read_huggingface(path: Path, option: str):
     except (OSError, ValueError) as err:
         shown = str(err) if str(err).startswith(str(path)) else f"{path}: {err}"
         raise RunError(f"{option} {shown}") from None
-    model.tokenizer = tokenizer
     return model
 
 

@@ -17,7 +17,7 @@ from .base import Tokenizer
 from .bpe import BPETokenizer
 from .hf import HFTokenizer
 
-__all__ = ["ROLE_KEYS", "hf_roles", "load_hf_tokenizer"]
+__all__ = ["ROLE_KEYS", "from_transformers_tokenizer", "hf_roles", "load_hf_tokenizer"]
 
 # glassformer role -> the keys of tokenizer_config.json that name it, first found wins
 ROLE_KEYS: dict[str, tuple[str, ...]] = {
@@ -40,6 +40,27 @@ def load_hf_tokenizer(directory: str | os.PathLike[str]) -> Tokenizer | None:
     if vocab.is_file() and merges.is_file():
         return BPETokenizer.from_gpt2_files(vocab, merges)
     return None
+
+
+def from_transformers_tokenizer(tokenizer: Any) -> HFTokenizer:
+    """A ``transformers`` fast tokenizer (``PreTrainedTokenizerFast``, as ``AutoTokenizer``
+    gives) as an ``HFTokenizer``: its ``tokenizer.json`` and the roles it names, read as
+    ``hf_roles`` reads them from a model directory."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        raise TypeError(
+            f"tokenizer is a {type(tokenizer).__name__}; allowed a glassformer tokenizer or a "
+            "transformers fast tokenizer (PreTrainedTokenizerFast)"
+        )
+    named = getattr(tokenizer, "special_tokens_map", None) or {}
+    roles: dict[str, str] = {}
+    for role, keys in ROLE_KEYS.items():
+        for key in keys:
+            token = named.get(key)
+            if isinstance(token, str) and token:
+                roles[role] = token
+                break
+    return HFTokenizer.from_str(backend.to_str(), roles, where=type(tokenizer).__name__)
 
 
 def hf_roles(directory: str | os.PathLike[str]) -> dict[str, str]:

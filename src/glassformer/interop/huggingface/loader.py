@@ -41,10 +41,20 @@ _BY_MODEL_TYPE = {  # the class to load when config.json names no architectures 
 }
 
 
-def from_huggingface(hf_model: Any) -> GlassformerModel:
+_FOLDERS = object()  # tokenizer=: the one the model's folder holds
+
+
+def from_huggingface(hf_model: Any, *, tokenizer: Any = _FOLDERS) -> GlassformerModel:
     """The glassformer model equal to a loaded ``transformers`` model, same weights, dtype,
-    device and train/eval mode. ``config.extra["converted_from"]`` names the source class."""
+    device and train/eval mode. ``config.extra["converted_from"]`` names the source class.
+
+    ``tokenizer``, attached to the model (``model.set_tokenizer``): a glassformer tokenizer or
+    a ``transformers`` fast tokenizer; by default the one in the local folder the model was
+    loaded from (``hf_model.name_or_path``, read by ``load_hf_tokenizer``), none when that is
+    no local folder or holds no tokenizer; None attaches none."""
     require_transformers()
+    if tokenizer is _FOLDERS:
+        tokenizer = _folder_tokenizer(getattr(hf_model, "name_or_path", None))
     name = type(hf_model).__name__
     module = _converter(name)
     cls, config = module.config_from_hf(hf_model)
@@ -53,14 +63,30 @@ def from_huggingface(hf_model: Any) -> GlassformerModel:
     with torch.device(param.device):
         model = cls(config).to(param.dtype)
     transfer(module.rules(config, name), hf_model, model, to_glass=True, where=name)
+    if tokenizer is not None:
+        model.set_tokenizer(tokenizer)
     return model.train(hf_model.training)
 
 
-def from_huggingface_dir(path: str | Path, *, architecture: str | None = None) -> GlassformerModel:
+def _folder_tokenizer(folder: Any) -> Any:
+    """The tokenizer of a local Hugging Face folder, None when ``folder`` is none."""
+    if not folder or not Path(str(folder)).is_dir():
+        return None
+    from ...tokenizers import load_hf_tokenizer
+
+    return load_hf_tokenizer(folder)
+
+
+def from_huggingface_dir(
+    path: str | Path, *, architecture: str | None = None, tokenizer: Any = _FOLDERS
+) -> GlassformerModel:
     """Load a local Hugging Face model directory (``config.json`` + safetensors, as written by
-    ``save_pretrained``) and convert it. Nothing is downloaded (``local_files_only=True``).
-    ``architecture`` overrides the class named in config.json's ``architectures`` (without
-    either, the ``model_type`` decides: gpt2, bert (BertModel), bart, llama)."""
+    ``save_pretrained``) and convert it, with the directory's tokenizer attached
+    (``load_hf_tokenizer``: ``tokenizer.json``, or GPT-2's ``vocab.json`` + ``merges.txt``;
+    none when it holds neither; ``tokenizer=`` attaches another, None none). Nothing is
+    downloaded (``local_files_only=True``). ``architecture`` overrides the class named in
+    config.json's ``architectures`` (without either, the ``model_type`` decides: gpt2, bert
+    (BertModel), bart, llama)."""
     path = Path(path)
     config_file = path / "config.json"
     if not path.is_dir():
@@ -85,11 +111,13 @@ def from_huggingface_dir(path: str | Path, *, architecture: str | None = None) -
             f"supported; supported: {list(SUPPORTED)}"
         )
     transformers = require_transformers()
+    if tokenizer is _FOLDERS:  # before the weights: a bad tokenizer fails fast
+        tokenizer = _folder_tokenizer(path)
     try:
         hf_model = getattr(transformers, name).from_pretrained(path, local_files_only=True)
     except (OSError, ValueError) as err:
         raise ValueError(f"{path}: cannot load it as {name}: {err}") from None
-    return from_huggingface(hf_model.eval())
+    return from_huggingface(hf_model.eval(), tokenizer=tokenizer)
 
 
 def to_huggingface(model: GlassformerModel, *, architecture: str | None = None) -> Any:
