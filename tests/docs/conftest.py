@@ -4,10 +4,16 @@ tests/docs/test_examples.py runs the Python blocks of the pages that give no com
 
 from __future__ import annotations
 
+import fcntl
+import os
 import re
 import shlex
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -74,3 +80,24 @@ def _command_lines(block: str) -> list[tuple[int, str]]:
 
 def _inside_fence(text: str, index: int) -> bool:
     return any(m.start() < index < m.end() for m in FENCE.finditer(text))
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """The site as `make docs` builds it (the benchmark tables it includes, then a strict
+    mkdocs build), into a temporary folder: built once for the whole run, shared by the test
+    workers (the first to need it builds it under a lock; the others wait for it)."""
+    shared = tmp_path_factory.getbasetemp().parent  # one folder for every xdist worker
+    out, done_mark = shared / "site", shared / "site.built"
+    with open(shared / "site.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done_mark.exists():
+            env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_MKDOCS_2_WARNING": "1"}
+            for argv in (
+                [sys.executable, "docs/scripts/benchmark_pages.py"],
+                [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
+            ):
+                run = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+                assert run.returncode == 0, f"{' '.join(argv[1:])} failed:\n{run.stderr[-3000:]}"
+            done_mark.touch()
+    return out

@@ -6,10 +6,7 @@ on a desktop. The site is built once for the module, strict, into a temporary fo
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import urlparse
 from urllib.request import url2pathname
@@ -53,16 +50,8 @@ NAV = nav_pages(yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_MKDOCS_2_WARNING": "1"}
-    for argv in (
-        [sys.executable, "docs/scripts/benchmark_pages.py"],  # the tables the pages include
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
-    ):
-        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
-        assert done.returncode == 0, f"{' '.join(argv[1:])} failed:\n{done.stderr[-3000:]}"
-    return out
+def site(built_site) -> Path:
+    return built_site
 
 
 def chromium() -> str:
