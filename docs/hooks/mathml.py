@@ -3,8 +3,13 @@
 pymdownx.arithmatex (generic mode) wraps each formula, ``\\( ... \\)`` inline and ``$$ ... $$``
 as a block, in a span or div of class ``arithmatex``; this hook converts the TeX inside to
 MathML with latex2mathml, which browsers render natively. The site then needs no script and
-no network to show the formulas. A formula latex2mathml cannot read, or with a command it
-does not know, fails the build, naming the page.
+no network to show the formulas.
+
+latex2mathml passes what it does not know through as text, or drops it; the hook refuses
+instead, failing the build with a message naming the page and the formula: a formula it cannot
+read, an environment other than latex2mathml's (``cases``, ``matrix``, ``array``, ...), a row
+break with spacing (``\\\\[1ex]``, which would print as text: write ``\\\\``), a command left in
+the MathML as text (``\\softmax``), or an alignment ``&`` outside an environment.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import html
 import re
 
+from latex2mathml.commands import MATRICES
 from latex2mathml.converter import convert
 
 WRAPPED = re.compile(
@@ -20,18 +26,34 @@ WRAPPED = re.compile(
     re.S,
 )
 TEXT = re.compile(r"(<mtext[^>]*>)(.*?)(</mtext>)", re.S)  # latex2mathml leaves text unescaped
-UNKNOWN = re.compile(r"<m[io][^>]*>(\\[A-Za-z]+)")  # a command latex2mathml passed through as is
+ENVIRONMENTS = frozenset(name.lstrip("\\") for name in MATRICES)  # what latex2mathml converts
+BEGIN = re.compile(r"\\begin\s*\{([^}]*)\}")
+ROW_SPACING = re.compile(r"\\\\\s*\[[^\]]*\]")  # \\[1ex]: latex2mathml prints the [1ex]
+LEFT_OVER = re.compile(r">[^<]*?(\\[A-Za-z]+|\\.|&(?![#\w]+;))[^<]*<")  # in an element's text
+
+
+def _refuse(tex: str) -> str | None:
+    """What in ``tex`` latex2mathml would not convert (before converting), or None."""
+    for name in BEGIN.findall(tex):
+        if name not in ENVIRONMENTS:
+            allowed = ", ".join(sorted(ENVIRONMENTS))
+            return f"uses the environment {name!r}, not converted (allowed: {allowed})"
+    if spacing := ROW_SPACING.search(tex):
+        return f"uses the row spacing {spacing[0]!r}, not converted: write \\\\ alone"
+    return None
 
 
 def _mathml(match: re.Match, page: str) -> str:
     block = match.group("block") is not None
-    tex = html.unescape(match.group("block") if block else match.group("inline"))
+    tex = html.unescape(match.group("block") if block else match.group("inline")).strip()
+    if why := _refuse(tex):
+        raise ValueError(f"{page}: the formula {tex!r} {why}")
     try:
-        mathml = convert(tex.strip(), display="block" if block else "inline")
+        mathml = convert(tex, display="block" if block else "inline")
     except Exception as err:  # latex2mathml raises its own exception types
-        raise ValueError(f"{page}: the formula {tex.strip()!r} cannot be read: {err}") from err
-    if unknown := UNKNOWN.search(mathml):
-        raise ValueError(f"{page}: the formula {tex.strip()!r} uses {unknown[1]}, not known")
+        raise ValueError(f"{page}: the formula {tex!r} cannot be read: {err}") from err
+    if left := LEFT_OVER.search(mathml):
+        raise ValueError(f"{page}: the formula {tex!r} uses {left[1]}, not converted")
     return TEXT.sub(lambda t: t[1] + t[2].replace("<", "&lt;").replace(">", "&gt;") + t[3], mathml)
 
 
