@@ -29,6 +29,9 @@ TEXT = re.compile(r"(<mtext[^>]*>)(.*?)(</mtext>)", re.S)  # latex2mathml leaves
 ENVIRONMENTS = frozenset(name.lstrip("\\") for name in MATRICES)  # what latex2mathml converts
 BEGIN = re.compile(r"\\begin\s*\{([^}]*)\}")
 ROW_SPACING = re.compile(r"\\\\\s*\[[^\]]*\]")  # \\[1ex]: latex2mathml prints the [1ex]
+# \operatorname{lr} comes out as the operator <mo>lr</mo>, which browsers space like a relation
+# ("lr (s)"); as an identifier it reads as TeX sets it, "lr(s)"
+OPERATOR_NAME = re.compile(r"<mo>([A-Za-z]{2,})</mo>")
 LEFT_OVER = re.compile(r">[^<]*?(\\[A-Za-z]+|\\.|&(?![#\w]+;))[^<]*<")  # in an element's text
 
 
@@ -54,6 +57,7 @@ def _mathml(match: re.Match, page: str) -> str:
         raise ValueError(f"{page}: the formula {tex!r} cannot be read: {err}") from err
     if left := LEFT_OVER.search(mathml):
         raise ValueError(f"{page}: the formula {tex!r} uses {left[1]}, not converted")
+    mathml = OPERATOR_NAME.sub(r"<mi>\1</mi>", mathml)
     return TEXT.sub(lambda t: t[1] + t[2].replace("<", "&lt;").replace(">", "&gt;") + t[3], mathml)
 
 

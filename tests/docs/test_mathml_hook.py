@@ -39,6 +39,12 @@ def test_cases_become_a_table_after_a_stretchy_brace():
     assert out.count("<mtr>") == 2 and "\\" not in out
 
 
+def test_an_operator_name_is_an_identifier_as_tex_spaces_it():
+    html = '<span class="arithmatex">\\(\\operatorname{lr}(s)\\)</span>'
+    out = mathml.on_page_content(html, PAGE)
+    assert '<mi>lr</mi><mo stretchy="false">&#x00028;</mo>' in out and "<mo>lr</mo>" not in out
+
+
 def test_text_inside_a_formula_is_escaped():
     html = '<span class="arithmatex">\\(\\texttt{&lt;PAD&gt;} &lt; n\\)</span>'
     out = mathml.on_page_content(html, page=PAGE)
