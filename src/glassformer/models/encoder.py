@@ -87,14 +87,14 @@ class EncoderModel(GlassformerModel, InputEmbedding):
 
 
 class EncoderMLM(EncoderModel, LMHead):
-    """Encoder + masked-LM head (``unembed``, BERT's ``transform``): logits (B, T, V); labels
+    """Encoder + masked-LM head (``unembed``, BERT's ``transform``): logits (B, T, N_V); labels
     (B, T) hold the original ids at the masked positions and -100 elsewhere."""
 
     def _build_head(self) -> None:
         self.add_lm_head(self.config, self.config.vocab_size, tie_to=self.embed)
 
     def outputs(self, h: Tensor, real: Tensor | None, labels: Tensor | None) -> ModelOutput:
-        logits = self.lm_logits(h)  # (B, T, V)
+        logits = self.lm_logits(h)  # (B, T, N_V)
         loss = None if labels is None else lm_loss(logits, labels, shift=False)
         return ModelOutput(logits=logits, hidden_states=h, loss=loss)
 
