@@ -87,7 +87,7 @@ class EncoderModel(GlassformerModel, InputEmbedding):
 
 
 class EncoderMLM(EncoderModel, LMHead):
-    """Encoder + masked-LM head (``unembed``, BERT's ``transform``): logits (B, T, N_V); labels
+    """Encoder + masked-LM head (``unembed``, BERT's ``transform``): logits (B, T, V); labels
     (B, T) hold the original ids at the masked positions and -100 elsewhere."""
 
     def _build_head(self) -> None:

@@ -85,7 +85,7 @@ def _explain(ids: Tensor, vocab_size: int, err: Exception) -> None:
 
 
 class Unembedding(nn.Module):
-    """h (B, T, C) -> logits (B, T, N_V) = h W_uᵀ (+ b); ``tie_to`` shares W_u with an embedding."""
+    """h (B, T, C) -> logits (B, T, V) = h W_uᵀ (+ b); ``tie_to`` shares W_u with an embedding."""
 
     def __init__(
         self,

@@ -100,7 +100,7 @@ class NoPositionalEncoding(PositionalEncoding):
 
 class SinusoidalPositionalEncoding(PositionalEncoding):
     """x̃_n = x_n + r_n, r_n the sinusoid of ``sinusoid_table`` in ``layout``: "interleaved"
-    (sin(n / base^{i/C}) at even i, cos(n / base^{(i-1)/C}) at odd i) or "split" (the notes' sin
+    (sin(n / L^{i/D}) at even i, cos(n / L^{(i-1)/D}) at odd i) or "split" (the notes' sin
     half, then cos half)."""
 
     def __init__(
