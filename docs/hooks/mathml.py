@@ -29,9 +29,13 @@ TEXT = re.compile(r"(<mtext[^>]*>)(.*?)(</mtext>)", re.S)  # latex2mathml leaves
 ENVIRONMENTS = frozenset(name.lstrip("\\") for name in MATRICES)  # what latex2mathml converts
 BEGIN = re.compile(r"\\begin\s*\{([^}]*)\}")
 ROW_SPACING = re.compile(r"\\\\\s*\[[^\]]*\]")  # \\[1ex]: latex2mathml prints the [1ex]
-# \operatorname{lr} comes out as the operator <mo>lr</mo>, which browsers space like a relation
-# ("lr (s)"); as an identifier it reads as TeX sets it, "lr(s)"
-OPERATOR_NAME = re.compile(r"<mo>([A-Za-z]{2,})</mo>")
+# Spacing as TeX sets it. \operatorname{lr} and \infty come out as operators (<mo>lr</mo>,
+# <mo>∞</mo>), which browsers space like relations ("lr (s)", "− ∞"): they are identifiers.
+# A minus or plus first in a row, or right after an operator other than a closing bracket, is
+# a sign ("= −∞", "e^{−x}"): MathML spaces it as one with form="prefix".
+OPERATOR_NAME = re.compile(r"<mo>([A-Za-z]{2,}|&#x0221E;)</mo>")
+SIGN = re.compile(r"(<mtd[^>]*>|<mrow>|<mo[^>]*>([^<]*)</mo>)<mo>(&#x02212;|&#x0002B;)</mo>")
+CLOSING = {"&#x00029;", "&#x0005D;", "&#x0007D;", "&#x0007C;", "&#x02016;", ")", "]", "}", "|"}
 LEFT_OVER = re.compile(r">[^<]*?(\\[A-Za-z]+|\\.|&(?![#\w]+;))[^<]*<")  # in an element's text
 
 
@@ -46,6 +50,13 @@ def _refuse(tex: str) -> str | None:
     return None
 
 
+def _sign(match: re.Match) -> str:
+    before, closer, sign = match[1], match[2], match[3]
+    if closer is not None and closer in CLOSING:
+        return match[0]  # "(a) − b": a binary minus
+    return f'{before}<mo form="prefix">{sign}</mo>'
+
+
 def _mathml(match: re.Match, page: str) -> str:
     block = match.group("block") is not None
     tex = html.unescape(match.group("block") if block else match.group("inline")).strip()
@@ -58,6 +69,7 @@ def _mathml(match: re.Match, page: str) -> str:
     if left := LEFT_OVER.search(mathml):
         raise ValueError(f"{page}: the formula {tex!r} uses {left[1]}, not converted")
     mathml = OPERATOR_NAME.sub(r"<mi>\1</mi>", mathml)
+    mathml = SIGN.sub(_sign, mathml)
     return TEXT.sub(lambda t: t[1] + t[2].replace("<", "&lt;").replace(">", "&gt;") + t[3], mathml)
 
 

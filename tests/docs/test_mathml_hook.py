@@ -45,6 +45,20 @@ def test_an_operator_name_is_an_identifier_as_tex_spaces_it():
     assert '<mi>lr</mi><mo stretchy="false">&#x00028;</mo>' in out and "<mo>lr</mo>" not in out
 
 
+@pytest.mark.parametrize(
+    ("tex", "shown"),
+    [
+        ("b = -\\infty", '<mo>&#x0003D;</mo><mo form="prefix">&#x02212;</mo><mi>&#x0221E;</mi>'),
+        ("e^{-x}", '<mrow><mo form="prefix">&#x02212;</mo><mi>x</mi></mrow>'),
+        ("x - y", "<mi>x</mi><mo>&#x02212;</mo><mi>y</mi>"),
+        ("(a) - b", '&#x00029;</mo><mo>&#x02212;</mo><mi>b</mi>'),
+    ],
+)
+def test_signs_and_infinity_are_spaced_as_tex_spaces_them(tex, shown):
+    out = mathml.on_page_content(f'<span class="arithmatex">\\({tex}\\)</span>', PAGE)
+    assert shown in out
+
+
 def test_text_inside_a_formula_is_escaped():
     html = '<span class="arithmatex">\\(\\texttt{&lt;PAD&gt;} &lt; n\\)</span>'
     out = mathml.on_page_content(html, page=PAGE)
