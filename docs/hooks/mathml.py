@@ -3,7 +3,9 @@
 pymdownx.arithmatex (generic mode) wraps each formula, ``\\( ... \\)`` inline and ``$$ ... $$``
 as a block, in a span or div of class ``arithmatex``; this hook converts the TeX inside to
 MathML with latex2mathml, which browsers render natively. The site then needs no script and
-no network to show the formulas.
+no network to show the formulas. The hook also adds the formulas' style sheet,
+docs/assets/math/math.css (the bundled math font, the spacing of display formulas), to the
+site's ``extra_css``.
 
 latex2mathml passes what it does not know through as text, or drops it; the hook refuses
 instead, failing the build with a message naming the page and the formula: a formula it cannot
@@ -20,6 +22,7 @@ import re
 from latex2mathml.commands import MATRICES
 from latex2mathml.converter import convert
 
+STYLE = "assets/math/math.css"  # relative to docs/
 WRAPPED = re.compile(
     r'<(?P<tag>span|div) class="arithmatex">\s*'
     r"(?:\\\((?P<inline>.*?)\\\)|\\\[(?P<block>.*?)\\\])\s*</(?P=tag)>",
@@ -71,6 +74,12 @@ def _mathml(match: re.Match, page: str) -> str:
     mathml = OPERATOR_NAME.sub(r"<mi>\1</mi>", mathml)
     mathml = SIGN.sub(_sign, mathml)
     return TEXT.sub(lambda t: t[1] + t[2].replace("<", "&lt;").replace(">", "&gt;") + t[3], mathml)
+
+
+def on_config(config, **kwargs):
+    if STYLE not in config.extra_css:
+        config.extra_css.append(STYLE)
+    return config
 
 
 def on_page_content(html_text: str, page, **kwargs) -> str:

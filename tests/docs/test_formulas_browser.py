@@ -61,7 +61,9 @@ def page(browser):
 
 
 def open_page(page, site: Path, name: str):
-    page.goto((site / "concepts" / name / "index.html").as_uri())
+    """Concept page ``name`` from disk, with or without mkdocs' directory URLs."""
+    path = site / "concepts" / f"{name}.html"
+    page.goto((path if path.is_file() else site / "concepts" / name / "index.html").as_uri())
     page.wait_for_load_state("load")
     page.evaluate("document.fonts.ready")
 

@@ -108,3 +108,11 @@ def test_every_formula_of_every_page_converts_completely(path):
     for formula in out.split("<math")[1:]:
         formula = formula.split("</math>")[0]
         assert "\\" not in formula, f"{page.file.src_path}: a backslash left in {formula}"
+
+
+def test_the_hook_adds_the_formulas_style_sheet_once():
+    config = SimpleNamespace(extra_css=["stylesheets/extra.css"])
+    for _ in range(2):
+        config = mathml.on_config(config)
+    assert config.extra_css == ["stylesheets/extra.css", "assets/math/math.css"]
+    assert (ROOT / "docs" / config.extra_css[1]).is_file()
