@@ -109,7 +109,7 @@ def norms_residuals(out: Path, steps: int) -> list[Path]:
 
 
 def positional(out: Path, steps: int) -> list[Path]:
-    """The sinusoidal table R and R Rᵀ (64 positions, D = 64); the position probes of
+    """The sinusoidal table R and R Rᵀ (64 positions, C = 64); the position probes of
     glassformer.examples.positions, trained for 5/2 × ``steps`` steps (200 by default)."""
     from glassformer.examples.positions import pictures as position_probes
 
@@ -217,7 +217,7 @@ def circuits(out: Path, steps: int) -> list[Path]:
     paths = [plot_head_attribution(shares, out / "circuits-heads.png", title=title).path]
     ov = ov_matrix(model, None).full().double()  # (layers, heads, E, E), E = 32
     sigma = torch.linalg.svdvals(ov)  # all 32 of each head: zero beyond the rank
-    title = "singular values of each head's OV matrix S = W_V W_O, 32 × 32 of rank ≤ D = 8"
+    title = "singular values of each head's OV matrix W_OV = W_V W_O, 32 × 32 of rank ≤ D = 8"
     path = plot_singular_values(sigma, out / "circuits-ov.png", log=False, title=title).path
     paths.append(path)
     return paths

@@ -25,8 +25,8 @@ POST_NORM = dict(
 CASES = {
     "gpt pre-norm, right padding": (DecoderLM, "tiny", {}),
     "llama: rms, swiglu, rotary, gqa, left padding": (DecoderLM, "tiny-llama", {}),
-    "post-norm, relu, sinusoidal, √D": (DecoderLM, "tiny", dict(POST_NORM, norm="layer")),
-    "encoder: post-norm, batchnorm, relu, sinusoidal, √D": (
+    "post-norm, relu, sinusoidal, √C": (DecoderLM, "tiny", dict(POST_NORM, norm="layer")),
+    "encoder: post-norm, batchnorm, relu, sinusoidal, √C": (
         EncoderModel,
         "tiny-encoder",
         dict(POST_NORM, embed_norm=True),
@@ -119,7 +119,7 @@ def test_each_step_follows_its_formula(kit, case):
     for where in sorted({s.where for s in steps if s.name == "first layer"}):
         ffn = model.get_submodule(where)
         step = _by_name(steps, where)
-        hidden, act = step["first layer"]["H"], step["activation"]["a"]
+        hidden, act = step["first layer"]["u"], step["activation"]["a"]
         if ffn.activation == "swiglu":
             gate, up = hidden.chunk(2, dim=-1)
             assert_close(act, torch.nn.functional.silu(gate) * up, atol=1e-12, rtol=0)
@@ -248,3 +248,26 @@ def test_prediction_is_softmax_of_the_logits(kit):
     top = p.argmax().item()
     assert line.startswith(f"<MASK> at {n}: p = softmax(logits[0, {n}]) = ")
     assert line.split(" = ")[-1].startswith(f"{tok.id_to_token(top)!r} {p[top]:.4f}")
+
+
+def test_the_letters_keep_one_meaning_each(kit):
+    """The site's notation (docs/concepts/notation.md): C the model width, D the head size,
+    N_V the vocabulary size; no letter of the legend names a tensor the trace prints, and the
+    formulas write the width C (√C scaling, the sinusoids' 1/C exponents) and u for the
+    feed-forward's hidden layer (H is the number of heads)."""
+    model = kit.build(DecoderLM, "tiny", **dict(POST_NORM, norm="layer"))  # sinusoidal, √C
+    steps = trace(model, kit.ids(), layer=0)
+    text = format_trace(steps, values=False)
+    legend = text.splitlines()[0].removeprefix("shapes: ").split(", ")
+    letters = {entry.split(" ")[0] for entry in legend}
+    assert letters == {"B", "T", "S", "C", "H", "D", "N_V"}
+    assert "C d_model" in legend and "D head size" in legend and "N_V vocabulary size" in legend
+    names = {name for s in steps for name in s.tensors}
+    assert not letters & names, letters & names
+    formulas = {s.name: s.formula for s in steps}
+    assert formulas["token embedding"] == "x_n = W_e[:, x[n]] · √C"
+    assert "sin(n / base^(i/C))" in formulas["positional encoding"]
+    assert formulas["first layer"] == "u = X W_1ᵀ + b_1"
+    assert formulas["activation"] == "a(u) = max(0, u)  (ReLU)"
+    c, h = model.config.d_model, model.config.n_head
+    assert f"split into H = {h} heads of D = {c // h}" in formulas["Q, K, V projections"]

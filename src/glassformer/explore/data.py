@@ -158,7 +158,7 @@ def _predictions(model, out, inputs, k: int) -> dict:
         }
     if not isinstance(model, DecoderLM | EncoderDecoder | EncoderMLM):
         return {"kind": "none"}
-    probs = out.logits[0].double().softmax(-1)  # (T, V)
+    probs = out.logits[0].double().softmax(-1)  # (T, N_V)
     top = probs.topk(min(k, probs.shape[-1]), dim=-1)
     rows = [
         [[tok.id_to_token(i), i, p] for i, p in zip(ids, ps, strict=True)]

@@ -57,7 +57,7 @@ def beam_search(
     if stops and tokenizer is None:
         raise ValueError(f"stop_strings={stops!r} need a tokenizer to decode the text")
     with torch.inference_mode():
-        logits = session.prefill()  # (B, V)
+        logits = session.prefill()  # (B, N_V)
     b, v = logits.shape
     device = logits.device
     n_cand = min(max(2, 1 + len(eos_ids)) * k, k * v)
@@ -77,7 +77,7 @@ def beam_search(
     for i in range(steps):
         with torch.inference_mode():
             check_logits(logits)
-            logp = torch.log_softmax(logits.float(), dim=-1)  # (B·K or B, V)
+            logp = torch.log_softmax(logits.float(), dim=-1)  # (B·K or B, N_V)
             logp = logp[:, None].expand(b, k, v) if i == 0 else logp.view(b, k, v)
             total = (logp + run_scores[..., None]).reshape(b, k * v)  # (B, K·V)
             cand_scores, cand = torch.topk(total, n_cand, dim=-1)  # (B, C), best first
@@ -119,7 +119,7 @@ def beam_search(
             if i == 0:
                 session.expand(k)
             session.reorder((rows + run_src).flatten())
-            logits = session.step(run_tokens[:, :, i].flatten())  # (B·K, V)
+            logits = session.step(run_tokens[:, :, i].flatten())  # (B·K, N_V)
 
     return _best(fin_tokens, fin_scores, fin_len, eos_ids, stops, tokenizer)
 

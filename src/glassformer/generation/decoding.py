@@ -32,7 +32,8 @@ __all__ = ["DecoderSession", "Seq2SeqSession", "Session", "eval_mode"]
 
 
 class Session:
-    """Common interface: ``prefill() -> logits (B, V)``, ``step(tokens (B,)) -> logits (B, V)``."""
+    """Common interface: ``prefill() -> logits (B, N_V)``,
+    ``step(tokens (B,)) -> logits (B, N_V)``."""
 
     def prefill(self) -> Tensor:
         raise NotImplementedError
@@ -96,7 +97,7 @@ class DecoderSession(Session):
     def _forward(self, ids: Tensor, positions: Tensor | None) -> Tensor:
         mask = None if self.mask is None else self.mask[:, : self.length]
         logits = self.model(ids, mask, positions=positions, cache=self.cache).logits
-        return logits[:, -1]  # (B, V): the distribution of the next token
+        return logits[:, -1]  # (B, N_V): the distribution of the next token
 
     def expand(self, n: int) -> None:
         index = torch.arange(self.ids.shape[0], device=self.ids.device).repeat_interleave(n)

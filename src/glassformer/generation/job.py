@@ -168,7 +168,7 @@ class GenerationJob:
         """The result, once ``sample()`` is exhausted."""
         new = torch.stack(self.steps, dim=1)  # (B, n)
         tokens = [seq[:n] for seq, n in zip(new.tolist(), self.stop.lengths, strict=True)]
-        logits = None if self.logits is None else torch.stack(self.logits, dim=1)  # (B, n, V)
+        logits = None if self.logits is None else torch.stack(self.logits, dim=1)  # (B, n, N_V)
         return self._result(new, tokens, list(self.stop.reasons), None, logits)
 
     # Beam search -------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ def apply_temperature(logits: Tensor, temperature: float) -> Tensor:
 
 
 def top_k_filter(logits: Tensor, k: int) -> Tensor:
-    """logits (..., V) with every token below the k-th largest logit set to -inf; k = 0 or
+    """logits (..., N_V) with every token below the k-th largest logit set to -inf; k = 0 or
     k >= V keeps all."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 0:
         raise ValueError(f"top_k={k!r} is not allowed: an int >= 0 (0 = off)")
@@ -48,14 +48,14 @@ def top_k_filter(logits: Tensor, k: int) -> Tensor:
 
 
 def top_p_filter(logits: Tensor, p: float) -> Tensor:
-    """logits (..., V) keeping the nucleus of probability >= p; p = 1 keeps all."""
+    """logits (..., N_V) keeping the nucleus of probability >= p; p = 1 keeps all."""
     if not (isinstance(p, int | float) and 0.0 < p <= 1.0):
         raise ValueError(f"top_p={p!r} is not allowed: a number in (0, 1] (1 = off)")
     if p >= 1.0:
         return logits
-    ascending, order = torch.sort(logits, dim=-1)  # (..., V), least likely first
+    ascending, order = torch.sort(logits, dim=-1)  # (..., N_V), least likely first
     cumulative = ascending.softmax(dim=-1).cumsum(dim=-1)  # mass of this token and all below
-    drop = cumulative <= 1.0 - p  # (..., V) in sorted order
+    drop = cumulative <= 1.0 - p  # (..., N_V) in sorted order
     drop[..., -1] = False  # the likeliest token always stays
     drop = drop.scatter(-1, order, drop)  # back to vocabulary order
     return logits.masked_fill(drop, float("-inf"))
@@ -68,7 +68,7 @@ def warp_logits(logits: Tensor, temperature: float, top_k: int = 0, top_p: float
 
 
 def check_logits(logits: Tensor) -> None:
-    """Refuse next-token logits (B, V) with a row holding NaN or +inf, or no finite value:
+    """Refuse next-token logits (B, N_V) with a row holding NaN or +inf, or no finite value:
     no token can be chosen from it (argmax would pick a NaN, a draw fails). A finite sum
     clears the whole batch in one reduction; only otherwise are the rows looked at."""
     if bool(torch.isfinite(logits.sum())):
@@ -91,9 +91,9 @@ def choose_next(
     top_p: float = 1.0,
     generator: torch.Generator | None = None,
 ) -> Tensor:
-    """logits (B, V) -> next token (B,): argmax for τ = 0, else a draw from q (see module)."""
+    """logits (B, N_V) -> next token (B,): argmax for τ = 0, else a draw from q (see module)."""
     check_logits(logits)
     if temperature == 0.0:
         return logits.argmax(dim=-1)
-    q = warp_logits(logits.float(), temperature, top_k, top_p).softmax(dim=-1)  # (B, V)
+    q = warp_logits(logits.float(), temperature, top_k, top_p).softmax(dim=-1)  # (B, N_V)
     return torch.multinomial(q, 1, generator=generator).squeeze(-1)  # (B,)

@@ -22,7 +22,7 @@ class GenerationOutput:
         when a tokenizer is known; else None.
     prompt_length: the number of leading columns of ``sequences`` that are not generated.
     scores: beam search only, (B,): the returned sequence's log P / n^length_penalty.
-    logits: with ``return_logits=True``, (B, n, V): the raw logits each step chose from.
+    logits: with ``return_logits=True``, (B, n, N_V): the raw logits each step chose from.
     """
 
     sequences: Tensor

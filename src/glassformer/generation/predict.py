@@ -143,7 +143,7 @@ def fill_mask(
     k = min(top_k, model.config.vocab_size - (len(special) if exclude_special else 0))
     results: list[list[MaskPrediction]] = []
     for logits, start in _run(model, rows, batch_size, model.config.pad_id):
-        logits = logits.float()  # (b, T, V)
+        logits = logits.float()  # (b, T, N_V)
         if exclude_special:
             logits[..., special] = float("-inf")
         probs = logits.softmax(dim=-1)

@@ -39,7 +39,7 @@ def sample_steps(
 ) -> Iterator[Tensor]:
     """Yield the next tokens (B,) of every step; finished rows get ``pad_id``.
 
-    ``logits_log``, when given, receives the raw logits (B, V) each step chose from."""
+    ``logits_log``, when given, receives the raw logits (B, N_V) each step chose from."""
     temperature, top_k, top_p = config.temperature, config.top_k, config.top_p
     last = config.max_new_tokens - 1
     tokens: Tensor | None = None

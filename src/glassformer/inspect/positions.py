@@ -31,7 +31,7 @@ def positional_matrix(model: nn.Module, n_positions: int | None = None) -> tuple
     rows = slice(offset, offset + n)
     if isinstance(encoding, SinusoidalPositionalEncoding):
         r = encoding.table[rows].float().cpu()
-        title = f"sinusoidal ({encoding.layout}) {encoding.formula}, L = {encoding.base:g}"
+        title = f"sinusoidal ({encoding.layout}) {encoding.formula}, base {encoding.base:g}"
         return title, _with_gram("R (position × feature)", r)
     if isinstance(encoding, LearnedPositionalEncoding):
         r = encoding.weight[rows].detach().float().cpu()
@@ -40,7 +40,7 @@ def positional_matrix(model: nn.Module, n_positions: int | None = None) -> tuple
         )
     if isinstance(encoding, RotaryEmbedding):
         cos, sin = encoding.cos[rows].float().cpu(), encoding.sin[rows].float().cpu()
-        title = f"rotary (RoPE): q, k rotated by n·θ_j, θ_j = L^(-2j/D), L = {encoding.base:g}"
+        title = f"rotary (RoPE): q, k rotated by n·θ_j, θ_j = base^(-2j/D), base {encoding.base:g}"
         return title, {"cos(n·θ_j)": (cos, "j"), "sin(n·θ_j)": (sin, "j")}
     raise ValueError(
         f"positional encoding {type(encoding).__name__} has no matrix to draw "

@@ -27,10 +27,10 @@ NORMS = {
     BatchNorm: "BatchNorm (eval): y_j = γ_j (x_j − μ_j)/√(σ²_j + ε) + β_j, μ, σ² running",
 }
 ACTIVATIONS = {
-    "swiglu": "a = silu(H_gate) ⊙ H_up  (SwiGLU)",
-    "relu": "a(H) = max(0, H)  (ReLU)",
-    "gelu": "a(H) = H Φ(H) = ½ H (1 + erf(H/√2))  (GELU)",
-    "gelu_tanh": "a(H) = ½ H (1 + tanh(√(2/π)(H + 0.044715 H³)))  (GELU, tanh form)",
+    "swiglu": "a = silu(u_gate) ⊙ u_up  (SwiGLU)",
+    "relu": "a(u) = max(0, u)  (ReLU)",
+    "gelu": "a(u) = u Φ(u) = ½ u (1 + erf(u/√2))  (GELU)",
+    "gelu_tanh": "a(u) = ½ u (1 + tanh(√(2/π)(u + 0.044715 u³)))  (GELU, tanh form)",
 }
 
 
@@ -79,10 +79,10 @@ class Steps:
 
     # Input -----------------------------------------------------------------------------------
     def embed(self, emb, where: str) -> None:
-        """x^(0) = W_e[:, x[n]] (· √D) + W_p[:, n] (+ W_s[:, s[n]]) (then Norm); ``emb``: the
+        """x^(0) = W_e[:, x[n]] (· √C) + W_p[:, n] (+ W_s[:, s[n]]) (then Norm); ``emb``: the
         model or side that holds the input embedding (models.inputs.InputEmbedding)."""
         x = self.at(emb.hook_embed)  # (B, T, C)
-        formula = "x_n = W_e[:, x[n]]" + (" · √D" if emb.embed.multiplier != 1.0 else "")
+        formula = "x_n = W_e[:, x[n]]" + (" · √C" if emb.embed.multiplier != 1.0 else "")
         self.emit(where, "token embedding", formula, X=x)
         pos = emb.pos_embed
         if isinstance(pos, SinusoidalPositionalEncoding | LearnedPositionalEncoding):
@@ -95,7 +95,7 @@ class Steps:
             x = self.emit(where, "positional encoding", formula, R=r, X=x + r)
         elif isinstance(pos, RotaryEmbedding):
             cos, sin = self.read[emb]  # (T, D), or (B, 1, T, D) for per-example positions
-            formula = "rotary (RoPE): nothing added; q and k are rotated by n·θ_j, θ_j = L^{−2j/D}"
+            formula = "rotary (RoPE): nothing added; q, k rotated by n·θ_j, θ_j = base^{−2j/D}"
             self.emit(where, "positional encoding", formula, cos=cos, sin=sin)
         else:
             self.emit(where, "positional encoding", "none: r_n = 0", X=x)
@@ -199,9 +199,9 @@ class Steps:
     # Feed-forward and heads --------------------------------------------------------------------
     def feedforward(self, mlp, out: HookPoint, where: str) -> None:
         hidden = self.at(mlp.hook_pre)  # (B, T, d_ff)
-        if mlp.activation == "swiglu":  # W_1 = [W_gate; W_up]: H = [H_gate, H_up]
+        if mlp.activation == "swiglu":  # W_1 = [W_gate; W_up]: u = [u_gate, u_up]
             hidden = torch.cat([hidden, self.at(mlp.hook_pre_linear)], dim=-1)
-        self.emit(where, "first layer", "H = X W_1ᵀ + b_1", H=hidden)
+        self.emit(where, "first layer", "u = X W_1ᵀ + b_1", u=hidden)
         self.emit(where, "activation", ACTIVATIONS[mlp.activation], a=self.at(mlp.hook_post))
         formula = "FeedForward(X) = W_2 a(W_1 X + b_1) + b_2"
         self.emit(where, "second layer", formula, out=self.at(out))

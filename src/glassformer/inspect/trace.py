@@ -29,7 +29,7 @@ from .steps import Masking, Step, Steps
 
 __all__ = ["Step", "format_trace", "trace"]
 
-LEGEND = "B batch, T length, S keys, C d_model, H heads, D head size, V vocabulary"
+LEGEND = "B batch, T length, S keys, C d_model, H heads, D head size, N_V vocabulary size"
 
 
 def trace(

@@ -142,7 +142,7 @@ class DecoderLM(GlassformerModel, InputEmbedding, LMHead):
             run = partial(checkpoint, block, use_reentrant=False) if recompute else block
             x = run(x, mask=mask, causal=True, token_mask=token_mask, rope=rope, cache=layer_cache)
         h = x if self.ln_final is None else self.ln_final(x, token_mask)  # (B, T, C)
-        logits = self.lm_logits(h)  # (B, T, V)
+        logits = self.lm_logits(h)  # (B, T, N_V)
         loss = None
         if labels is not None:
             if token_mask is not None:

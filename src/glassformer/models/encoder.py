@@ -122,7 +122,7 @@ class EncoderMLM(EncoderModel, LMHead):
     Hutter's paper: predict the tokens hidden by <MASK>).
 
     Head: ``unembed`` (W_u, tied to W_e) after BERT's ``transform`` when
-    ``config.mlm_transform``. ``forward`` gives logits (B, T, V); labels (B, T) hold the
+    ``config.mlm_transform``. ``forward`` gives logits (B, T, N_V); labels (B, T) hold the
     original ids at the masked positions and -100 elsewhere.
 
     Args:
@@ -133,7 +133,7 @@ class EncoderMLM(EncoderModel, LMHead):
         self.add_lm_head(self.config, self.config.vocab_size, tie_to=self.embed)
 
     def outputs(self, h: Tensor, real: Tensor | None, labels: Tensor | None) -> ModelOutput:
-        logits = self.lm_logits(h)  # (B, T, V)
+        logits = self.lm_logits(h)  # (B, T, N_V)
         loss = None if labels is None else lm_loss(logits, labels, shift=False)
         return ModelOutput(logits=logits, hidden_states=h, loss=loss)
 

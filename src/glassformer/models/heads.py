@@ -24,7 +24,7 @@ __all__ = ["ClassificationHead", "LMHead", "pool"]
 class LMHead:
     """The unembedding, on the model that mixes this class in: ``unembed`` W_u, and for BERT
     the transform before it, ``transform`` W and ``transform_norm``; hook points
-    ``hook_transform`` (B, T, C) a(W h + b) before the norm, ``hook_logits`` (B, T, V)."""
+    ``hook_transform`` (B, T, C) a(W h + b) before the norm, ``hook_logits`` (B, T, N_V)."""
 
     def add_lm_head(
         self, config: ModelConfig, vocab_size: int, tie_to: TokenEmbedding | None
@@ -42,11 +42,11 @@ class LMHead:
         self.hook_logits = HookPoint()
 
     def lm_logits(self, h: Tensor) -> Tensor:
-        """h (B, T, C) -> logits (B, T, V) = W_u h (+ b)."""
+        """h (B, T, C) -> logits (B, T, N_V) = W_u h (+ b)."""
         if self.transform is not None:  # BERT: h ← Norm(a(W h + b))
             h = self.hook_transform(self.transform_activation(self.transform(h)))
             h = self.transform_norm(h)
-        return self.hook_logits(self.unembed(h))  # (B, T, V): W_u h (+ b)
+        return self.hook_logits(self.unembed(h))  # (B, T, N_V): W_u h (+ b)
 
 
 class ClassificationHead:

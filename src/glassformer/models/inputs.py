@@ -23,7 +23,7 @@ class InputEmbedding:
     the positional encoding (W_p when learned), ``token_type_embed`` BERT's segment embedding
     W_s, ``ln_embed`` the embedding norm (BERT, BART), ``embed_dropout``.
 
-    Hook points: ``hook_embed`` (B, T, C) the token embeddings W_e[:, x[n]] (· √D),
+    Hook points: ``hook_embed`` (B, T, C) the token embeddings W_e[:, x[n]] (· √C),
     ``hook_pos_embed`` (B, T, C) the positional vectors r_n added to them (sinusoidal or
     learned), ``hook_token_type_embed`` (B, T, C) the segment embeddings; ``ln_embed`` has its
     ``hook_normalized``."""

@@ -14,7 +14,7 @@ IGNORE_INDEX = -100  # label value that is not scored (padding, unmasked MLM pos
 
 @dataclass
 class ModelOutput:
-    """``logits``: (B, T, V) for language models, (B, n_classes) for classifiers;
+    """``logits``: (B, T, N_V) for language models, (B, n_classes) for classifiers;
     ``hidden_states``: (B, T, C), the last block's output after the final norm, before the head;
     ``loss``: mean cross-entropy over the scored labels, when labels were given;
     ``encoder_hidden_states``: (B, S, C), encoder-decoder only;
@@ -29,14 +29,14 @@ class ModelOutput:
 
 
 def lm_loss(logits: Tensor, labels: Tensor, *, shift: bool) -> Tensor:
-    """Cross-entropy of (B, T, V) logits against (B, T) labels; -100 is not scored.
+    """Cross-entropy of (B, T, N_V) logits against (B, T) labels; -100 is not scored.
 
     shift=True scores position n against label n+1 (causal LM: predict the next token).
     Labels may be any shape matching the logits' leading dimensions ((B,) for classifiers)."""
     if shift:  # label n+1 moves under logit n; the last position scores nothing
         labels = F.pad(labels[:, 1:], (0, 1), value=IGNORE_INDEX)  # no copy of the logits
     labels = labels.reshape(-1)
-    z = logits.reshape(-1, logits.shape[-1]).float()  # (N, V)
+    z = logits.reshape(-1, logits.shape[-1]).float()  # (N, N_V)
     total = F.cross_entropy(z, labels, ignore_index=IGNORE_INDEX, reduction="sum")
     # mean over scored labels; a batch with none scores 0 instead of 0/0 = NaN
     return total / (labels != IGNORE_INDEX).sum().clamp(min=1)

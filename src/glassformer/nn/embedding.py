@@ -1,7 +1,7 @@
 """Token embedding and unembedding.
 
-Embedding maps token id x[n] to the column W_e[:, x[n]] ∈ R^D (notes: "Token Embedding"),
-optionally scaled by √D as in Vaswani et al.; the input to the first block is
+Embedding maps token id x[n] to the column W_e[:, x[n]] ∈ R^C (notes: "Token Embedding"),
+optionally scaled by √C as in Vaswani et al.; the input to the first block is
 x_n^(0) = W_e[:, x[n]] + W_p[:, n]. Unembedding maps the last hidden vector back to one score
 (logit) per vocabulary entry, logits = W_u h (+ b); with weight tying W_u = W_eᵀ.
 """
@@ -20,19 +20,19 @@ __all__ = ["TokenEmbedding", "Unembedding"]
 
 
 class TokenEmbedding(nn.Module):
-    """ids (B, T) -> W_e[ids] (· √D if ``scale``) (B, T, C).
+    """ids (B, T) -> W_e[ids] (· √C if ``scale``) (B, T, C).
 
-    W_e is drawn from N(0, std²), std 0.02 by default; with ``scale``, from N(0, 1/D), so that
-    the scaled embeddings √D · W_e start with RMS 1, as large as the sinusoids r_n they are
+    W_e is drawn from N(0, std²), std 0.02 by default; with ``scale``, from N(0, 1/C), so that
+    the scaled embeddings √C · W_e start with RMS 1, as large as the sinusoids r_n they are
     added to (RMS 1/√2): the reason the notes give for the scale ("Transformer:
     Self-Attention and Parallelization", *Embedding & Positional Encoding*: the position values
-    lie in [-1, 1] and the token features must not be much smaller). N(0, 1/D) with the √D
+    lie in [-1, 1] and the token features must not be much smaller). N(0, 1/C) with the √C
     scale is fairseq's initialisation of the Transformer's embeddings. At std 0.02 they would
-    start at 0.02 √D (0.23 at D = 128, 0.45 at D = 512).
+    start at 0.02 √C (0.23 at C = 128, 0.45 at C = 512).
 
-    Not when the embedding is ``tied`` to the unembedding (W_u = W_eᵀ, read without the √D):
+    Not when the embedding is ``tied`` to the unembedding (W_u = W_eᵀ, read without the √C):
     each position's hidden state then points along its own input token's row, and the logit
-    of that token starts near 0.9 · √D (9.9 at D = 128), so the untrained model predicts its
+    of that token starts near 0.9 · √C (9.9 at C = 128), so the untrained model predicts its
     input (a first loss of 9.8 nats on 31 tokens, ln 31 = 3.4) and small tasks stall. A tied
     embedding is drawn with the default std, and training grows it (``init_std``).
 
@@ -40,7 +40,7 @@ class TokenEmbedding(nn.Module):
         vocab_size: the number of tokens, the notes' N_V: the rows of W_e (its columns in the
             notes, which embed a token as a column vector).
         d_model: the embedding width C (the notes' D).
-        scale: multiply the embeddings by √D (Vaswani et al.).
+        scale: multiply the embeddings by √C (Vaswani et al.).
 
     Raises:
         ValueError: a size that is not a positive int; in ``forward``, an id outside
@@ -56,7 +56,7 @@ class TokenEmbedding(nn.Module):
         self.reset_parameters()
 
     def init_std(self, std: float = 0.02, *, tied: bool = False) -> float:
-        """The std W_e is drawn with: 1/√D when the embedding is scaled by √D and not
+        """The std W_e is drawn with: 1/√C when the embedding is scaled by √C and not
         ``tied`` to an unembedding (scaled RMS 1), else ``std``."""
         return 1.0 / self.multiplier if self.multiplier != 1.0 and not tied else std
 
@@ -96,13 +96,13 @@ def _explain(ids: Tensor, vocab_size: int, err: Exception) -> None:
 
 
 class Unembedding(nn.Module):
-    """h (B, T, C) -> logits (B, T, V) = h W_uᵀ (+ b); ``tie_to`` shares W_u with an embedding.
+    """h (B, T, C) -> logits (B, T, N_V) = h W_uᵀ (+ b); ``tie_to`` shares W_u with an embedding.
 
-    The matrix is ``proj.weight`` (V, C), TransformerLens's W_U transposed.
+    The matrix is ``proj.weight`` (N_V, C), TransformerLens's W_U transposed.
 
     Args:
         d_model: the width C of the hidden states.
-        vocab_size: the number of logits V.
+        vocab_size: the number of logits N_V.
         bias: a bias b on the logits.
         tie_to: a `TokenEmbedding` whose W_e becomes W_u (W_u = W_e, one parameter).
 
@@ -131,4 +131,4 @@ class Unembedding(nn.Module):
             self.proj.weight = tie_to.weight
 
     def forward(self, h: Tensor) -> Tensor:
-        return self.proj(h)  # (B, T, V): h W_uᵀ (+ b)
+        return self.proj(h)  # (B, T, N_V): h W_uᵀ (+ b)

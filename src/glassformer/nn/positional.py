@@ -4,15 +4,15 @@ Self-attention is equivariant to permutations of its rows (notes, appendix "Posi
 encoding"), so position must be injected. Additive encodings add a vector r_n to each token
 embedding, x̃_n = x_n + r_n:
 
-  * sinusoidal (fixed, L = 10000, D = d_model): r_n^(i) = sin(n / L^{i/D}) at even i and
-    cos(n / L^{(i-1)/D}) at odd i ("interleaved", the default), or a sin half and a cos half
+  * sinusoidal (fixed, base 10000, C = d_model): r_n^(i) = sin(n / base^{i/C}) at even i
+    and cos(n / base^{(i-1)/C}) at odd i ("interleaved", the default), or a sin half and a cos half
     ("split", "Brief Notes on Transformers"); the table, its two layouts and the shift
     r_{n+1} = M r_n are nn/sinusoid.py's
   * learned: r_n = W_p[:, n], a trained matrix (max_len, d_model)
   * none: r_n = 0 (the model is then permutation-equivariant unless it is causal).
 
 Rotary (RoPE, Su et al. 2021) instead rotates each query and key: pairs of coordinates
-(x_j, x_{j+D/2}) of the head vector are rotated by the angle n·θ_j, θ_j = L^{-2j/D}, so that
+(x_j, x_{j+D/2}) of the head vector are rotated by the angle n·θ_j, θ_j = base^{-2j/D}, so that
 q_nᵀ k_m depends only on n - m. It is applied inside attention (``apply_rotary``).
 
 Positions count from 0. ``positions`` may be (T,) shared by the batch or (B, T) per example
@@ -101,13 +101,13 @@ class NoPositionalEncoding(PositionalEncoding):
 
 class SinusoidalPositionalEncoding(PositionalEncoding):
     """x̃_n = x_n + r_n, r_n the sinusoid of ``sinusoid_table`` in ``layout``: "interleaved"
-    (sin(n / L^{i/D}) at even i, cos(n / L^{(i-1)/D}) at odd i) or "split" (the notes' sin
+    (sin(n / base^{i/C}) at even i, cos(n / base^{(i-1)/C}) at odd i) or "split" (the notes' sin
     half, then cos half).
 
     Args:
-        d_model: the width D of the vectors r_n.
+        d_model: the width C of the vectors r_n.
         max_len: the number of positions tabulated (0..max_len-1), the notes' ℓ_max.
-        base: L in the wavelengths, 10000 in Vaswani et al.
+        base: the base of the wavelengths, 10000 in Vaswani et al.
         layout: "interleaved" or "split".
 
     Raises:
@@ -146,7 +146,7 @@ class LearnedPositionalEncoding(PositionalEncoding):
     """x̃_n = x_n + W_p[:, n], W_p a trained (max_len, d_model) matrix.
 
     Args:
-        d_model: the width D of the vectors.
+        d_model: the width C of the vectors.
         max_len: the number of positions, the notes' ℓ_max: the rows of ``weight``.
 
     Raises:
@@ -169,7 +169,7 @@ class LearnedPositionalEncoding(PositionalEncoding):
 
 
 class RotaryEmbedding(PositionalEncoding):
-    """RoPE: rotate (x_j, x_{j+D/2}) of each query/key head vector by n·θ_j, θ_j = L^{-2j/D}.
+    """RoPE: rotate (x_j, x_{j+D/2}) of each query/key head vector by n·θ_j, θ_j = base^{-2j/D}.
 
     The angles of positions 0..max_len-1 are a table; a model that may run past max_len (a
     decoder whose every layer attends a bounded window, glassformer.models.DecoderLM) passes
@@ -179,7 +179,7 @@ class RotaryEmbedding(PositionalEncoding):
     Args:
         head_dim: the head size D of the rotated vectors; even.
         max_len: the number of positions tabulated.
-        base: L in θ_j = L^{-2j/D}.
+        base: the base in θ_j = base^{-2j/D}.
 
     Raises:
         ValueError: a size that is not a positive int, an odd ``head_dim``, a base that is

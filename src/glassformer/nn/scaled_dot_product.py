@@ -9,7 +9,7 @@ Eq. (3) only runs over the keys a query may attend to.
 
 Notation used across glassformer.nn:
     B batch, T query (target) length, S key (source) length, C = d_model,
-    H query heads, G = H / H_kv queries per key/value head, D head size (d_k), V vocabulary.
+    H query heads, G = H / H_kv queries per key/value head, D head size (d_k), N_V vocabulary size.
 
 Two paths compute the same function:
   * written out (``scores``, ``pattern``, ``weighted_sum``): the scores, the mask, the softmax

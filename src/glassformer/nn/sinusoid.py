@@ -5,15 +5,15 @@ Plain functions of (position, feature), float64, with no module or parameter:
 ``SinusoidalPositionalEncoding`` (nn/positional.py) adds rows of ``sinusoid_table``, and
 ``shift_matrix`` is the one linear map that moves every row a position on.
 
-Formulas (L = ``base`` = 10000, D = d_model, ω_m = L^{-2m/D} the m-th frequency):
+Formulas (base = 10000 by default, C = d_model, ω_m = base^{-2m/C} the m-th frequency):
 
-    interleaved:  r_n^(i) = sin(n / L^{i/D})        for even i
-                  r_n^(i) = cos(n / L^{(i-1)/D})    for odd i
-    split:        r_n^(j) = sin(n / L^{2j/D})          for j < D/2
-                  r_n^(j) = cos(n / L^{2(j-D/2)/D})    for j >= D/2
+    interleaved:  r_n^(i) = sin(n / base^{i/C})        for even i
+                  r_n^(i) = cos(n / base^{(i-1)/C})    for odd i
+    split:        r_n^(j) = sin(n / base^{2j/C})          for j < C/2
+                  r_n^(j) = cos(n / base^{2(j-C/2)/C})    for j >= C/2
 
 Either layout holds the pair (sin nω_m, cos nω_m), at features (2m, 2m+1) interleaved or
-(m, m + D/2) split. Moving n -> n+s rotates each pair by the angle sω_m, so
+(m, m + C/2) split. Moving n -> n+s rotates each pair by the angle sω_m, so
 r_{n+s} = M^s r_n with M a fixed block rotation, the same for every n.
 """
 
@@ -28,8 +28,8 @@ POSITIONAL_LAYOUTS = ("interleaved", "split")
 """Where the sin and cos of a frequency sit in the sinusoid (ModelConfig.positional_layout)."""
 
 SINUSOID_FORMULAS = {
-    "interleaved": "r_n^(i) = sin(n / L^(i/D)) (i even), cos(n / L^((i-1)/D)) (i odd)",
-    "split": "r_n^(j) = sin(n / L^(2j/D)) (j < D/2), cos(n / L^(2(j-D/2)/D)) (j ≥ D/2)",
+    "interleaved": "r_n^(i) = sin(n / base^(i/C)) (i even), cos(n / base^((i-1)/C)) (i odd)",
+    "split": "r_n^(j) = sin(n / base^(2j/C)) (j < C/2), cos(n / base^(2(j-C/2)/C)) (j ≥ C/2)",
 }
 
 
@@ -46,8 +46,8 @@ def sinusoid_table(
         pair, is_sin = i // 2, i % 2 == 0  # feature i: pair ⌊i/2⌋, sin when i is even
     else:
         half = d_model // 2
-        pair, is_sin = i % half, i < half  # feature j: pair j mod D/2, sin when j < D/2
-    angle = n / _wavelengths(d_model, base)[pair]  # (N, C): n ω_m = n / L^{2m/D}
+        pair, is_sin = i % half, i < half  # feature j: pair j mod C/2, sin when j < C/2
+    angle = n / _wavelengths(d_model, base)[pair]  # (N, C): n ω_m = n / base^{2m/C}
     return torch.where(is_sin, angle.sin(), angle.cos())  # (N, C)
 
 
@@ -59,7 +59,7 @@ def shift_matrix(
     Transformers", Positional Encodings: shifting k -> k+1 is one linear map, the same for
     all k). For the rows of a table R that is R[n + steps] = R[n] @ M^stepsᵀ.
 
-    Each pair (sin nω, cos nω) of frequency ω = L^{-2m/D} is rotated by the angle s·ω:
+    Each pair (sin nω, cos nω) of frequency ω = base^{-2m/C} is rotated by the angle s·ω:
 
         [sin (n+s)ω; cos (n+s)ω] = [[cos sω, sin sω], [−sin sω, cos sω]] [sin nω; cos nω]
 
@@ -77,7 +77,7 @@ def shift_matrix(
     half = d_model // 2
     m = torch.arange(half)
     sin_at, cos_at = (2 * m, 2 * m + 1) if layout == "interleaved" else (m, m + half)
-    angle = steps / _wavelengths(d_model, base)  # (D/2,): s ω_m = s / L^{2m/D}
+    angle = steps / _wavelengths(d_model, base)  # (C/2,): s ω_m = s / base^{2m/C}
     c, s = angle.cos(), angle.sin()
     out = torch.zeros(d_model, d_model, dtype=torch.float64)
     out[sin_at, sin_at], out[sin_at, cos_at] = c, s  # sin (n+s)ω = cos sω·sin nω + sin sω·cos nω
@@ -86,7 +86,7 @@ def shift_matrix(
 
 
 def _wavelengths(d_model: int, base: float) -> Tensor:
-    """1 / ω_m = L^{2m/D} for m = 0..⌈D/2⌉-1, float64."""
+    """1 / ω_m = base^{2m/C} for m = 0..⌈C/2⌉-1, float64."""
     m = torch.arange((d_model + 1) // 2, dtype=torch.float64)
     return base ** (2 * m / d_model)
 

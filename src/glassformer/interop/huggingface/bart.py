@@ -14,7 +14,7 @@ and the unembedding; logits + ``final_logits_bias`` (the head bias); decoding st
     model.encoder.layernorm_embedding.*           encoder.ln_embed.*
     model.decoder.embed_positions.weight          decoder.pos_embed.weight
     model.decoder.layernorm_embedding.*           decoder.ln_embed.*
-    final_logits_bias (1, V), a buffer            unembed.proj.bias (V,)
+    final_logits_bias (1, N_V), a buffer          unembed.proj.bias (N_V,)
     and for X = encoder, decoder, each layer i:
     model.X.layers.i.self_attn.{q,k,v}_proj.*     X.blocks.i.attn.in_proj.*  [Q; K; V]
     model.X.layers.i.self_attn.out_proj.*         X.blocks.i.attn.out_proj.*

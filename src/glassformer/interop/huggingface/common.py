@@ -4,7 +4,7 @@ weight-copying engine driven by a list of ``Rule``s.
 A ``Rule`` names one glassformer tensor and the Hugging Face tensor(s) it is made of:
 
     op="copy"  the same matrix (reshaped only where the shapes differ by a unit axis, e.g.
-               BART's final_logits_bias (1, V) -> the head bias (V,))
+               BART's final_logits_bias (1, N_V) -> the head bias (N_V,))
     op="t"     transposed: GPT-2's Conv1D stores W as (in, out), nn.Linear as (out, in)
     op="cat"   rows stacked: glassformer's in_proj = [W^Q; W^K; W^V], SwiGLU's fc1 = [W_gate; W_up]
 
