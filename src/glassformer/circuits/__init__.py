@@ -15,6 +15,7 @@ of one pass, ``out, cache = circuit_cache(model, input_ids)``, and reads the mod
     composition_scores(model, kind="q"|"k"|"v")        (L, H, L, H) between heads
     ablate(model, inputs, heads=..., how=...)          zero-, mean- and resample-ablation
     patch_residual(...), patch_heads(...)              activation patching, clean into corrupted
+    logit_difference(model, right, wrong)              the metric: logit of right minus wrong
     patch_blocks(...), patch_heads_every(...)          several patching grids in one call
     patch_path(...), patch_path_senders(...)           path patching, sender → receiver
     shift_matrix(d_model, layout=...)                  M with r_{k+1} = M r_k (sinusoidal)
@@ -28,6 +29,7 @@ from .components import Components
 from .composition import composition_score, composition_scores
 from .factored import FactoredMatrix
 from .lens import LogitLens, logit_lens
+from .metrics import logit_difference
 from .norms import FrozenNorm, freeze_norm
 from .patching import normalized, patch_heads, patch_residual
 from .patching_every import patch_blocks, patch_heads_every
@@ -57,6 +59,7 @@ __all__ = [
     "full_qk_circuit",
     "head_weights",
     "logit_attribution",
+    "logit_difference",
     "logit_lens",
     "normalized",
     "ov_bias",

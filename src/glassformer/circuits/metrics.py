@@ -1,0 +1,72 @@
+"""Metrics for ablation and patching: a function of a model's output that says how much of a
+behaviour is left. An indirect-object study (Wang et al. (2022), "Interpretability in the
+Wild") measures the logit difference between the right answer and the wrong one,
+
+    metric(out) = mean_b ( logits[b, n_b, right_b] - logits[b, n_b, wrong_b] ),
+
+at the position n_b that predicts the answer (the last, by default), averaged over the prompts.
+``logit_difference`` builds it from the answers as strings or ids, one pair for every prompt
+or one pair per prompt, so a study passes answers, not a hand-written function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from .attribution import _ids, _positions
+
+__all__ = ["logit_difference"]
+
+Answer = int | str | Sequence[int | str] | Tensor
+
+
+def logit_difference(
+    model: Any,
+    right: Answer,
+    wrong: Answer,
+    *,
+    position: int | Sequence[int] = -1,
+    tokenizer: Any = None,
+) -> Callable[[Any], Tensor]:
+    """The metric ``out -> mean over the batch of logits[right] - logits[wrong]`` at
+    ``position``, for ``patch_residual``, ``patch_heads``, ``patch_blocks``, ``patch_path`` and
+    ``normalized``.
+
+    Args:
+        model: the model whose output the metric reads (its ``unembed`` gives the vocabulary,
+            its tokenizer reads string answers).
+        right: the answer whose logit counts up: a token (an id, or a string that is one token)
+            for every prompt, or a list with one per prompt.
+        wrong: the answer whose logit counts down, in the same forms.
+        position: the position whose logits are read: an int for every prompt (negative from
+            the end; -1 the last) or one per prompt (the end of each prompt when a batch is
+            right-padded).
+        tokenizer: reads string answers; default the model's own (``model.tokenizer``).
+
+    Returns:
+        A function of the model's output (anything with ``.logits`` of shape (B, T, N_V)) that
+        gives a 0-d tensor.
+
+    Raises:
+        ValueError: when called, an answer that is not one token, a list whose length is not
+            the batch's, or a position outside the sequence.
+    """
+    vocab = model.unembed.proj.out_features
+    tokenizer = getattr(model, "tokenizer", None) if tokenizer is None else tokenizer
+    what = "logit_difference"
+
+    def metric(out: Any) -> Tensor:
+        logits = out.logits  # (B, T, N_V)
+        b, t = logits.shape[:2]
+        rows = torch.arange(b)
+        at = _positions(position, b, t, what)
+        good = _ids(right, tokenizer, b, vocab, what, "right")
+        bad = _ids(wrong, tokenizer, b, vocab, what, "wrong")
+        final = logits[rows, at]  # (B, N_V)
+        return (final[rows, good] - final[rows, bad]).mean()
+
+    return metric
