@@ -4,8 +4,10 @@ tests/docs/test_examples.py runs the Python blocks of the pages that give no com
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +25,15 @@ class Step:
     kind: str
     text: str
     line: int  # where it starts on its page, 1-based
+
+
+def load_script(stem: str):
+    """docs/scripts/<stem>.py as a module (the docs' scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(f"docs_{stem}", ROOT / f"docs/scripts/{stem}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass of the script looks its module up there
+    spec.loader.exec_module(module)
+    return module
 
 
 def name(page: Path) -> str:
