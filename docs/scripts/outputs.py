@@ -50,6 +50,7 @@ OUT = ROOT / "docs" / "outputs"
 IMAGES = ROOT / "docs" / "images" / "tutorials"
 MAX_LINES = 40  # a longer output shows its first and last lines
 HEAD = 12
+PROGRESS = re.compile(r"(step \d+/\d+: |scoring: \d+/)")  # a run's progress, one line a while
 INCLUDE = re.compile(r'\A\n*```text[^\n]*\n--8<-- "(docs/outputs/[\w./-]+)"\n```')
 # Commands a tutorial gives that its real run leaves out (tests/docs/test_walk.py says why).
 NOT_RUN = re.compile(r"torchrun |glassformer explore (?!.*--export)")
@@ -91,6 +92,10 @@ class Block:
         return [_without_comment(c) for _, c in STEPS._command_lines(self.text)]
 
 
+# Files a tutorial takes from an earlier one, made first by that page's block (not timed).
+NEEDS = {"fine-tune": [("classifier", 2)]}  # reviews.csv
+
+
 def blocks(page: Path) -> list[Block]:
     text = page.read_text(encoding="utf-8")
     found = [m for m in STEPS.FENCE.finditer(text) if m[1] in ("python", "bash")]
@@ -113,20 +118,56 @@ def include(block: Block) -> str:
     return f'```text title="Output"\n--8<-- "{path}"\n```'
 
 
+def show(page: Path, time_file: Path | None = None) -> None:
+    """Put under each block of ``page`` that has an output file the text block including it,
+    where it is missing, and the line ``time_file`` includes under the page's title."""
+    text = page.read_text(encoding="utf-8")
+    for block in reversed(blocks(page)):
+        if block.output.is_file() and shown(block) is None:
+            text = text[: block.end] + "\n\n" + include(block) + text[block.end :]
+    if time_file is not None:
+        line = f'--8<-- "{time_file.relative_to(ROOT).as_posix()}"'
+        if line not in text:
+            title = re.search(r"^# .*\n", text, re.M)
+            text = text[: title.end()] + "\n" + line + "\n" + text[title.end() :]
+    page.write_text(text, encoding="utf-8")
+
+
 def _without_comment(command: str) -> str:
+    """The command without its comment, continued lines' indentation as one space."""
+    command = re.sub(r"\s{2,}", " ", command) if "#" not in command else command
     before = command.split(" #")[0].rstrip()
     keep = shlex.split(before) == shlex.split(command, comments=True)
-    return before if keep else command
+    return re.sub(r"\s{2,}", " ", before) if keep else command
 
 
 def shorten(text: str) -> str:
-    """``text`` with at most MAX_LINES lines: its first and last ones around a marker."""
+    """``text`` with at most MAX_LINES lines: the progress lines of a long run (``step 10/600:
+    ...``) are left out between its first and last three, the validation lines kept; what is
+    still too long keeps its first and last lines. Each gap says how many lines it holds."""
     lines = text.rstrip("\n").splitlines()
     if len(lines) <= MAX_LINES:
         return "\n".join(lines) + "\n" if lines else ""
-    tail = MAX_LINES - HEAD - 1
-    gap = f"[... {len(lines) - HEAD - tail} lines ...]"
-    return "\n".join([*lines[:HEAD], gap, *lines[-tail:]]) + "\n"
+    progress = [i for i, line in enumerate(lines) if PROGRESS.match(line)]
+    drop = set(progress[3:-3])
+    kept: list[str] = []
+    for i, line in enumerate(lines):
+        if i in drop and i - 1 in drop:
+            continue
+        gap = sum(1 for _ in _run(drop, i)) if i in drop else 0
+        kept.append(f"[... {gap} lines ...]" if gap else line)
+    if len(kept) > MAX_LINES:
+        tail = MAX_LINES - HEAD - 1
+        gap = f"[... {len(kept) - HEAD - tail} lines ...]"
+        kept = [*kept[:HEAD], gap, *kept[-tail:]]
+    return "\n".join(kept) + "\n"
+
+
+def _run(indices: set[int], start: int):
+    """start, start + 1, ... while in ``indices``."""
+    while start in indices:
+        yield start
+        start += 1
 
 
 def run_python(code: str, where: str) -> str:
@@ -172,6 +213,9 @@ def write_concepts(check: bool) -> list[str]:
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
+    if not check:
+        for page in sorted((ROOT / "docs" / "concepts").glob("*.md")):
+            show(page)
     stale = set((OUT / "concepts").glob("*.txt")) - set(made) if (OUT / "concepts").is_dir() else []
     problems += [f"{p.relative_to(ROOT)}: no block prints it" for p in sorted(stale)]
     return problems
@@ -180,12 +224,19 @@ def write_concepts(check: bool) -> list[str]:
 # ---------------------------------------------------------------- the tutorials
 
 
-def run_tutorial(page: Path, home: Path) -> dict:
-    """Walk ``page`` as written in a fresh ``home``; each block's output, time and hash."""
+def run_tutorial(page: Path, home: Path, skip: list[str] = ()) -> dict:
+    """Walk ``page`` as written in a fresh ``home``; each block's output, time and hash. The
+    commands that start with one of ``skip`` are left out (and listed in the record)."""
     env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(ROOT / "src")}
     env.pop("GLASSFORMER_TEST_SCALE", None)
-    start, record = os.getcwd(), {"blocks": {}}
+    start, record = os.getcwd(), {"blocks": {}, "skipped": []}
     os.chdir(home)
+    for stem, index in NEEDS.get(page.stem, []):
+        folder = home / "glassformer-tutorial"
+        folder.mkdir(exist_ok=True)
+        with contextlib.chdir(folder):
+            needed = blocks(page.parent / f"{stem}.md")[index - 1]
+            run_python(needed.text, f"{stem}.md line {needed.line}")
     began = time.perf_counter()
     try:
         for block in blocks(page):
@@ -194,7 +245,10 @@ def run_tutorial(page: Path, home: Path) -> dict:
                 where = f"{STEPS.name(page)} line {block.line}"
                 printed = shorten(run_python(block.text, where))
             else:
-                printed = "".join(_shell(command, home, env) for command in block.commands())
+                left_out = [c for c in block.commands() if c.startswith(tuple(skip))]
+                record["skipped"] += left_out
+                run = [c for c in block.commands() if c not in left_out]
+                printed = "".join(_shell(command, home, env) for command in run)
             seconds = time.perf_counter() - t0
             print(f"{STEPS.name(page)} block {block.index}: {seconds:.0f} s", file=sys.stderr)
             record["blocks"][str(block.index)] = {
@@ -205,6 +259,7 @@ def run_tutorial(page: Path, home: Path) -> dict:
     finally:
         os.chdir(start)
     record["seconds"] = round(time.perf_counter() - began, 1)
+    record["load"] = round(os.getloadavg()[2], 1)  # over the last 15 minutes: other work
     return record
 
 
@@ -249,7 +304,7 @@ def _expand(path: str, home: Path) -> str:
 
 
 def machine() -> str:
-    cores = os.cpu_count() or 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     name = platform.processor() or platform.machine()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
@@ -258,13 +313,13 @@ def machine() -> str:
     return f"{cores}-core CPU ({name})"
 
 
-def write_tutorial(stem: str, pictures: list[str], keep: Path | None = None) -> None:
+def write_tutorial(stem: str, pictures: list[str], keep: Path | None, skip: list[str]) -> None:
     """Run the tutorial ``stem`` for real and write its outputs, time and pictures (with
     ``keep``, every picture the run wrote is also copied there, and the record)."""
     page = ROOT / "docs" / "tutorials" / f"{stem}.md"
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        record = run_tutorial(page, home)
+        record = run_tutorial(page, home, skip)
         record["machine"] = machine()
         folder, made = IMAGES / stem, home / "glassformer-tutorial"
         for name in pictures:
@@ -286,13 +341,21 @@ def write_tutorial(stem: str, pictures: list[str], keep: Path | None = None) -> 
             block.output.write_text(printed, encoding="utf-8")
     (out / f"{stem}.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     (out / f"{stem}-time.md").write_text(time_line(record), encoding="utf-8")
+    show(page, out / f"{stem}-time.md")
 
 
 def time_line(record: dict) -> str:
-    minutes = max(1, round(record["seconds"] / 60))
+    minutes = round(record["seconds"] / 60)
+    took = f"about {minutes} minutes" if minutes > 1 else "about a minute"
+    took = took if record["seconds"] >= 45 else "under a minute"
+    left_out = ", ".join(f"`{c}`" for c in record.get("skipped", []))
+    cores = int(record["machine"].split("-")[0])
+    load = record.get("load", 0)
+    shared = f", the CPU shared with other work (load {load})" if load > cores + 0.5 else ""
+    what = f"every command as written but {left_out}" if left_out else "every command as written"
     return (
-        f"*Time: about {minutes} minute{'s' if minutes > 1 else ''} on a {record['machine']}, "
-        "every command as written (the outputs below come from that run).*\n"
+        f"*Time: {took} on a {record['machine']}, "
+        f"{what}{shared} (the outputs below come from that run).*\n"
     )
 
 
@@ -331,10 +394,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tutorials", nargs="+", default=[], metavar="PAGE",
                         help="run these tutorials for real (minutes each)")  # fmt: skip
     parser.add_argument("--keep", type=Path, help="copy every picture a tutorial writes here")
+    parser.add_argument("--skip", nargs="+", default=[], metavar="COMMAND",
+                        help="leave out the commands that start so (too long to run)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.tutorials:
         for stem in args.tutorials:
-            write_tutorial(stem, PICTURES.get(stem, []), args.keep)
+            write_tutorial(stem, PICTURES.get(stem, []), args.keep, args.skip)
         return 0
     problems = write_concepts(args.check)
     for problem in problems:
