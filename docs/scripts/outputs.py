@@ -289,7 +289,12 @@ def _shell(command: str, home: Path, env: dict) -> str:
             out.append(done.stdout)
         else:
             raise SystemExit(f"{command}: a command this script does not run")
-    return shown_line + shorten("".join(out)) if out else ""
+    return shown_line + shorten(reader_paths("".join(out), home)) if out else ""
+
+
+def reader_paths(text: str, home: Path) -> str:
+    """``text`` with the run's home folder as ``~`` and the checkout's files from its root."""
+    return text.replace(str(home), "~").replace(f"{ROOT}/", "")
 
 
 def _split_and(argv: list[str]) -> list[list[str]]:
