@@ -384,6 +384,7 @@ PICTURES = {
         "inside/residual_decoder.png",
         "inside/positional.png",
         "inside-reverse/cross_attention.png",
+        "inside-reverse/cross_attention_layer1_head0.png",
         "inside-graphs/attention_graph_decoder.png",
         "inside-graphs/receptive_field_decoder.png",
         "attention.png",

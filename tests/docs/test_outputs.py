@@ -45,7 +45,7 @@ def test_every_output_is_shown_and_every_shown_one_exists():
 
 
 def test_the_tutorials_that_take_a_while_were_run():
-    assert {"hugging-face"} <= set(RUN)
+    assert {"look-inside", "classifier", "fine-tune", "hugging-face"} <= set(RUN)
 
 
 @pytest.mark.parametrize("stem", RUN)
