@@ -350,17 +350,18 @@ def write_tutorial(stem: str, pictures: list[str], keep: Path | None, skip: list
 
 
 def time_line(record: dict) -> str:
+    """The line at the top of a tutorial: how long its run took, and where."""
     minutes = round(record["seconds"] / 60)
     took = f"about {minutes} minutes" if minutes > 1 else "about a minute"
     took = took if record["seconds"] >= 45 else "under a minute"
-    left_out = ", ".join(f"`{c}`" for c in record.get("skipped", []))
     cores = int(record["machine"].split("-")[0])
     load = record.get("load", 0)
-    shared = f", the CPU shared with other work (load {load})" if load > cores + 0.5 else ""
+    shared = f" shared with other work (load average {load})" if load > cores + 0.5 else ""
+    left_out = ", ".join(f"`{c}`" for c in record.get("skipped", []))
     what = f"every command as written but {left_out}" if left_out else "every command as written"
     return (
-        f"*Time: {took} on a {record['machine']}, "
-        f"{what}{shared} (the outputs below come from that run).*\n"
+        f"*Time: {took} on a {record['machine']}{shared}, {what}; "
+        "the outputs below come from that run.*\n"
     )
 
 
