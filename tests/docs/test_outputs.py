@@ -118,3 +118,12 @@ def test_a_long_run_keeps_its_evaluations():
     assert [s for s in short if "validation" in s] == [x for x in lines if "validation" in x]
     assert short[-4:] == ["step 980/1000: loss 1.0", "step 990/1000: loss 1.0",
                           "step 1000/1000: loss 1.0", "step 1000: validation loss 1.0"]  # fmt: skip
+
+
+@pytest.mark.parametrize("page", sorted(TUTORIALS.glob("*.md")), ids=lambda p: p.stem)
+def test_every_tutorial_starts_with_its_time(page):
+    lines = page.read_text(encoding="utf-8").splitlines()
+    heading = next(i for i, line in enumerate(lines) if line.startswith("# "))
+    first = next(line for line in lines[heading + 1 :] if line.strip())
+    run = f'--8<-- "docs/outputs/tutorials/{page.stem}-time.md"'
+    assert first == run if page.stem in RUN else first.startswith("*Time: "), first
