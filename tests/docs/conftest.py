@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)  # ```text title="Output" too
 # a table row whose first cell is a command: | `glassformer predict ...` | what it does |
 ROW = re.compile(r"^\| `((?:glassformer|torchrun) [^`]+)` \|", re.M)
 

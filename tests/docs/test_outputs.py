@@ -127,3 +127,12 @@ def test_every_tutorial_starts_with_its_time(page):
     first = next(line for line in lines[heading + 1 :] if line.strip())
     run = f'--8<-- "docs/outputs/tutorials/{page.stem}-time.md"'
     assert first == run if page.stem in RUN else first.startswith("*Time: "), first
+
+
+def test_every_block_of_a_page_is_read():
+    """The shown outputs' text blocks (```text title="Output") do not hide the blocks after
+    them from the pages' parsing (tests/docs/conftest.py FENCE)."""
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        opened = re.findall(r"^```(python|bash)\s*$", text, re.M)
+        assert [b.kind for b in OUTPUTS.blocks(page)] == opened, page
