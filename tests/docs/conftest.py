@@ -5,6 +5,7 @@ tests/docs/test_examples.py runs the Python blocks of the pages that give no com
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import os
 import re
 import shlex
@@ -17,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)  # ```text title="Output" too
 # a table row whose first cell is a command: | `glassformer predict ...` | what it does |
 ROW = re.compile(r"^\| `((?:glassformer|torchrun) [^`]+)` \|", re.M)
 
@@ -29,6 +30,15 @@ class Step:
     kind: str
     text: str
     line: int  # where it starts on its page, 1-based
+
+
+def load_script(stem: str):
+    """docs/scripts/<stem>.py as a module (the docs' scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(f"docs_{stem}", ROOT / f"docs/scripts/{stem}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass of the script looks its module up there
+    spec.loader.exec_module(module)
+    return module
 
 
 def name(page: Path) -> str:

@@ -1,11 +1,14 @@
 """Every ```python block of the pages that give no shell command runs as written, each on its
 own in a fresh namespace and an empty folder, so the examples cannot rot. The pages that give
 commands (the README, the tutorials, ...) are walked as a whole, their Python blocks in page
-order after the commands before them: tests/docs/test_walk.py."""
+order after the commands before them: tests/docs/test_walk.py.
+
+What a Concepts page's block prints, the page shows under it (docs/scripts/outputs.py writes
+the file it includes): here the block's output must equal that file, exactly."""
 
 import pytest
 
-from .conftest import PAGES, name, steps, walked
+from .conftest import PAGES, ROOT, load_script, name, steps, walked
 
 BLOCKS = [
     (name(page), step.line, step.text)
@@ -15,11 +18,24 @@ BLOCKS = [
     if step.kind == "python"
 ]
 
+OUTPUTS = load_script("outputs")
+
 
 @pytest.mark.parametrize(("page", "line", "code"), BLOCKS, ids=[f"{p}:{n}" for p, n, _ in BLOCKS])
 def test_example_runs(page, line, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, f"{page} line {line}", "exec"), {"__name__": "__example__"})
+    printed = OUTPUTS.run_python(code, f"{page} line {line}")
+    block = next(b for b in OUTPUTS.blocks(ROOT / page) if b.line == line)
+    path = OUTPUTS.shown(block)
+    if printed and page.startswith("docs/concepts/"):
+        assert path, f"{page} line {line} prints: show it under the block, {OUTPUTS.include(block)}"
+    if path:
+        assert path == block.output.relative_to(ROOT).as_posix(), (path, OUTPUTS.include(block))
+        assert (ROOT / path).is_file(), f"{path} is missing: run python docs/scripts/outputs.py"
+        assert printed == (ROOT / path).read_text(encoding="utf-8"), (
+            f"{page} line {line} prints other than {path} shows: "
+            "run python docs/scripts/outputs.py"
+        )
 
 
 def test_the_docs_hold_examples():
