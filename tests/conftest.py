@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 
+import pytest
 import torch
 
 
@@ -14,3 +16,28 @@ def pytest_configure(config):
     their own."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         torch.set_num_threads(1)
+
+
+# A browser that makes no request of its own, so a page's request log is the page's.
+BROWSER_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """The system's Chromium (Debian's ``chromium`` package) driven by Playwright, for the
+    browser tests (the explorer, the docs site); fails, naming the package, when it is missing."""
+    from playwright.sync_api import sync_playwright
+
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.fail(
+            "no Chromium on this machine: the browser tests need the system's package "
+            "(apt-get install chromium; make test installs it when it runs as root)"
+        )
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=BROWSER_FLAGS)
+        yield b
+        b.close()

@@ -6,51 +6,20 @@ formulas looked at go to build/test-artifacts/formulas/."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
-MKDOCS = Path(sys.executable).with_name("mkdocs")
 ARTIFACTS = ROOT / "build" / "test-artifacts" / "formulas"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 
-pytestmark = pytest.mark.slow  # the site is built once for the file, ~8 s
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    """The site built as `make docs` builds it (strict), into a temporary folder."""
-    out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(ROOT / "src")}
-    script = ROOT / "docs" / "scripts" / "benchmark_pages.py"
-    subprocess.run([sys.executable, script], cwd=ROOT, env=env, check=True, capture_output=True)
-    built = subprocess.run(
-        [MKDOCS, "build", "--strict", "--quiet", "-d", out],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert built.returncode == 0, built.stderr[-3000:]
-    return out
+pytestmark = pytest.mark.slow  # reads the site built once for the run (built_site)
 
 
 @pytest.fixture(scope="module")
-def browser():
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        pytest.fail("no Chromium on this machine: apt-get install chromium (make test does)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=path, args=FLAGS)
-        yield b
-        b.close()
+def site(built_site) -> Path:
+    return built_site
 
 
 @pytest.fixture

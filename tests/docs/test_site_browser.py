@@ -6,23 +6,17 @@ on a desktop. The site is built once for the module, strict, into a temporary fo
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 import pytest
 import yaml
-from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 CONCEPTS = sorted(p.relative_to(ROOT / "docs") for p in (ROOT / "docs" / "concepts").glob("*.md"))
 NAV_LINKS = ".md-nav--primary a.md-nav__link[href]"
 FORMULAS = 'article math[display="block"]'
-FLAGS = [  # a browser that makes no request of its own: the request log is the site's
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
 
 
 def page_title(nav_title: str) -> str:
@@ -52,24 +46,6 @@ NAV = nav_pages(yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8")
 @pytest.fixture(scope="module")
 def site(built_site) -> Path:
     return built_site
-
-
-def chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        if path := shutil.which(name):
-            return path
-    pytest.fail(
-        "no Chromium on this machine: the site's browser test needs the system's "
-        "package (apt-get install chromium; make test installs it when run as root)"
-    )
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium(), args=FLAGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

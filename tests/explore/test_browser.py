@@ -8,12 +8,10 @@ nothing else. Screenshots of each view go to build/test-artifacts/explorer/."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 import torch
-from playwright.sync_api import sync_playwright
 
 from glassformer.explore import explore_data, model_info, page_html
 from glassformer.inspect import capture
@@ -22,30 +20,7 @@ from glassformer.inspect.inputs import encode_inputs
 from .conftest import PROMPTS, serving
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts" / "explorer"
-FLAGS = [  # a browser that makes no request of its own: the request log is the page's
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
 SECTIONS = ("tokens", "attention", "graph", "residual", "lens", "attribution", "predictions")
-
-
-def chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.fail(
-        "no Chromium on this machine: the explorer's browser test needs the system's package "
-        "(apt-get install chromium; make test installs it when it runs as root)"
-    )
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium(), args=FLAGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture
