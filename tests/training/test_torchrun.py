@@ -7,6 +7,7 @@ the same length here), and DDP / FSDP average the gradients.
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -103,6 +104,17 @@ def test_sgd_with_two_processes_equals_one_under_fsdp(tmp_path):
     assert losses(one) == pytest.approx(losses(two), abs=1e-5)
 
 
+def test_fsdp_resumes_with_two_processes(tmp_path, six_steps):
+    """2 FSDP processes stop after the checkpoint at step 3; 2 processes resume from it and
+    end where the uninterrupted run ends (each loads the whole state, then keeps its shard)."""
+    out = tmp_path / "fsdp"
+    run(out, "fsdp", 6, procs=2, stop_at=3)
+    run(out, "fsdp", 6, procs=2, resume=True)
+    whole = six_steps("fsdp", 2)
+    assert_same(params(out), params(whole), atol=1e-5)
+    assert losses(out) == pytest.approx(losses(whole), abs=1e-5)
+
+
 def test_only_rank_zero_writes_and_checkpoints_move_between_process_counts(tmp_path, six_steps):
     # 2 processes of a 6-step run stop after the checkpoint at step 3; 1 process resumes.
     run(tmp_path / "mixed", "ddp", 6, procs=2, stop_at=3)
@@ -118,7 +130,8 @@ def test_only_rank_zero_writes_and_checkpoints_move_between_process_counts(tmp_p
 
 
 def test_glassformer_train_under_torchrun(tmp_path):
-    """The command itself: 2 processes, one run folder written once, resumable alone."""
+    """The command itself: 2 processes, one run folder written once, resumable alone and
+    with 2 processes again."""
     out = tmp_path / "run"
     common = [
         "train", "--data", "sort", "--out", str(out), "--set", "data.num_examples=256",
@@ -127,11 +140,14 @@ def test_glassformer_train_under_torchrun(tmp_path):
         "--set", "train.save_every=3",
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-        "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
-        "-m", "glassformer", *common, "--steps", "3", "--strategy", "fsdp",
-    ]  # fmt: skip
+
+    def torchrun() -> list[str]:
+        return [
+            sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+            "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
+        ]  # fmt: skip
+
+    cmd = [*torchrun(), "-m", "glassformer", *common, "--steps", "3", "--strategy", "fsdp"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("checkpoints:") == 1  # the summary is printed once
@@ -139,11 +155,27 @@ def test_glassformer_train_under_torchrun(tmp_path):
     saved = out / "checkpoints" / "step-000003"  # FSDP's wrapper class is saved as the model's
     assert json.loads((saved / "config.json").read_text())["architecture"] == "EncoderDecoder"
     assert type(load_model(saved)) is EncoderDecoder
-    alone = [sys.executable, "-m", "glassformer", "train", "--out", str(out), "--resume"]
-    done = subprocess.run([*alone, "--steps", "5"], env=env, capture_output=True, text=True)
+    alone = tmp_path / "alone"
+    shutil.copytree(out, alone)
+    resume = ["-m", "glassformer", "train", "--resume", "--steps", "5", "--out"]
+    done = subprocess.run([sys.executable, *resume, str(alone)], env=env, capture_output=True,
+                          text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    steps = [json.loads(x).get("step") for x in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = [json.loads(x).get("step") for x in (alone / "metrics.jsonl").read_text().splitlines()]
     assert max(steps) == 5
+    # 2 processes resume too: the encoder and decoder share one embedding, which the sharded
+    # model loads once (training/state.py, _shared_aliases); they end where 5 steps without
+    # a stop end (1 process does not: a process's loss is a mean over its own targets)
+    done = subprocess.run([*torchrun(), *resume, str(out)], env=env, capture_output=True,
+                          text=True, timeout=240)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    whole = tmp_path / "whole"
+    common[common.index(str(out))] = str(whole)
+    cmd = [*torchrun(), "-m", "glassformer", *common, "--steps", "5", "--strategy", "fsdp"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    last = "checkpoints/step-000005/model.safetensors"
+    assert_same(load_file(out / last), load_file(whole / last), atol=1e-5)
 
 
 def test_a_locked_run_directory_stops_every_process(tmp_path):

@@ -171,6 +171,7 @@ def load_checkpoint(
     try:
         optim_sd = _optimizer_state(meta["optimizer"], tensors)
         dcp, full = _state_dicts()
+        weights = {**weights, **_shared_aliases(model)}
         if optim_sd["state"]:
             dcp.set_state_dict(
                 model, optimizer, model_state_dict=weights, optim_state_dict=optim_sd, options=full
@@ -185,6 +186,17 @@ def load_checkpoint(
     if "rng.cuda" in tensors and torch.cuda.is_available():
         torch.cuda.set_rng_state(tensors["rng.cuda"])
     return meta
+
+
+def _shared_aliases(model: GlassformerModel) -> dict[str, torch.Tensor]:
+    """The model's own tensors under the names of a module met a second time (an
+    encoder-decoder's shared embedding: ``decoder.embed`` is ``encoder.embed``).
+    torch.distributed.checkpoint loads each module once, under its first name, and leaves a
+    full tensor under the second, which an FSDP-sharded parameter cannot take; the model's
+    own tensor there copies onto itself after the first name has loaded it."""
+    first = {name for name, _ in model.named_modules()}  # each module once, first name
+    live = model.state_dict(keep_vars=True)
+    return {k: v for k, v in live.items() if k.rpartition(".")[0] not in first}
 
 
 def prune(run_dir: Path, keep_last: int, keep: set[int]) -> None:
