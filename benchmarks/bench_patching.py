@@ -17,14 +17,16 @@ corrupted one for path patching) and the whole grid, without a progress bar:
     heads_every  patch_heads_every                get_act_patch_attn_head_all_pos_every (5, L, H)
     path_q       patch_path_receivers((0, 0))     get_act_patch_direct_path(0, 0, "q")  (L, H)
 
-Paired rounds (benchmarks/paired.py): each round times one block of every step, the order
-reversed every other round; a grid's ratio is the median over rounds of glassformer's time
-over TransformerLens's in the same round (below 1: glassformer is faster), min and max over
-rounds as the spread.
+Paired rounds (benchmarks/paired.py): each round times every step once, the order reversed
+every other round (a first untimed step of each warms it up); a grid's speed is the median
+over rounds of TransformerLens's time over glassformer's in the same round (above 1:
+glassformer is faster), min and max over rounds as the spread. A line per step as it ends
+shows progress (a GPT-2 small grid is hundreds of forward passes).
 
-    .venv/bin/python -m benchmarks.bench_patching                  # GPT-2 small: minutes
+    .venv/bin/python -m benchmarks.bench_patching                  # GPT-2 small, 3 grids: 15 min
+    .venv/bin/python -m benchmarks.bench_patching --grids all --rounds 2   # all five: 42 min
     .venv/bin/python -m benchmarks.bench_patching --family llama
-    .venv/bin/python -m benchmarks.bench_patching --quick          # tiny shape: seconds
+    .venv/bin/python -m benchmarks.bench_patching --quick          # tiny shape, all grids: seconds
 
 Prints a table and writes bench-results/patching.json (patching-llama.json for Llama).
 """
@@ -50,13 +52,21 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/bench_patchi
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import paired
-from benchmarks.common import Shape, environment, print_table, ratio, write_json
+from benchmarks.common import Shape, environment, print_table, ratio, without_out, write_json
 
 SHAPES = {
     "gpt2-small": Shape(n_layer=12, n_head=12, d_model=768, context=16, batch=8, vocab=50257),
     "tiny": Shape(n_layer=2, n_head=4, d_model=64, context=6, batch=2, vocab=256),
 }
 GRIDS = ("resid_pre", "head_z", "blocks", "heads_every", "path_q")
+DEFAULT_GRIDS = ("resid_pre", "head_z", "path_q")  # GPT-2 small: 468 corrupted runs a library
+GRID_RUNS = {  # corrupted runs in a grid (path_q: the heads after the sender's layer 0)
+    "resid_pre": lambda s: s.n_layer * s.context,
+    "head_z": lambda s: s.n_layer * s.n_head,
+    "blocks": lambda s: 3 * s.n_layer * s.context,
+    "heads_every": lambda s: 5 * s.n_layer * s.n_head,
+    "path_q": lambda s: (s.n_layer - 1) * s.n_head,
+}
 
 
 def build(shape: Shape, family: str, folder: Path):
@@ -151,24 +161,26 @@ def make_steps(model, bridge, clean, corrupted, grid: str) -> dict[str, Callable
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
+    argv = sys.argv[1:] if argv is None else list(argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="the tiny shape, a few rounds")
+    ap.add_argument("--quick", action="store_true", help="the tiny shape, all grids")
     ap.add_argument("--shape", choices=list(SHAPES), default=None, help="default gpt2-small")
     ap.add_argument("--family", choices=["gpt2", "llama"], default="gpt2")
-    ap.add_argument("--grids", default=",".join(GRIDS), help=",".join(GRIDS))
+    ap.add_argument("--grids", default=None,
+                    help=f"comma-separated, or all: {','.join(GRIDS)} (default "
+                         f"{','.join(DEFAULT_GRIDS)}; all with --quick)")  # fmt: skip
     ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
-    ap.add_argument("--seconds", type=float, default=None, help="paired rounds for at least S s")
-    ap.add_argument("--rounds", type=int, default=None, help="at least N rounds (default 5)")
+    ap.add_argument("--seconds", type=float, default=0.0, help="paired rounds for at least S s")
+    ap.add_argument("--rounds", type=int, default=3, help="at least N paired rounds (default 3)")
     ap.add_argument("--out", default=None, help="default bench-results/patching[-llama].json")
     args = ap.parse_args(argv)
-    grids = [g for g in args.grids.split(",") if g]
-    if not grids or any(g not in GRIDS for g in grids):
-        ap.error(f"--grids {args.grids}: choose from {list(GRIDS)}")
     shape_name = args.shape or ("tiny" if args.quick else "gpt2-small")
-    seconds = args.seconds if args.seconds is not None else (0.5 if args.quick else 60.0)
-    rounds = args.rounds if args.rounds is not None else (2 if args.quick else 5)
-    if rounds < 1:
-        ap.error(f"--rounds {rounds}: need at least 1")
+    grids_arg = args.grids or ("all" if shape_name == "tiny" else ",".join(DEFAULT_GRIDS))
+    grids = list(GRIDS) if grids_arg == "all" else [g for g in grids_arg.split(",") if g]
+    if not grids or any(g not in GRIDS for g in grids):
+        ap.error(f"--grids {args.grids}: choose from {list(GRIDS)} or all")
+    if args.rounds < 1:
+        ap.error(f"--rounds {args.rounds}: need at least 1")
     out = args.out or f"bench-results/patching{'-llama' if args.family == 'llama' else ''}.json"
     torch.set_num_threads(args.threads)
     env, shape = environment(args.threads), SHAPES[shape_name]
@@ -185,40 +197,50 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         k: v for grid in grids for k, v in make_steps(model, bridge, clean, corrupted, grid).items()
     }
     t0 = time.perf_counter()
-    runners = {name: paired.LocalRunner(step, warmup=1) for name, step in steps.items()}
-    result = paired.interleave(runners, seconds, min_blocks=rounds)
+
+    def progress(round_: int, name: str, seconds: float) -> None:
+        when = "warm-up" if round_ == 0 else f"round {round_}/{args.rounds}"
+        print(f"  {when:>11}  {name:<30} {seconds:9.2f} s   ({time.perf_counter() - t0:.0f} s)",
+              flush=True)  # fmt: skip
+
+    runners = {name: paired.LocalRunner(step, warmup=0) for name, step in steps.items()}
+    result = paired.interleave(
+        runners, args.seconds, min_blocks=args.rounds, block_s=0.0, on_block=progress
+    )
     blocks = {name: b["step"] for name, b in result["blocks"].items()}  # ms per grid, a round each
     figures = {
         grid: {
             "glassformer_ms": statistics.median(blocks[f"glassformer:{grid}"]),
             "transformer_lens_ms": statistics.median(blocks[f"transformer_lens:{grid}"]),
-            "vs_transformer_lens": paired.per_block(
-                blocks[f"glassformer:{grid}"], blocks[f"transformer_lens:{grid}"]
+            "runs": GRID_RUNS[grid](shape),
+            "speed": paired.per_block(
+                blocks[f"transformer_lens:{grid}"], blocks[f"glassformer:{grid}"]
             ),
         }
         for grid in grids
     }
     rows = [
-        [grid, f"{f['glassformer_ms']:.0f}", f"{f['transformer_lens_ms']:.0f}",
-         ratio(f["vs_transformer_lens"]["median"]),
-         f"{f['vs_transformer_lens']['min']:.2f}-{f['vs_transformer_lens']['max']:.2f}"]
+        [grid, f"{f['runs']:,}", f"{f['glassformer_ms']:,.0f}", f"{f['transformer_lens_ms']:,.0f}",
+         ratio(f["speed"]["median"]), f"{f['speed']['min']:.2f}-{f['speed']['max']:.2f}"]
         for grid, f in figures.items()
     ]  # fmt: skip
     n_rounds = len(next(iter(blocks.values())))
     print_table(
         f"patching grids, glassformer vs TransformerLens, {shape_name} {args.family} "
         f"({n_rounds} paired rounds, {time.perf_counter() - t0:.0f} s)",
-        ["grid", "glassformer ms", "TL ms", "ratio", "rounds"],
+        ["grid", "runs", "glassformer ms", "TL ms", "TL / glassformer", "rounds"],
         rows,
-        ["ms: a whole grid (clean run included), median over rounds; ratio: glassformer / TL, "
-         "median of the rounds' ratios (min-max)"],
+        ["runs: corrupted forward passes in a grid; ms: a whole grid (its clean run included), "
+         "median over rounds; TL / glassformer: median of the rounds' ratios (min-max), "
+         "above 1: glassformer faster"],
     )  # fmt: skip
     env["load_average_after"] = list(os.getloadavg())
     data = {
         "benchmark": "patching",
+        "argv": without_out(argv),
         "environment": env,
         "shape": {"name": shape_name, "family": args.family, **dataclasses.asdict(shape)},
-        "steps_per_block": result["steps_per_block"],
+        "rounds": n_rounds,
         "blocks_ms": blocks,
         "figures": figures,
     }

@@ -49,7 +49,7 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/bench_recurr
 
 from benchmarks import paired
 from benchmarks import recurrence_case as case
-from benchmarks.common import environment, print_table, ratio, write_json
+from benchmarks.common import environment, print_table, ratio, without_out, write_json
 
 SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
 PROJECTION_SIZES = (64, 1024)
@@ -193,16 +193,6 @@ def print_tables(data: dict[str, Any]) -> None:
         [f"parameters: merged {parts['merged']['params']:,}, per-head "
          f"{parts['per-head']['params']:,}; vs merged: per-head time / merged time, paired"],
     )  # fmt: skip
-
-
-def without_out(argv: list[str]) -> list[str]:
-    """The options of the run, where it wrote left out (the command the pages show)."""
-    kept, skip = [], False
-    for a in argv:
-        if not skip and a != "--out" and not a.startswith("--out="):
-            kept.append(a)
-        skip = a == "--out"
-    return kept
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

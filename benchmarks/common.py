@@ -274,3 +274,13 @@ def ratio(x: float | None) -> str:
 
 def percent(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def without_out(argv: list[str]) -> list[str]:
+    """The options of the run, where it wrote left out (the command the pages show)."""
+    kept, skip = [], False
+    for a in argv:
+        if not skip and a != "--out" and not a.startswith("--out="):
+            kept.append(a)
+        skip = a == "--out"
+    return kept

@@ -70,25 +70,33 @@ def interleave(
     *,
     min_blocks: int = 5,
     block_s: float = 0.25,
+    on_block: Callable[[int, str, float], None] | None = None,
 ) -> dict[str, Any]:
     """Rounds of one block per runner until ``seconds`` have passed and at least
     ``min_blocks`` rounds are done. A runner's block is as many steps as last about
-    ``block_s`` (at least one), sized from one step of each.
+    ``block_s`` (at least one), sized from one step of each. ``on_block(round, name,
+    seconds)`` is called after each block (round 0: the sizing step), for progress.
 
     Returns {"steps_per_block": {name: k}, "blocks": {name: {"step": [ms per step, one per
     round], "faults": [minor page faults per step, one per round], phase: [...]}}}; a step
     that returns {phase: seconds} adds its phases."""
-    per = {
-        n: max(1, math.ceil(block_s / max(r.block(1)["step"], 1e-9))) for n, r in runners.items()
-    }
+    per = {}
+    for n, r in runners.items():
+        one = r.block(1)["step"]
+        per[n] = max(1, math.ceil(block_s / max(one, 1e-9)))
+        if on_block:
+            on_block(0, n, one)
     names = list(runners)
     blocks: dict[str, dict[str, list[float]]] = {n: {} for n in names}
     t0 = time.perf_counter()
     done = 0
     while done < min_blocks or time.perf_counter() - t0 < seconds:
         for n in names if done % 2 == 0 else names[::-1]:
-            for phase, x in runners[n].block(per[n]).items():
+            got = runners[n].block(per[n])
+            for phase, x in got.items():
                 blocks[n].setdefault(phase, []).append(x if phase == FAULTS else 1000 * x)
+            if on_block:
+                on_block(done + 1, n, got["step"] * per[n])
         done += 1
     return {"steps_per_block": per, "blocks": blocks}
 

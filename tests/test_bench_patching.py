@@ -39,7 +39,7 @@ def test_patching_smoke(tmp_path, family, monkeypatch):
         for grid in ("resid_pre", "path_q")
     }
     for fig in data["figures"].values():
-        r = fig["vs_transformer_lens"]
+        r = fig["speed"]
         assert fig["glassformer_ms"] > 0 and fig["transformer_lens_ms"] > 0
         assert 0 < r["min"] <= r["median"] <= r["max"]
 

@@ -138,6 +138,8 @@ SUMMARY: dict[str, tuple[str, tuple[str, ...], Callable[[str], bool]]] = {
     "recurrence": ("attention against recurrence, LSTM or GRU time / attention time; "
                    "per-head projections / merged", ("time ratio",),
                    lambda r: r.endswith((" T 64", " T 4096")) or "projection" in r),
+    "patching": ("patching grids, TransformerLens time / glassformer time",
+                 ("TL / glassformer",), lambda r: True),
 }  # fmt: skip
 
 

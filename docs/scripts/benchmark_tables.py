@@ -439,6 +439,12 @@ def recurrence(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return tables(d)
 
 
+def patching(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    from benchmark_patching import tables  # in a file of its own, as recurrence's
+
+    return tables(d)
+
+
 BENCHMARKS: dict[str, tuple[str, str, Callable]] = {  # name: (title, command, tables and chart)
     "tokenizers": ("Tokenizers", "python -m benchmarks.bench_tokenizers", tokenizers),
     "train": ("Training step", "python -m benchmarks.bench_train", train),
@@ -462,4 +468,5 @@ BENCHMARKS: dict[str, tuple[str, str, Callable]] = {  # name: (title, command, t
         "python -m benchmarks.bench_recurrence",
         recurrence,
     ),
+    "patching": ("Patching grids", "python -m benchmarks.bench_patching", patching),
 }

@@ -107,6 +107,12 @@ def test_the_tables_carry_the_ratios_of_the_json(out):
     assert row[4:6] == [f"{t:,}", f"{t - 1:,}"]  # sequential steps, max path length
     assert row_with(out, "recurrence", "attention", f"{t:,}")[4:6] == ["1", "1"]
 
+    for grid, f in load("patching")["figures"].items():
+        row = row_with(out, "patching", grid)
+        r = f["speed"]  # TransformerLens's grid time / glassformer's
+        assert row[3] == f"{f['runs']:,}"
+        assert row[-1] == f"{r['median']:.2f}x ({r['min']:.2f}-{r['max']:.2f})"
+
     nano = load("train_nanogpt")["shapes"]["tiny"]["paired"]["figures"]["hf"]["speed"]
     assert row_with(out, "train_nanogpt", "HF GPT2 (sdpa)")[-1].startswith(f"{nano['median']:.2f}x")
 
