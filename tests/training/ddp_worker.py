@@ -27,7 +27,8 @@ model = DecoderLM(preset("tiny", vocab_size=1031, max_len=16, d_model=32, n_laye
 config = TrainConfig(
     steps=steps, batch_size=8, grad_accum=2, warmup=2, save_every=3, eval_every=0,
     log_every=1, strategy=strategy, seed=3,
-    optimizer=os.environ.get("WORKER_OPTIMIZER", "adamw"),  # test_torchrun.py's choice
+    optimizer=os.environ.get("WORKER_OPTIMIZER", "adamw"),  # test_torchrun.py's choices
+    lora_rank=int(os.environ.get("WORKER_LORA_RANK", "0")),
 )  # fmt: skip
 trainer = Trainer(model, tok, data, None, config, out / "run", progress=False)
 seen = []

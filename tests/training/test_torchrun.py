@@ -30,12 +30,20 @@ def free_port() -> int:
 
 
 def run(
-    out: Path, strategy: str, steps: int, procs: int, resume=False, stop_at=None, optimizer="adamw"
+    out: Path,
+    strategy: str,
+    steps: int,
+    procs: int,
+    resume=False,
+    stop_at=None,
+    optimizer="adamw",
+    lora_rank=0,
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
     args = [str(WORKER), str(out), strategy, str(steps), "resume" if resume else "fresh"]
     args += [] if stop_at is None else [str(stop_at)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WORKER_OPTIMIZER": optimizer}
+    env["WORKER_LORA_RANK"] = str(lora_rank)
     if procs == 1:
         cmd = [sys.executable, *args]
         env = {k: v for k, v in env.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
@@ -48,10 +56,11 @@ def run(
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def params(out: Path) -> dict[str, torch.Tensor]:
-    """The parameters in the newest checkpoint (gathered from the shards under FSDP)."""
+def params(out: Path, file: str = "model.safetensors") -> dict[str, torch.Tensor]:
+    """The parameters in the newest checkpoint (gathered from the shards under FSDP);
+    ``lora.safetensors``: a LoRA run's adapters."""
     newest = sorted((out / "run" / "checkpoints").iterdir())[-1]
-    return load_file(newest / "model.safetensors")
+    return load_file(newest / file)
 
 
 def losses(out: Path) -> list[float]:
@@ -113,6 +122,21 @@ def test_fsdp_resumes_with_two_processes(tmp_path, six_steps):
     whole = six_steps("fsdp", 2)
     assert_same(params(out), params(whole), atol=1e-5)
     assert losses(out) == pytest.approx(losses(whole), abs=1e-5)
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_lora_with_two_processes_equals_one_and_resumes(tmp_path, strategy):
+    """LoRA's adapters train under DDP and FSDP as in one process, and 2 processes resume
+    them from a checkpoint to the weights of the uninterrupted run."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    run(one, strategy, 6, procs=1, lora_rank=4)
+    run(two, strategy, 6, procs=2, stop_at=3, lora_rank=4)
+    run(two, strategy, 6, procs=2, resume=True, lora_rank=4)
+    for file in ("model.safetensors", "lora.safetensors"):
+        assert_same(params(one, file), params(two, file), atol=1e-5)
+    adapters = params(two, "lora.safetensors")
+    assert any(k.endswith("lora_B") and v.abs().max() > 0 for k, v in adapters.items())
+    assert losses(one) == pytest.approx(losses(two), abs=1e-5)
 
 
 def test_only_rank_zero_writes_and_checkpoints_move_between_process_counts(tmp_path, six_steps):
