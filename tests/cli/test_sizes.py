@@ -11,6 +11,8 @@ import torch
 
 from glassformer.cli import train as train_cmd
 from glassformer.models import DecoderLM
+from glassformer.models.size import count_parameters
+from glassformer.presets import preset
 from glassformer.tokenizers import CharTokenizer
 
 HUGE = ["--set", "model.n_layer=1000", "--set", "model.d_model=16384", "--set", "model.n_head=16"]
@@ -42,6 +44,28 @@ def test_a_model_too_big_to_train_here_is_refused_before_it_is_built(
         "of memory available on this machine; lower model.n_layer or model.d_model",
     )
     assert not out.exists()
+
+
+def test_the_check_counts_what_trains_and_the_optimizer_it_trains_with(
+    cli, lm_files, tmp_path, monkeypatch
+):
+    """With room for 10 numbers a parameter, full training with AdamW (16: the weight, its
+    gradient, m and v) is refused, while LoRA (a few adapters train) and SGD without
+    momentum (8: no state) start."""
+    from glassformer.models import budget
+
+    wide = [*cli.TINY, "--set", "model.d_model=256", "--set", "model.n_head=4", "--steps", "1"]
+    config = preset("tiny", vocab_size=64, d_model=256, n_layer=1, n_head=4, max_len=16)
+    n = count_parameters(config, DecoderLM)
+    monkeypatch.setattr(budget, "available_memory", lambda device=None: 10 * n)
+    result = cli.run("train", "--data", lm_files[0], "--out", tmp_path / "full", *wide)
+    cli.assert_user_error(result, "to train in float32: weights, gradients, AdamW's two moments")
+    lora = ["--set", "train.lora_rank=2"]
+    result = cli.run("train", "--data", lm_files[0], "--out", tmp_path / "lora", *wide, *lora)
+    assert result.code == 0, result.err
+    sgd = ["--set", "train.optimizer=sgd", "--set", "train.momentum=0"]
+    result = cli.run("train", "--data", lm_files[0], "--out", tmp_path / "sgd", *wide, *sgd)
+    assert result.code == 0, result.err
 
 
 def test_out_of_memory_names_the_model_when_it_is_the_larger_part(

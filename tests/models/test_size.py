@@ -9,8 +9,10 @@ import torch
 from glassformer.models import DecoderLM, EncoderDecoder, EncoderModel
 from glassformer.models import budget as budget_module
 from glassformer.models.budget import (
+    Training,
     available_memory,
     check_memory,
+    describe_size,
     dominant_settings,
     format_bytes,
     memory_bytes,
@@ -101,6 +103,24 @@ def test_memory_is_4_bytes_a_parameter_and_16_to_train():
     seq2seq = preset("vaswani-base")  # two sinusoidal tables of (512, 512) float32
     n = count_parameters(seq2seq, EncoderDecoder)
     assert memory_bytes(seq2seq, EncoderDecoder) == 4 * n + 4 * 2 * 512 * 512
+
+
+def test_training_memory_counts_the_optimizer_state_of_what_trains():
+    """A gradient and the optimizer's state tensors for each parameter that trains; adapters'
+    parameters added to the weights; the message says what was counted."""
+    config = preset("gpt2")
+    n = count_parameters(config, DecoderLM)
+    assert memory_bytes(config, DecoderLM, training=Training()) == 16 * n  # AdamW: True
+    sgd = Training(states=1, optimizer="SGD's momentum")
+    assert memory_bytes(config, DecoderLM, training=sgd) == 4 * n + 8 * n
+    assert memory_bytes(config, DecoderLM, training=Training(states=0, optimizer="")) == 8 * n
+    lora = Training(trained=300_000, added=290_000)
+    assert memory_bytes(config, DecoderLM, training=lora) == 4 * (n + 290_000) + 12 * 300_000
+    text = describe_size(config, DecoderLM, training=lora)
+    assert text.endswith("to train in float32: weights, gradients and AdamW's two moments of "
+                         "the 300,000 that train)")  # fmt: skip
+    text = describe_size(config, DecoderLM, training=Training(states=0, optimizer=""))
+    assert text.endswith("to train in float32: weights, gradients)")
 
 
 def test_an_impossible_model_is_refused_on_this_machine():

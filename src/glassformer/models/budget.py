@@ -1,7 +1,8 @@
 """Will a model fit this machine? Checked from its config before anything is allocated.
 
 ``check_memory`` counts the parameters (size.py) and compares the memory they take (for
-training: weights, gradients and AdamW's two moments) with the memory this machine has:
+training: the weights, and a gradient and the optimizer's state for each parameter that
+trains, ``Training``) with the memory this machine has:
 available RAM (/proc/meminfo's MemAvailable, within a cgroup's limit; elsewhere
 ``os.sysconf``), and on CUDA the device's free memory. It refuses only what cannot fit, so a
 big model on a big machine is built as usual; building a model directly
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -20,6 +22,8 @@ from .config import ModelConfig
 from .size import buffer_elements, parameter_parts
 
 __all__ = [
+    "ADAMW",
+    "Training",
     "available_memory",
     "check_memory",
     "describe_size",
@@ -39,12 +43,35 @@ _PART_SETTINGS = {
 }
 
 
+@dataclass(frozen=True)
+class Training:
+    """What training holds beside the weights: a gradient and ``states`` optimizer tensors
+    (``optimizer`` in words) for each parameter that trains, ``trained`` of them (None: every
+    one), and the ``added`` parameters adapters bring (LoRA's A and B)."""
+
+    trained: int | None = None
+    states: int = 2
+    optimizer: str = "AdamW's two moments"
+    added: int = 0
+
+    def words(self, all_train: bool) -> str:
+        """'gradients, AdamW's two moments'; 'gradients and SGD's momentum of the parameters
+        that train' when some are frozen."""
+        kept = "gradients" + (f", {self.optimizer}" if self.states else "")
+        if all_train:
+            return kept
+        return kept.replace(", ", " and ") + f" of the {_count(self.trained or 0)} that train"
+
+
+ADAMW = Training()  # every parameter trains with AdamW: training=True
+
+
 def check_memory(
     config: ModelConfig,
     architecture: str | type,
     *,
     device: str | torch.device | None = None,
-    training: bool = False,
+    training: bool | Training = False,
     shards: int = 1,
     processes: int = 1,
     via_cpu: bool = True,
@@ -52,7 +79,8 @@ def check_memory(
 ) -> None:
     """Refuse (ValueError) a model whose parameters do not fit the memory of this machine.
 
-    The model runs (``training``: trains) on ``device`` (default CPU); ``via_cpu``: its
+    The model runs (``training``: trains, True for AdamW on every parameter) on ``device``
+    (default CPU); ``via_cpu``: its
     weights pass through the CPU first (built there, or read from a file there), so the CPU
     must hold them too. ``shards``: processes sharing the gradients and moments (FSDP);
     ``processes``: processes on this machine, each with its own copy. ``setting`` names a
@@ -81,21 +109,32 @@ def check_memory(
 
 
 def memory_bytes(
-    config: ModelConfig, architecture: str | type, *, training: bool = False, shards: int = 1
+    config: ModelConfig,
+    architecture: str | type,
+    *,
+    training: bool | Training = False,
+    shards: int = 1,
 ) -> int:
-    """The parameters in the default dtype (with ``training``, also their gradients and
-    AdamW's two moments, split over ``shards``) and the buffers (position tables)."""
+    """The parameters in the default dtype (with ``training``, also a gradient and the
+    optimizer's state for each that trains, split over ``shards``) and the buffers (position
+    tables)."""
     itemsize = torch.get_default_dtype().itemsize
-    n = sum(parameter_parts(config, architecture).values())
-    state = 3 * n * itemsize // shards if training else 0
+    t = _training(training)
+    n = sum(parameter_parts(config, architecture).values()) + (t.added if t else 0)
+    trained = n if t is None or t.trained is None else t.trained
+    state = (1 + t.states) * trained * itemsize // shards if t else 0
     return n * itemsize + state + 4 * buffer_elements(config, architecture)
+
+
+def _training(training: bool | Training) -> Training | None:
+    return (ADAMW if training else None) if isinstance(training, bool) else training
 
 
 def describe_size(
     config: ModelConfig,
     architecture: str | type,
     *,
-    training: bool = False,
+    training: bool | Training = False,
     setting: Callable[[str], str] = str,
 ) -> str:
     """E.g. "n_layer=1000 and d_model=16384 give 3.2e12 parameters (46.7 TiB to train in
@@ -104,15 +143,20 @@ def describe_size(
     size = format_bytes(memory_bytes(config, architecture, training=training))
     dtype = str(torch.get_default_dtype()).removeprefix("torch.")
     use = f"in {dtype}"
-    if training:
-        use = f"to train in {dtype}: weights, gradients, AdamW's two moments"
+    if t := _training(training):
+        all_train = t.trained is None or t.trained >= n + t.added
+        use = f"to train in {dtype}: weights, {t.words(all_train)}"
     if 4 * buffer_elements(config, architecture) > n * torch.get_default_dtype().itemsize:
         use += ", most of it the position tables"
     names = [f"{setting(k)}={getattr(config, k)}" for k in dominant_settings(config, architecture)]
     given = _join(names, "and")
+    return f"{given} give {_count(n)} parameters ({size} {use})"
+
+
+def _count(n: int) -> str:
+    """3.2e12 from a million up, else 1,234."""
     mantissa, exponent = f"{n:.1e}".split("e")
-    count = f"{mantissa}e{int(exponent)}" if n >= 10**6 else f"{n:,}"
-    return f"{given} give {count} parameters ({size} {use})"
+    return f"{mantissa}e{int(exponent)}" if n >= 10**6 else f"{n:,}"
 
 
 def what_to_lower(

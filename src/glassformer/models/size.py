@@ -5,8 +5,9 @@ its tensors are counted: parameters as ``GlassformerModel.num_parameters`` count
 matrix once), buffers (position tables, BatchNorm's running statistics) apart. Parameter
 names sort the count into parts, so a message can name the settings that make it big.
 
-Memory: the parameters in their dtype (4 bytes in float32), and for training also their
-gradients and AdamW's two moments, 4 × 4 = 16 bytes a parameter in float32; plus the buffers.
+Memory (budget.py): the parameters in their dtype (4 bytes in float32), and for training
+also a gradient and the optimizer's state for each that trains (AdamW's two moments: 4 × 4 =
+16 bytes a parameter in float32); plus the buffers.
 Activations depend on the batch: ``activation_bytes`` estimates them (Korthikanti et al. 2022,
 "Reducing Activation Recomputation in Large Transformer Models": 34·C + 5·H·T bytes a token
 and layer in 16 bits).

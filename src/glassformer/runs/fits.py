@@ -1,9 +1,11 @@
 """``glassformer train``: will the model fit this machine, and what to lower when it does not.
 
-Before the model is built, its training memory (weights, gradients, AdamW's two moments,
-counted from the config: models/budget.py) is compared with the memory of the device it will
-train on. After an out-of-memory error, the advice names the model's size when its training
-memory outweighs the batch's activations, else the batch.
+Before the model is built, its training memory (the weights, and a gradient and the
+optimizer's state for each parameter that trains, counted from the config: models/budget.py;
+with LoRA, frozen parts or fixed embeddings, from the model built on the meta device) is
+compared with the memory of the device it will train on. After an out-of-memory error, the
+advice names the model's size when its training memory outweighs the batch's activations,
+else the batch.
 """
 
 from __future__ import annotations
@@ -13,14 +15,16 @@ from collections.abc import Callable
 
 import torch
 
-from ..models.budget import check_memory, describe_size, memory_bytes, what_to_lower
+from ..models.budget import Training, check_memory, describe_size, memory_bytes, what_to_lower
 from ..models.config import ModelConfig
-from ..models.size import activation_bytes
+from ..models.size import activation_bytes, count_parameters
+from ..training.optim import optimizer_state
 from ..training.runtime import resolve_device
+from ..training.trainable import set_what_trains
 from .errors import RunError
 from .plan import RunPlan
 
-__all__ = ["check_fits", "memory_advice"]
+__all__ = ["check_fits", "memory_advice", "training_memory"]
 
 BATCH_ADVICE = (
     "lower --set train.batch_size or --set model.max_len (--set train.grad_accum=N keeps "
@@ -39,7 +43,7 @@ def check_fits(plan: RunPlan, config: ModelConfig, architecture: type) -> None:
             config,
             architecture,
             device=device,
-            training=True,
+            training=training_memory(plan, config, architecture),
             shards=world if plan.train.strategy == "fsdp" else 1,
             processes=int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
             setting=setting_name(plan),
@@ -56,11 +60,27 @@ def memory_advice(
         return BATCH_ADVICE
     per_process = max(plan.train.batch_size // int(os.environ.get("WORLD_SIZE", "1")), 1)
     activations = activation_bytes(config, per_process * config.max_len)
-    if memory_bytes(config, architecture, training=True) <= activations:
+    training = training_memory(plan, config, architecture)
+    if memory_bytes(config, architecture, training=training) <= activations:
         return BATCH_ADVICE
     name = setting_name(plan)
-    size = describe_size(config, architecture, training=True, setting=name)
+    size = describe_size(config, architecture, training=training, setting=name)
     return f"the model is the larger part: {size}; {what_to_lower(config, architecture, name)}"
+
+
+def training_memory(plan: RunPlan, config: ModelConfig, architecture: type) -> Training:
+    """What ``plan`` trains and keeps: the optimizer's state tensors, and the parameters that
+    train when LoRA, train.freeze or fixed embeddings leave some out (counted on the model
+    built and set up on the meta device, where nothing is allocated). ValueError when the
+    setup names no part of the model."""
+    states, words = optimizer_state(plan.train)
+    t = plan.train
+    if not (t.lora_rank or t.freeze or config.embeddings == "fixed"):
+        return Training(states=states, optimizer=words)
+    with torch.random.fork_rng(devices=[]), torch.device("meta"):  # global RNG untouched
+        trained, total = set_what_trains(architecture(config), t)
+    added = total - count_parameters(config, architecture)
+    return Training(trained=trained, states=states, optimizer=words, added=added)
 
 
 def setting_name(plan: RunPlan) -> Callable[[str], str]:

@@ -16,7 +16,14 @@ from torch import nn
 
 from .config import TrainConfig
 
-__all__ = ["OPTIMIZERS", "build_optimizer", "build_scheduler", "lr_at", "optimizer_name"]
+__all__ = [
+    "OPTIMIZERS",
+    "build_optimizer",
+    "build_scheduler",
+    "lr_at",
+    "optimizer_name",
+    "optimizer_state",
+]
 
 # TrainConfig.optimizer -> the torch.optim class that runs it
 OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
@@ -88,6 +95,20 @@ def state_fields(name: str, group: dict[str, Any]) -> set[str]:
         return momentum
     fields = {"step", "square_avg"} | momentum
     return fields | {"grad_avg"} if group.get("centered") else fields
+
+
+def optimizer_state(config: TrainConfig) -> tuple[int, str]:
+    """How many tensors of a parameter's shape ``config.optimizer`` keeps for each parameter
+    that trains, and what they are: (2, "AdamW's two moments"), (1, "SGD's momentum"), (0,
+    "") for SGD without momentum."""
+    fields = state_fields(config.optimizer, hyper_parameters(config, "cpu")) - {"step"}
+    owner = {"adamw": "AdamW", "adam": "Adam", "sgd": "SGD", "rmsprop": "RMSprop"}
+    names = {"exp_avg": "two moments", "square_avg": "square average", "grad_avg": "mean",
+             "momentum_buffer": "momentum"}  # fmt: skip
+    words = [w for f, w in names.items() if f in fields]  # exp_avg_sq: the second moment
+    if not words:
+        return 0, ""
+    return len(fields), f"{owner[config.optimizer]}'s {' and '.join(words)}"
 
 
 def lr_at(step: int, config: TrainConfig) -> float:
