@@ -212,3 +212,60 @@ def test_checkpoints_keep_the_site_and_old_ones_load_with_torch_nn_layout(tmp_pa
     assert old.config.ff_dropout is None
     assert hidden_rates(old) == {0.1}  # trained with the hidden layer dropped
 
+
+
+def test_gpt2_embedding_dropout_of_its_own_matches_hf_in_training(monkeypatch):
+    """GPT-2's embd_pdrop apart from resid_pdrop: embed_dropout, the same masks, the same
+    logits; and back to Hugging Face with it."""
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        n_layer=2, n_embd=32, n_head=4, vocab_size=V, n_positions=16, resid_pdrop=P,
+        embd_pdrop=0.1, attn_pdrop=P, attn_implementation="eager",
+    )  # fmt: skip
+    hf = transformers.GPT2LMHeadModel(config)
+    model = from_huggingface(hf)
+    assert (model.config.dropout, model.config.embed_dropout) == (P, 0.1)
+    assert model.embed_dropout.p == 0.1 and model.blocks[0].dropout.p == P
+    for block in model.blocks:
+        block.attn.hook_pattern.add_hook(lambda a, hook: None)
+    ref, got, ref_calls, calls = run_both(hf.train(), model.train(), monkeypatch)
+    assert ref_calls == calls
+    assert_close(got, ref, atol=1e-4, rtol=0)
+    assert to_huggingface(model).config.embd_pdrop == 0.1
+    config.embd_pdrop = P  # = resid_pdrop: one rate, as in every GPT-2 checkpoint
+    assert from_huggingface(transformers.GPT2LMHeadModel(config)).config.embed_dropout is None
+
+
+def test_bert_classifier_dropout_matches_hf_in_training(monkeypatch):
+    """BertForSequenceClassification drops the pooled vector at classifier_dropout (None:
+    hidden_dropout_prob): glassformer's classifier_dropout, the same masks and logits."""
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        num_hidden_layers=2, hidden_size=32, num_attention_heads=4, intermediate_size=48,
+        vocab_size=V, max_position_embeddings=16, hidden_dropout_prob=P,
+        attention_probs_dropout_prob=P, classifier_dropout=0.1, num_labels=3,
+        attn_implementation="eager",
+    )  # fmt: skip
+    hf = transformers.BertForSequenceClassification(config).train()
+    model = from_huggingface(hf).train()
+    assert (model.config.classifier_dropout, model.classifier_dropout.p) == (0.1, 0.1)
+    for block in model.blocks:
+        block.attn.hook_pattern.add_hook(lambda a, hook: None)
+    ids = torch.randint(3, V, (2, T), generator=torch.Generator().manual_seed(1))
+    out = []
+    for m in (hf, model):
+        masks = FixedMasks()
+        monkeypatch.setattr(F, "dropout", masks)
+        out.append((m(ids).logits, masks.calls))
+        monkeypatch.undo()
+    (ref, ref_calls), (got, calls) = out
+    assert ref_calls == calls and calls[(2, 32)] == 1  # the pooled vector, once
+    assert_close(got, ref, atol=1e-4, rtol=0)
+    assert to_huggingface(model).config.classifier_dropout == 0.1
+    model.config = model.config.replace(embed_dropout=0.05)
+    with pytest.raises(ValueError) as err:
+        to_huggingface(model)
+    assert str(err.value).startswith(
+        "BertForSequenceClassification cannot express the glassformer option embed_dropout=0.05 "
+        "beside dropout=0.3: BERT drops them at hidden_dropout_prob; it needs embed_dropout=None"
+    )

@@ -27,9 +27,11 @@ attend along its own graph): ``attention_graph``, ``decoder_attention_graph`` an
 for every layer of their stack or one per layer (``"window:64*4,full*2"``); None is dense
 attention. ``layer_graphs(field)`` gives the parsed graphs, one per layer.
 
-Dropout sites: ``dropout`` acts on the embeddings and on each sub-layer's output before the
-residual addition, ``attn_dropout`` on the attention weights A, ``ff_dropout`` on the
-feed-forward's hidden layer a(W_1 x). ``ff_dropout`` None drops the hidden layer at ``dropout``,
+Dropout sites: ``dropout`` acts on each sub-layer's output before the residual addition,
+``embed_dropout`` on the embedding sum, ``attn_dropout`` on the attention weights A,
+``ff_dropout`` on the feed-forward's hidden layer a(W_1 x), ``classifier_dropout`` on a
+classifier's input; each of the four None is ``dropout`` (GPT-2's ``embd_pdrop`` and BERT's
+``classifier_dropout`` may differ). ``ff_dropout`` None drops the hidden layer at ``dropout``,
 torch.nn.TransformerEncoderLayer's layout (and the one of checkpoints saved before the field
 existed); 0.0 is GPT-2's and BERT's layout, which drop only the feed-forward's output; BART
 sets it from its ``activation_dropout``.
@@ -127,6 +129,10 @@ class ModelConfig:
     """On attention weights (None: = dropout)."""
     ff_dropout: float | None = None
     """On the feed-forward hidden layer a(W_1 x) (None: = dropout)."""
+    embed_dropout: float | None = None
+    """On the embedding sum (None: = dropout)."""
+    classifier_dropout: float | None = None
+    """On a classifier's input, the pooled vector (None: = dropout)."""
     bias: bool = True
     """Biases in attention, feed-forward and norms."""
     tie_embeddings: bool = True
@@ -201,6 +207,8 @@ class ModelConfig:
         "dropout": Range(0.0, 1.0, open_high=True),
         "attn_dropout": Range(0.0, 1.0, open_high=True),
         "ff_dropout": Range(0.0, 1.0, open_high=True),
+        "embed_dropout": Range(0.0, 1.0, open_high=True),
+        "classifier_dropout": Range(0.0, 1.0, open_high=True),
         "n_classes": Range(1, 2**20),
         "pad_id": Range(0),
         "decoder_start_id": Range(0),
@@ -280,6 +288,14 @@ class ModelConfig:
     @property
     def resolved_ff_dropout(self) -> float:
         return self.dropout if self.ff_dropout is None else self.ff_dropout
+
+    @property
+    def resolved_embed_dropout(self) -> float:
+        return self.dropout if self.embed_dropout is None else self.embed_dropout
+
+    @property
+    def resolved_classifier_dropout(self) -> float:
+        return self.dropout if self.classifier_dropout is None else self.classifier_dropout
 
     @property
     def resolved_tgt_vocab_size(self) -> int:

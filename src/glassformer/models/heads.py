@@ -60,7 +60,7 @@ class ClassificationHead:
         ``score`` on a decoder)."""
         self.pooling = config.pooling
         self.pooler = nn.Linear(config.d_model, config.d_model) if config.pooler else None
-        self.classifier_dropout = nn.Dropout(config.dropout)
+        self.classifier_dropout = nn.Dropout(config.resolved_classifier_dropout)
         self.classifier = nn.Linear(config.d_model, config.n_classes, bias=bias)
         self.hook_pool = HookPoint()
         self.hook_pooled = HookPoint()

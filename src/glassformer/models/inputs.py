@@ -52,7 +52,7 @@ class InputEmbedding:
             if config.embed_norm
             else None
         )
-        self.embed_dropout = nn.Dropout(config.dropout)
+        self.embed_dropout = nn.Dropout(config.resolved_embed_dropout)
         self.hook_embed = HookPoint()
         if config.positional in ("sinusoidal", "learned"):  # the additive encodings
             self.hook_pos_embed = HookPoint()

@@ -65,6 +65,8 @@ FREE = (
     "dropout",
     "attn_dropout",
     "ff_dropout",
+    "embed_dropout",
+    "classifier_dropout",
     "init_std",
     "pooling",
     "pooler",

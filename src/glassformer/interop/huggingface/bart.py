@@ -39,6 +39,7 @@ from .common import (
     check_option,
     linear,
     require_config,
+    require_embed_dropout,
     rule,
     stacked,
     token_id,
@@ -150,6 +151,7 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
         mlm_transform=(False,),
     )
     require_config(hf_class, c, n_kv_head=(None, c.n_head))
+    require_embed_dropout(hf_class, c, "BART drops them at dropout")
     ids = c.extra.get("hf_token_ids", dict.fromkeys(_TOKEN_KEYS))
     hf_config = transformers.BartConfig(
         vocab_size=c.vocab_size,

@@ -38,6 +38,7 @@ from .common import (
     check_option,
     linear,
     require_config,
+    require_embed_dropout,
     require_no_hidden_dropout,
     rule,
     stacked,
@@ -86,6 +87,7 @@ def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
         type_vocab_size=c.type_vocab_size,
         dropout=c.hidden_dropout_prob,  # after each output dense, and on the embeddings
         attn_dropout=c.attention_probs_dropout_prob,
+        classifier_dropout=getattr(c, "classifier_dropout", None),  # None: hidden_dropout_prob
         ff_dropout=0.0,  # BertIntermediate: act(dense(x)), no dropout
         bias=True,
         tie_embeddings=True,
@@ -156,6 +158,7 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
     )
     require_config(hf_class, c, n_kv_head=(None, c.n_head))
     require_no_hidden_dropout(hf_class, c, "BERT drops the output dense's, hidden_dropout_prob")
+    require_embed_dropout(hf_class, c, "BERT drops them at hidden_dropout_prob")
     if c.type_vocab_size < 1:
         raise ValueError(
             f"{hf_class} cannot express the glassformer option type_vocab_size=0; BERT always "
@@ -183,6 +186,7 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
         hidden_act=ACT_TO_HF[c.activation],
         hidden_dropout_prob=c.dropout,
         attention_probs_dropout_prob=c.dropout if c.attn_dropout is None else c.attn_dropout,
+        classifier_dropout=c.classifier_dropout,
         max_position_embeddings=c.max_len,
         type_vocab_size=c.type_vocab_size,
         layer_norm_eps=c.norm_eps,

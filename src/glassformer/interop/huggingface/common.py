@@ -29,6 +29,7 @@ __all__ = [
     "check_option",
     "linear",
     "require_config",
+    "require_embed_dropout",
     "require_no_hidden_dropout",
     "require_transformers",
     "rule",
@@ -100,6 +101,18 @@ def require_no_hidden_dropout(where: str, config: Any, sites: str) -> None:
             f"feed-forward's hidden layer ({sites}); it needs ff_dropout=0.0. Dropout only acts "
             "in training: set model.config = model.config.replace(ff_dropout=0.0) to export "
             "for inference"
+        )
+
+
+def require_embed_dropout(where: str, config: Any, sites: str) -> None:
+    """Refuse an ``embed_dropout`` of its own for a Hugging Face class that drops the
+    embeddings at its sub-layers' rate (``sites``)."""
+    if config.resolved_embed_dropout != config.dropout:
+        raise ValueError(
+            f"{where} cannot express the glassformer option embed_dropout="
+            f"{config.embed_dropout!r} beside dropout={config.dropout!r}: {sites}; it needs "
+            "embed_dropout=None (= dropout). Dropout only acts in training: set model.config = "
+            "model.config.replace(embed_dropout=None) to export for inference"
         )
 
 

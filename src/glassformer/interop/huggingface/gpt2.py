@@ -63,7 +63,8 @@ def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
         norm_eps=c.layer_norm_epsilon,
         final_norm=True,
         positional="learned",
-        dropout=c.resid_pdrop,  # on each sub-layer's output (attn and mlp c_proj), embd_pdrop
+        dropout=c.resid_pdrop,  # on each sub-layer's output (attn and mlp c_proj)
+        embed_dropout=None if c.embd_pdrop == c.resid_pdrop else c.embd_pdrop,
         attn_dropout=c.attn_pdrop,
         ff_dropout=0.0,  # GPT2MLP: dropout(c_proj(act(c_fc(x)))), nothing inside
         bias=True,
@@ -130,7 +131,7 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
         n_inner=c.d_ff,
         activation_function=ACT_TO_HF[c.activation],
         resid_pdrop=c.dropout,
-        embd_pdrop=c.dropout,
+        embd_pdrop=c.resolved_embed_dropout,
         attn_pdrop=c.dropout if c.attn_dropout is None else c.attn_dropout,
         layer_norm_epsilon=c.norm_eps,
         initializer_range=c.init_std,

@@ -28,6 +28,7 @@ from .common import (
     Rule,
     check_option,
     require_config,
+    require_embed_dropout,
     require_no_hidden_dropout,
     rule,
     token_id,
@@ -150,6 +151,7 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
             "set model.config = model.config.replace(dropout=0.0) to export for inference"
         )
     require_no_hidden_dropout(hf_class, c, "Llama has attention dropout only")
+    require_embed_dropout(hf_class, c, "Llama has attention dropout only")
     ids = c.extra.get("hf_token_ids", dict.fromkeys(_TOKEN_KEYS))
     options: dict[str, Any] = dict(
         vocab_size=c.vocab_size,
