@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from glassformer import DecoderLM, preset
 from glassformer.explore import explore_data, model_info, page_html
 from glassformer.inspect import capture
 from glassformer.inspect.inputs import encode_inputs
+from glassformer.tokenizers import CharTokenizer
 
 from .conftest import PROMPTS, serving
 
@@ -275,5 +277,21 @@ def test_the_exported_page_asks_for_nothing(page, models, tmp_path):
         '.token[data-stack="encoder"]', "ts => ts.map(t => t.dataset.token)"
     )
     assert shown == data["tokens"]["encoder"]["tokens"]
+    assert page.text_content("#model-info").endswith(" tokens")  # separate W_Q, W_K: unnamed
     save(page, "exported")
+    assert page.errors == []
+
+
+def test_the_model_line_names_a_score_without_separate_w_q_and_w_k(page, tmp_path):
+    """A model of "The road to Q and K" with the plain score xᵀx′ says so on its page."""
+    tok = CharTokenizer().train("abcabc")
+    config = preset("tiny", vocab_size=tok.vocab_size, n_layer=1, attention_scores="dot")
+    model = DecoderLM(config).set_tokenizer(tok).eval()
+    data = explore_data(model, "abc")
+    assert model_info(model)["attention_scores"] == "dot"
+    path = tmp_path / "page.html"
+    path.write_text(page_html({**model_info(model), "name": "dot"}, data), encoding="utf-8")
+    page.goto(path.as_uri())
+    page.wait_for_selector('body[data-runs="1"]')
+    assert page.text_content("#model-info").endswith(", scores xᵀx′ (no W_Q, W_K)")
     assert page.errors == []

@@ -51,6 +51,7 @@ def model_info(model) -> dict:
         "vocab_size": c.vocab_size,
         "norm_first": c.norm_first,
         "positional": c.positional,
+        "attention_scores": c.attention_scores,
         "converted_from": c.extra.get("converted_from"),
         "needs_target": isinstance(model, EncoderDecoder),
     }

@@ -112,9 +112,10 @@ function current() {
 function init() {
   const name = info.name ? `${info.name}: ` : "";
   const converted = info.converted_from ? `, converted from ${info.converted_from}` : "";
+  const scores = { dot: ", scores xᵀx′ (no W_Q, W_K)", shared: ", scores xᵀUᵀUx′ (W_Q = W_K)" };
   $("model-info").textContent = `${name}${info.class} (${info.task}${converted}), ` +
     `${info.n_layer} layers × ${info.n_head} heads, d_model ${info.d_model}, ` +
-    `max_len ${info.max_len} tokens`;
+    `max_len ${info.max_len} tokens${scores[info.attention_scores] || ""}`;
   if (info.needs_target) {
     $("target").hidden = false;
     $("target-label").hidden = false;
