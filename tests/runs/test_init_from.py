@@ -169,6 +169,7 @@ def test_classify_from_a_decoder_pools_the_last_real_token(tmp_path, files, hf_d
     assert isinstance(model, DecoderClassifier) and model.config.pooling == "last"
     assert run.start.new == ["classifier 32 -> 2"] and run.start.left_out == []
     assert model.classifier.bias is None  # as HF's score
+    assert model.classifier_dropout.p == 0.0 and model.blocks[0].dropout.p == 0.1  # likewise
     hf = transformers.GPT2ForSequenceClassification.from_pretrained(
         hf_dirs["gpt2"], num_labels=2, pad_token_id=0
     ).eval()

@@ -17,7 +17,9 @@ What the task takes from each family (``TASKS[task].families``):
     classify  an encoder                EncoderClassifier, pooled as pre-trained: BERT's
                                         [CLS] + pooler when the checkpoint has a pooler, else
                                         the mean over the real tokens
-              a decoder                 DecoderClassifier, pooled at the last real token
+              a decoder                 DecoderClassifier, pooled at the last real token,
+                                        no dropout before the classifier (Hugging Face's
+                                        score; ``--set model.classifier_dropout`` sets one)
 
 The weights are copied by name; what the new model has and the checkpoint lacks is new
 (initialised as a model of that config is, seeded by train.seed), and ``StartReport`` says
@@ -239,8 +241,8 @@ def _task_fields(source: str, config: ModelConfig, task: str, labels) -> dict[st
     }
     if source in ("EncoderClassifier", "DecoderClassifier"):
         return fields  # pooled as it was trained
-    if config.family == "decoder":
-        return {**fields, "pooling": "last", "pooler": False}
+    if config.family == "decoder":  # as GPT2ForSequenceClassification: score(h), no dropout
+        return {**fields, "pooling": "last", "pooler": False, "classifier_dropout": 0.0}
     if config.pooler:  # BERT: [CLS] and the pre-trained pooler
         return {**fields, "pooling": "cls"}
     return {**fields, "pooling": "mean"}
