@@ -76,6 +76,7 @@ def test_the_induction_config_grows_an_induction_head(cli, tmp_path):
     assert max(scores["induction"]) > 0.7, scores  # an induction head in layer 1
     assert max(scores["previous"]) > 0.5, scores  # a previous-token head in layer 0
     _circuits_find_the_induction_head(cli, out, model, scores, tmp_path / "circuits")
+    _patching_follows_the_copied_symbol(model)
 
 
 def _circuits_find_the_induction_head(cli, run, model, scores, pictures):
@@ -119,3 +120,29 @@ def _circuits_find_the_induction_head(cli, run, model, scores, pictures):
     assert clean < one < every and every > 3.5, (clean, one, every)
     symbols = torch.tensor(tok.encode("QUICKbrownXYZ0123456789"))
     assert copying_score(full_ov_circuit(model, layer, head, symbols)) > 0.5
+
+
+def _patching_follows_the_copied_symbol(model):
+    """The indirect-object-style study of docs/guide/circuits.md: "QUICKbrownQUI" against
+    "QUIZKbrownQUI", the logit difference of 'C' and 'Z' as the metric. The difference enters
+    the stream at the changed symbol (position 4 after <BOS>) and nowhere before it; the
+    layer-1 heads carry it (their z), much of it along their direct path to the logits, while
+    the layer-0 heads carry little and have no direct share."""
+    from glassformer.circuits import (
+        logit_difference,
+        patch_blocks,
+        patch_heads_every,
+        patch_path_senders,
+    )
+
+    clean, corrupted = model.to_tokens("QUICKbrownQUI"), model.to_tokens("QUIZKbrownQUI")
+    metric = logit_difference(model, "C", "Z")
+    with torch.no_grad():
+        assert metric(model(clean)) > 0 > metric(model(corrupted))
+    args = (model, clean, corrupted, metric)
+    resid = patch_blocks(*args, normalize=True, progress=False)[0]  # resid_pre: (L, T)
+    assert (resid[:, 4] > 0.99).all() and (resid[:, :4] == 0).all(), resid
+    z = patch_heads_every(*args, normalize=True, progress=False)[0]  # z: (L, H)
+    assert z[1].sum() > 0.5 and z[0].abs().max() < z[1].max(), z
+    direct = patch_path_senders(*args, normalize=True, progress=False)  # (L, H)
+    assert direct[1].sum() > 0.25 and direct[0].abs().max() < 0.05, direct
