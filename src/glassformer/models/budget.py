@@ -57,10 +57,10 @@ class Training:
     def words(self, all_train: bool) -> str:
         """'gradients, AdamW's two moments'; 'gradients and SGD's momentum of the parameters
         that train' when some are frozen."""
-        kept = "gradients" + (f", {self.optimizer}" if self.states else "")
         if all_train:
-            return kept
-        return kept.replace(", ", " and ") + f" of the {_count(self.trained or 0)} that train"
+            return f"gradients, {self.optimizer}" if self.states else "gradients"
+        kept = f"gradients and {self.optimizer}" if self.states else "gradients"
+        return f"{kept} of the {_count(self.trained or 0)} that train"
 
 
 ADAMW = Training()  # every parameter trains with AdamW: training=True
@@ -80,12 +80,11 @@ def check_memory(
     """Refuse (ValueError) a model whose parameters do not fit the memory of this machine.
 
     The model runs (``training``: trains, True for AdamW on every parameter) on ``device``
-    (default CPU); ``via_cpu``: its
-    weights pass through the CPU first (built there, or read from a file there), so the CPU
-    must hold them too. ``shards``: processes sharing the gradients and moments (FSDP);
-    ``processes``: processes on this machine, each with its own copy. ``setting`` names a
-    config field as the user sets it (e.g. "model.n_layer"); the message says which of them
-    to lower."""
+    (default CPU); ``via_cpu``: its weights pass through the CPU first (built there, or read
+    from a file there), so the CPU must hold them too. ``shards``: processes sharing the
+    gradients and the optimizer's state (FSDP); ``processes``: processes on this machine,
+    each with its own copy. ``setting`` names a config field as the user sets it (e.g.
+    "model.n_layer"); the message says which of them to lower."""
     device = torch.device("cpu" if device is None else device)
     weights = memory_bytes(config, architecture)
     total = memory_bytes(config, architecture, training=training, shards=shards)
