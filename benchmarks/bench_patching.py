@@ -23,7 +23,7 @@ over rounds of TransformerLens's time over glassformer's in the same round (abov
 glassformer is faster), min and max over rounds as the spread. A line per step as it ends
 shows progress (a GPT-2 small grid is hundreds of forward passes).
 
-    .venv/bin/python -m benchmarks.bench_patching                  # GPT-2 small, 3 grids: 15 min
+    .venv/bin/python -m benchmarks.bench_patching                  # GPT-2 small, 3 grids: ~15 min
     .venv/bin/python -m benchmarks.bench_patching --grids all --rounds 2   # all five: 42 min
     .venv/bin/python -m benchmarks.bench_patching --family llama
     .venv/bin/python -m benchmarks.bench_patching --quick          # tiny shape, all grids: seconds
@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
 
     def progress(round_: int, name: str, seconds: float) -> None:
-        when = "warm-up" if round_ == 0 else f"round {round_}/{args.rounds}"
+        of = "" if args.seconds else f"/{args.rounds}"  # --seconds may add rounds
+        when = "warm-up" if round_ == 0 else f"round {round_}{of}"
         print(f"  {when:>11}  {name:<30} {seconds:9.2f} s   ({time.perf_counter() - t0:.0f} s)",
               flush=True)  # fmt: skip
 
