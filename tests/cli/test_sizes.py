@@ -49,9 +49,9 @@ def test_a_model_too_big_to_train_here_is_refused_before_it_is_built(
 def test_the_check_counts_what_trains_and_the_optimizer_it_trains_with(
     cli, lm_files, tmp_path, monkeypatch
 ):
-    """With room for 10 numbers a parameter, full training with AdamW (16: the weight, its
-    gradient, m and v) is refused, while LoRA (a few adapters train) and SGD without
-    momentum (8: no state) start."""
+    """With room for 10 bytes a parameter, full training with AdamW (16 in float32: the
+    weight, its gradient, m and v) is refused, while LoRA (a few adapters train) and SGD
+    without momentum (8: no state) start."""
     from glassformer.models import budget
 
     wide = [*cli.TINY, "--set", "model.d_model=256", "--set", "model.n_head=4", "--steps", "1"]
