@@ -97,7 +97,10 @@ def built_site(tmp_path_factory) -> Path:
     """The site as `make docs` builds it (the benchmark tables it includes, then a strict
     mkdocs build), into a temporary folder: built once for the whole run, shared by the test
     workers (the first to need it builds it under a lock; the others wait for it)."""
-    shared = tmp_path_factory.getbasetemp().parent  # one folder for every xdist worker
+    base = tmp_path_factory.getbasetemp()
+    # under xdist, each worker's basetemp sits in the run's own folder, which they share; a
+    # run without workers has that folder itself (its parent holds every earlier run)
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     out, done_mark = shared / "site", shared / "site.built"
     with open(shared / "site.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
