@@ -1,6 +1,7 @@
 """Run by tests/training/test_torchrun.py under torchrun (or alone): train a tiny GPT on a
 fixed text; the test compares its final checkpoint, its losses and the examples it saw."""
 
+import faulthandler
 import json
 import os
 import sys
@@ -13,6 +14,7 @@ from glassformer.data import TextDataset
 from glassformer.tokenizers import CharTokenizer
 from glassformer.training import TrainConfig, Trainer
 
+faulthandler.enable()  # an abort (SIGABRT) prints every thread's Python stack to stderr
 out, strategy, steps, resume = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
 stop_at = int(sys.argv[5]) if len(sys.argv) > 5 else None  # end the process after this save
 torch.set_num_threads(1)
@@ -60,4 +62,5 @@ torch.save(torch.cat(seen), out / f"seen-{rank}.pt")
 if trainer.cluster.is_main:  # the parameters are in the final checkpoint
     (out / "done.json").write_text(json.dumps({"step": trainer.step}))
 if trainer.cluster.distributed:
+    torch.distributed.barrier()  # neither process tears its connections down before the other
     torch.distributed.destroy_process_group()
