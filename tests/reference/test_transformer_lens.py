@@ -16,9 +16,6 @@ Conventions that differ (tested as such, not hidden):
 
 from __future__ import annotations
 
-import socket
-
-import huggingface_hub.constants
 import pytest
 import torch
 import transformers
@@ -44,10 +41,6 @@ L, H, C, V, T = 2, 4, 32, 100, 9
 D = C // H
 
 
-def _no_network(*args, **kwargs):
-    raise AssertionError(f"a test against TransformerLens opened a connection: {args}")
-
-
 def _gpt2(folder):
     """A random GPT-2 saved to ``folder``: every parameter perturbed (gains, biases too)."""
     torch.manual_seed(0)
@@ -68,20 +61,7 @@ def _bridge(folder, **compatibility):
     return bridge
 
 
-@pytest.fixture(scope="module", autouse=True)
-def offline():
-    """No download and no connection while this module runs; one thread (tiny models run
-    many times faster on one when the CPU is shared)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("HF_HUB_OFFLINE", "1")
-            mp.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-            mp.setattr(socket.socket, "connect", _no_network)
-            yield
-    finally:
-        torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("offline")  # tests/reference/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,8 @@ from glassformer.circuits import accumulated_resid, logit_lens, ov_matrix, qk_ma
 from . import test_transformer_lens as ref
 
 L, T, V = ref.L, ref.T, ref.V
-offline, folder, models, runs = ref.offline, ref.folder, ref.models, ref.runs  # its fixtures
+folder, models, runs = ref.folder, ref.models, ref.runs  # its fixtures
+pytestmark = pytest.mark.usefixtures("offline")  # tests/reference/conftest.py
 
 TOL = dict(atol=1e-4, rtol=0.0)
 A, B = 7, 42

@@ -15,9 +15,6 @@ differ (not compared).
 
 from __future__ import annotations
 
-import socket
-
-import huggingface_hub.constants
 import pytest
 import torch
 import transformers
@@ -41,23 +38,7 @@ L, H, C, V, T = 2, 4, 32, 60, 5
 A, B = 7, 42  # the metric: logit of A minus logit of B at the last position, first example
 
 
-def _no_network(*args, **kwargs):
-    raise AssertionError(f"a test against TransformerLens opened a connection: {args}")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def offline():
-    """No download and no connection while this module runs; one thread."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("HF_HUB_OFFLINE", "1")
-            mp.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-            mp.setattr(socket.socket, "connect", _no_network)
-            yield
-    finally:
-        torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("offline")  # tests/reference/conftest.py
 
 
 def _save(family: str, folder) -> type:

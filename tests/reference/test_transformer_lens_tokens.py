@@ -8,9 +8,7 @@ TransformerBridge.boot_transformers."""
 from __future__ import annotations
 
 import re
-import socket
 
-import huggingface_hub.constants
 import pytest
 import torch
 import transformers
@@ -40,17 +38,7 @@ TEXTS = [
 ]
 
 
-def _no_network(*args, **kwargs):
-    raise AssertionError(f"a test against TransformerLens opened a connection: {args}")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def offline():
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-        mp.setattr(socket.socket, "connect", _no_network)
-        yield
+pytestmark = pytest.mark.usefixtures("offline")  # tests/reference/conftest.py
 
 
 def _bpe(specials: list[str]) -> Tokenizer:
