@@ -89,7 +89,9 @@ def from_huggingface_dir(
     none when it holds neither; ``tokenizer=`` attaches another, None none). Nothing is
     downloaded (``local_files_only=True``). ``architecture`` overrides the class named in
     config.json's ``architectures`` (without either, the ``model_type`` decides: gpt2, bert
-    (BertModel), bart, llama)."""
+    (BertModel), bart, llama). A damaged folder or weights that do not match config.json are
+    refused in a ValueError; weights the class leaves unused, or a head ``architecture`` adds,
+    give a ``WeightsNote`` warning (folder_checks.py)."""
     path = Path(path)
     config_file = path / "config.json"
     if not path.is_dir():
