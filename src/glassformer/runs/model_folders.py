@@ -12,6 +12,8 @@ WordPiece, SentencePiece / Unigram), else GPT-2's ``vocab.json`` and ``merges.tx
 from __future__ import annotations
 
 import contextlib
+import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,8 +38,9 @@ def is_huggingface_dir(path: Path) -> bool:
 def read_huggingface(path: Path, option: str):
     """The converted model of the Hugging Face directory ``path``, its tokenizer attached;
     a ``RunError`` naming ``option`` (``--init-from``, ``--checkpoint``) and the path when
-    the tokenizer is missing or unreadable, the weights cannot be read, or an optional
-    package is missing."""
+    the tokenizer is missing or unreadable, the weights cannot be read or do not match
+    config.json (interop/huggingface/folder_checks.py), or an optional package is missing;
+    weights left unused are noted on stderr."""
     from ..interop.huggingface import from_huggingface_dir
     from ..tokenizers import load_hf_tokenizer
 
@@ -48,7 +51,7 @@ def read_huggingface(path: Path, option: str):
                 f"{option} {path}: a Hugging Face model without a tokenizer; glassformer "
                 "reads tokenizer.json (any kind), or GPT-2's vocab.json and merges.txt"
             )
-        with _no_progress_bars():
+        with _no_progress_bars(), _notes():
             model = from_huggingface_dir(path, tokenizer=tokenizer)
     except ImportError as err:  # an optional package is missing: the message says which
         raise RunError(f"{option} {path}: {err}") from None
@@ -58,6 +61,22 @@ def read_huggingface(path: Path, option: str):
         shown = str(err) if str(err).startswith(str(path)) else f"{path}: {err}"
         raise RunError(f"{option} {shown}") from None
     return model
+
+
+@contextlib.contextmanager
+def _notes() -> Iterator[None]:
+    """The converter's ``WeightsNote`` warnings (weights left unused, a head started anew) as
+    ``glassformer: note:`` lines on stderr; other warnings as usual."""
+    from ..interop.huggingface.folder_checks import WeightsNote
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", WeightsNote)
+        yield
+    for w in caught:
+        if issubclass(w.category, WeightsNote):
+            print(f"glassformer: note: {w.message}", file=sys.stderr, flush=True)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 @contextlib.contextmanager
