@@ -31,6 +31,8 @@ its own rate, ``activation_dropout``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch import Tensor, nn
 
 from ..graphs import AttentionGraph
@@ -146,7 +148,7 @@ class EncoderBlock(_Block):
             every key), ``attention_scores`` ("separate", "shared" or "dot").
     """
 
-    def __init__(self, d_model: int, n_head: int, d_ff: int, **options) -> None:
+    def __init__(self, d_model: int, n_head: int, d_ff: int, **options: Any) -> None:
         super().__init__(d_model, n_head, d_ff, cross_attention=False, **options)
 
     def forward(
@@ -210,7 +212,13 @@ class DecoderBlock(_Block):
     """
 
     def __init__(
-        self, d_model: int, n_head: int, d_ff: int, *, cross_attention: bool = True, **options
+        self,
+        d_model: int,
+        n_head: int,
+        d_ff: int,
+        *,
+        cross_attention: bool = True,
+        **options: Any,
     ) -> None:
         super().__init__(d_model, n_head, d_ff, cross_attention=cross_attention, **options)
 
