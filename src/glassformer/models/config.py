@@ -94,7 +94,7 @@ class ModelConfig:
     attention_scores: str = "separate"
     """Self-attention: separate W^Q, W^K | shared W^QK | dot xᵀx′.
 
-    The notes' "Self-Attention across the sequence": "separate" scores xᵀ U_kᵀ U_q x′, "shared"
+    The notes' "Self-Attention across the sequence": "separate" scores xᵀ U_qᵀ U_k x′, "shared"
     xᵀ Uᵀ U x′, "dot" xᵀ x′; the last two need n_kv_head = n_head."""
     d_ff: int | None = None
     """Feed-forward width (None: 4 · d_model): the hidden layer of the notes' "Multi-layer
