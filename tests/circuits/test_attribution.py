@@ -81,10 +81,10 @@ def test_shares_and_constants_sum_to_the_logit(name):
     model = build(cls, **options)
     out, cache = run(model)
     if cls is EncoderClassifier:
-        a = logit_attribution(cache, (2, [0, 1, 0]), attention_mask=MASK)
+        a = logit_attribution(cache, (2, [0, 1, 0]), attention_mask=MASK, per_prompt=True)
         want = out.logits[:, 2] - out.logits[torch.arange(3), torch.tensor([0, 1, 0])]
     else:
-        a = logit_attribution(cache, (7, [8, 9, 10]), position=LAST)
+        a = logit_attribution(cache, (7, [8, 9, 10]), position=LAST, per_prompt=True)
         at = out.logits[torch.arange(3), LAST]  # (B, V)
         want = at[:, 7] - at[:, [8, 9, 10]].diagonal()
     assert_close(a.logit, want, atol=0.0, rtol=0.0)  # the model's own logit difference
@@ -141,7 +141,7 @@ def test_tokens_as_strings_with_a_tokenizer():
     by_id = logit_attribution(cache, (m, j), position=LAST)
     by_text = logit_attribution(cache, ("m", "j"), position=LAST)
     assert torch.equal(by_text.terms.values, by_id.terms.values)
-    per_row = logit_attribution(cache, ["m", "j", "a"], position=LAST)  # one token per row
+    per_row = logit_attribution(cache, ["m", "j", "a"], position=LAST, per_prompt=True)
     want = out.logits[torch.arange(3), LAST, torch.tensor([m, j, tok.token_to_id("a")])]
     assert_close(per_row.total(), want, **TOL)
     with pytest.raises(ValueError, match="'mj' is 2 tokens"):
@@ -159,8 +159,8 @@ def test_bad_tokens_and_positions_are_refused():
         logit_attribution(cache, 29)
     with pytest.raises(ValueError, match="a tuple is a pair"):
         logit_attribution(cache, (1, 2, 3))
-    with pytest.raises(ValueError, match="tokens has 2 entries for 3 batch rows"):
-        logit_attribution(cache, [1, 2])
+    with pytest.raises(ValueError, match=r"tokens has 2 entries for 3 prompts; with per_prompt"):
+        logit_attribution(cache, [1, 2], per_prompt=True)
     with pytest.raises(ValueError, match="position=7 is out of range for 7 positions"):
         logit_attribution(cache, 1, position=7)
     with pytest.raises(ValueError, match=r"position=\[1, 2\]; allowed: an int, or 3 ints"):
@@ -277,9 +277,28 @@ def test_the_lens_reads_targets_and_full_logits():
     assert_close(one.values, full.values[..., m], atol=0.0, rtol=0.0)
     pair = logit_lens(cache, targets=("m", j), position=-1)
     assert_close(pair.values, full.values[:, :, -1, m] - full.values[:, :, -1, j], **TOL)
-    rows = logit_lens(cache, targets=[m, j, 5], position=2).values  # one per batch row
+    rows = logit_lens(cache, targets=[m, j, 5], position=2, per_prompt=True).values
     assert_close(rows, full.values[:, torch.arange(3), 2, torch.tensor([m, j, 5])], **TOL)
     assert logit_lens(cache, k=1).table()[1][1].startswith("'")  # the model's tokenizer
+
+
+@pytest.mark.parametrize(
+    "tokens", [[7, 8, 9], torch.tensor([7, 8, 9]), (7, [8, 9, 10]), ([7, 8, 9], 10)]
+)
+def test_several_tokens_without_per_prompt_are_refused(tokens):
+    """A list means one token per prompt only with per_prompt=True (TransformerLens reads a
+    list of targets as tokens shared by every prompt): the bare form is refused, naming both
+    ways to write it."""
+    model = build(DecoderLM, family="decoder")
+    _, cache = run(model)
+    says = (
+        r"gives several tokens; write per_prompt=True for one token per prompt \(batch row\), "
+        r"or one token alone for the same token in every prompt"
+    )
+    with pytest.raises(ValueError, match=r"logit_attribution: tokens=.* " + says):
+        logit_attribution(cache, tokens, position=LAST)
+    with pytest.raises(ValueError, match=r"logit_lens: targets=.* " + says):
+        logit_lens(cache, targets=tokens, position=-1)
 
 
 def test_the_lens_refuses_bad_targets_and_return_types():
@@ -295,8 +314,8 @@ def test_the_lens_refuses_bad_targets_and_return_types():
         logit_lens(cache, targets=(1, 29))
     with pytest.raises(ValueError, match=r"targets=\(1, 2, 3\); a tuple is a pair"):
         logit_lens(cache, targets=(1, 2, 3))
-    with pytest.raises(ValueError, match="targets has 2 entries for 3 batch rows"):
-        logit_lens(cache, targets=[1, 2])
+    with pytest.raises(ValueError, match="targets has 2 entries for 3 prompts"):
+        logit_lens(cache, targets=[1, 2], per_prompt=True)
     assert logit_lens(cache, return_type="logits", k=0).values.shape == (L + 1, 3, 7, V)
     with pytest.raises(ValueError, match="LogitLens.table: the lens read 'logits'"):
         logit_lens(cache, targets=1).table()

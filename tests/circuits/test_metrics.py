@@ -33,7 +33,7 @@ def test_one_pair_per_prompt_and_per_prompt_positions(model):
     ids = model.to_tokens(["abcab", "bcabc"])
     out = model(ids)
     a, b, c = (model.to_single_token(s) for s in "abc")
-    metric = logit_difference(model, ["a", "b"], ["c", "a"], position=[2, -1])
+    metric = logit_difference(model, ["a", "b"], ["c", "a"], position=[2, -1], per_prompt=True)
     first = out.logits[0, 2, a] - out.logits[0, 2, c]
     second = out.logits[1, -1, b] - out.logits[1, -1, a]
     want = (first + second) / 2
@@ -51,7 +51,7 @@ def test_drives_a_patching_grid(model):
     ("right", "wrong", "options", "message"),
     [
         ("ab", "c", {}, "'ab' is 2 tokens"),
-        (["a", "b", "c"], "c", {}, "right has 3 entries for 2 batch rows"),
+        (["a", "b", "c"], "c", {"per_prompt": True}, "right has 3 entries for 2 prompts"),
         ("a", 99, {}, "token 99; allowed: an id in 0..12 or a string"),
         ("a", "c", {"position": 9}, "position=9 is out of range"),
     ],
@@ -60,3 +60,18 @@ def test_bad_answers_are_named(model, right, wrong, options, message):
     out = model(model.to_tokens(["abcab", "bcabc"]))
     with pytest.raises(ValueError, match=message):
         logit_difference(model, right, wrong, **options)(out)
+
+
+def test_a_list_of_answers_needs_per_prompt(model):
+    """TransformerLens reads a list of targets as tokens shared by every prompt; glassformer
+    reads it as one per prompt only when asked, and refuses it (when the metric is made)
+    otherwise."""
+    for right, wrong, arg in ((["a", "b"], "c", "right"), ("a", torch.tensor([1, 2]), "wrong")):
+        with pytest.raises(
+            ValueError,
+            match=rf"logit_difference: {arg}=.* gives several tokens; "
+            "write per_prompt=True for one token per prompt",
+        ):
+            logit_difference(model, right, wrong)
+    with pytest.raises(ValueError, match="per_prompt='yes'; allowed: True or False"):
+        logit_difference(model, "a", "c", per_prompt="yes")

@@ -92,6 +92,15 @@ def _inside_fence(text: str, index: int) -> bool:
     return any(m.start() < index < m.end() for m in FENCE.finditer(text))
 
 
+def make_docs_mkdocs_args() -> list[str]:
+    """The arguments the Makefile's ``docs`` target gives mkdocs (``build --strict``), so the
+    tests build the site exactly as ``make docs`` does."""
+    recipe = (ROOT / "Makefile").read_text().split("\ndocs:", 1)[1].split("\n\n", 1)[0]
+    line = next(line for line in recipe.splitlines() if "/mkdocs " in line)
+    words = shlex.split(line)
+    return words[next(i for i, w in enumerate(words) if w.endswith("/mkdocs")) + 1 :]
+
+
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> Path:
     """The site as `make docs` builds it (the benchmark tables it includes, then a strict
@@ -108,7 +117,7 @@ def built_site(tmp_path_factory) -> Path:
             env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_MKDOCS_2_WARNING": "1"}
             for argv in (
                 [sys.executable, "docs/scripts/benchmark_pages.py"],
-                [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
+                [sys.executable, "-m", "mkdocs", *make_docs_mkdocs_args(), "-d", str(out)],
             ):
                 run = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
                 assert run.returncode == 0, f"{' '.join(argv[1:])} failed:\n{run.stderr[-3000:]}"

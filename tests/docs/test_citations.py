@@ -4,8 +4,12 @@ The lecture notes number no algorithms; the algorithm numbers and names (EDTrans
 DTraining, DInference, ...) are those of Phuong and Hutter, "Formal Algorithms for
 Transformers" (2022, arXiv:2207.09238), whose Algorithms 8 to 14 are listed in PAPER. Every
 place that pairs a number with one of those names must pair them as the paper does, and no
-algorithm past the paper's last is cited. The home page names every set of notes the concept
-pages cite (line breaks read as spaces).
+algorithm past the paper's last is cited. Algorithms 8 and 9 are post-norm and 10 is pre-norm
+(LAYOUT): a clause that names one layout and cites algorithms cites only those of that layout.
+Numbered equations belong to the notes that number theirs ("What Happens in A Transformer
+Layer", "NPFL140 Lecture Notes"); the notes cite no table (Vaswani et al.'s Table 1 is not
+theirs). The home page names every set of notes the concept pages cite (line breaks read as
+spaces).
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ PAPER = {
     14: "DInference",
 }
 LAST = 14  # the paper's last algorithm
+# Where each transformer algorithm puts its layer_norm: after the residual addition (8, 9) or
+# before the sub-layer (10).
+LAYOUT = {8: "post-norm", 9: "post-norm", 10: "pre-norm"}
 # The lecture notes, by the title each opens with.
 NOTES = (
     "What Happens in A Transformer Layer",
@@ -32,6 +39,8 @@ NOTES = (
     "Brief Notes on Transformers",
     "NPFL140 Lecture Notes",
 )
+# The notes that number their equations: "Eq. (2) of <title>" is right only for these.
+NUMBERED = ("What Happens in A Transformer Layer", "NPFL140 Lecture Notes")
 # A name of the paper's kind: E/D/ED followed by Transformer, Training or Inference.
 NAME = r"(?:ED|E|D)(?:Transformer|Training|Inference)"
 S = r"[\s,:]+"  # what separates a number from its name, line breaks included
@@ -77,6 +86,45 @@ def problems(text: str) -> list[str]:
     out += [f"Algorithm {n}: past the paper's last ({LAST})" for n in past if int(n) > LAST]
     out += [f"the notes' {m}: the notes have none, it is Phuong and Hutter's"
             for m in re.findall(rf"the notes' ({NAME})", text)]  # fmt: skip
+    return out + layout_problems(text) + notes_problems(text)
+
+
+def clauses(text: str) -> list[str]:
+    """The text cut at sentence and clause ends (". ", "; ", a blank line), spaces joined."""
+    return [" ".join(c.split()) for c in re.split(r"[.;]\s|\n\s*\n", text)]
+
+
+def layout_problems(text: str) -> list[str]:
+    """Algorithms cited in a clause that names one layout (pre-norm or post-norm) but that
+    have the other one."""
+    out = []
+    for clause in clauses(text):
+        named = {w for w in LAYOUT.values() if w in clause}
+        if len(named) != 1 or "Algorithm" not in clause:
+            continue
+        (layout,) = named
+        cited = clause[clause.index("Algorithm") :]
+        numbers = {int(n) for n in re.findall(r"\b(\d{1,2})\b", cited)}
+        for a, b in re.findall(r"\b(\d{1,2})\s*[-–]\s*(\d{1,2})\b", cited):
+            numbers |= set(range(int(a), int(b) + 1))
+        out += [f"Algorithm {n} called {layout}: the paper's is {LAYOUT[n]}"
+                for n in sorted(numbers) if n in LAYOUT and LAYOUT[n] != layout]  # fmt: skip
+    return out
+
+
+def notes_problems(text: str) -> list[str]:
+    """Equation numbers credited to notes that number none; a table the notes are said to
+    cite."""
+    flat = " ".join(text.split())
+    titles = "|".join(re.escape(t) for t in NOTES)
+    credited = rf'Eqs?\. (\(\d+\)[^"]{{0,12}}?) (?:of|in) "({titles})'
+    out = [f"Eq. {eq} of {title!r}: those notes number no equations"
+           for eq, title in re.findall(credited, flat) if title not in NUMBERED]  # fmt: skip
+    out += [f"{title!r}, Eq. {eq}: those notes number no equations"
+            for title, eq in re.findall(rf'"({titles})"?,? Eqs?\. (\(\d+\))', flat)
+            if title not in NUMBERED]  # fmt: skip
+    said = r"\b(?:the notes|they)\b[^.;]*\b(?:point|points|refer|refers|cite|cites)\b[^.;]*"
+    out += [f"the notes cite no table: {m!r}" for m in re.findall(rf"{said}\bTable \d+", flat)]
     return out
 
 
@@ -88,6 +136,24 @@ def test_problems_finds_each_kind():
         "Algorithm 15: past the paper's last (14)",
         "the notes' DTraining: the notes have none, it is Phuong and Hutter's",
     ]
+
+
+def test_layouts_equations_and_tables_are_checked():
+    assert problems("Algorithms 8-10, is\npre-norm, layer_norm first") == [
+        "Algorithm 8 called pre-norm: the paper's is post-norm",
+        "Algorithm 9 called pre-norm: the paper's is post-norm",
+    ]
+    assert problems("Algorithms 8 (EDTransformer) and 9 (ETransformer) are post-norm; "
+                    "Algorithm 10 (DTransformer) is pre-norm") == []  # fmt: skip
+    assert problems('Eq. (1)-(3) of "Formal Algorithms for\nTransformers" over') == [
+        "Eq. (1)-(3) of 'Formal Algorithms for Transformers': those notes number no equations"
+    ]
+    assert problems('Eq. (1)-(3) of "What Happens in A Transformer Layer" over') == []
+    assert problems('"NPFL140 Lecture Notes", Eq. (2)') == []
+    assert problems("The comparison they point to is Table 1 of Vaswani et al.") == [
+        "the notes cite no table: 'they point to is Table 1'"
+    ]
+    assert problems("The comparison is Table 1 of Vaswani et al.; the notes cite no table") == []
 
 
 def test_algorithm_numbers_and_names_are_the_papers():

@@ -82,3 +82,22 @@ def test_formulas_write_the_sites_letters(page):
     for tex in formulas(page):
         for pattern, why in NOTES_LETTERS.items():
             assert not re.search(pattern, tex), f"{page.name}: {tex!r}: {why} (notation.md)"
+
+
+# the "separate" score of query n against key n′ written with the projections swapped
+SWAPPED_QK = re.compile(r"U_k\s*(\^\\intercal|\^\\top|\^T|ᵀ)\s*U_q")
+
+
+def test_the_separate_score_is_written_as_the_code_computes_it():
+    """Query n against key n′ scores q_n · k_n′ = xₙᵀU_qᵀU_k x_n′ (what MultiHeadAttention
+    computes, tests/nn/test_attention_scores.py); the transpose xₙᵀU_kᵀU_q x_n′ appears only in
+    a paragraph that names it the notes' slip."""
+    files = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
+    files += [*(ROOT / "src").rglob("*.py"), *(ROOT / "src").rglob("*.toml")]
+    wrong = [
+        f"{path.relative_to(ROOT)}: {' '.join(paragraph.split())[:120]}"
+        for path in files
+        for paragraph in re.split(r"\n\s*\n", path.read_text(encoding="utf-8"))
+        if SWAPPED_QK.search(paragraph) and "slip" not in paragraph
+    ]
+    assert wrong == []

@@ -92,3 +92,30 @@ def test_the_encoder_keeps_batch_norm():
     assert torch.isfinite(model(ids, labels=labels).loss)
     assert model.ln_embed.num_batches_tracked.item() == 1
 
+
+@pytest.mark.parametrize(
+    ("start", "field", "value"),
+    [
+        (dict(family="decoder"), "norm", "batch"),
+        (dict(family="encoder", norm="batch"), "family", "decoder"),
+    ],
+    ids=["norm", "family"],
+)
+def test_a_made_config_cannot_be_changed_into_one_that_sees_the_future(start, field, value):
+    """Assigning a field after the checks would build a BatchNorm decoder, whose position n
+    depends on later tokens: the assignment is refused (naming replace), and replace checks
+    the new config as a new one is checked."""
+    config = ModelConfig(**TINY, **start)
+    with pytest.raises(
+        AttributeError,
+        match=rf"^ModelConfig\.{field} cannot be changed once "
+        rf"the config is made .*; use config\.replace\({field}=\.\.\.\)",
+    ):
+        setattr(config, field, value)
+    with pytest.raises(AttributeError, match=rf"ModelConfig\.{field} cannot be changed"):
+        delattr(config, field)
+    assert getattr(config, field) == ModelConfig(**TINY, **start).__dict__[field]
+    with pytest.raises(ValueError, match=REFUSED):
+        config.replace(**{field: value})
+    config.extra["note"] = "kept"  # free-form notes stay writable
+    assert config.extra == {"note": "kept"}

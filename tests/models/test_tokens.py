@@ -19,8 +19,9 @@ TEXT = "to be or not to be"
 def char_model(max_len: int = 16) -> DecoderLM:
     tok = CharTokenizer().train(TEXT)
     torch.manual_seed(0)
-    config = preset("tiny", vocab_size=tok.vocab_size, d_model=32, n_head=4, n_layer=1)
-    config.max_len = max_len
+    config = preset(
+        "tiny", vocab_size=tok.vocab_size, d_model=32, n_head=4, n_layer=1, max_len=max_len
+    )
     return DecoderLM(config).set_tokenizer(tok)
 
 

@@ -1,6 +1,6 @@
 """MultiHeadAttention's attention_scores ("Formal Algorithms for Transformers", "Self-Attention
 across the sequence"):
-"dot" xᵀx′ and "shared" xᵀUᵀUx′ give symmetric scores, "separate" xᵀU_kᵀU_q x′ is the
+"dot" xᵀx′ and "shared" xᵀUᵀUx′ give symmetric scores, "separate" xᵀU_qᵀU_k x′ is the
 attention as it always was."""
 
 import pytest
@@ -41,6 +41,23 @@ def test_separate_scores_are_not_symmetric():
     torch.manual_seed(0)
     a = _scores(MultiHeadAttention(C, H), torch.randn(3, 7, C))
     assert (a - a.transpose(-1, -2)).abs().max() > 0.1
+
+
+def test_separate_scores_query_n_as_x_n_U_q_U_k_x_n_prime():
+    """â[n, n′] = xₙᵀ U_qᵀ U_k x_n′ / √D (q_n · k_n′), with U_q, U_k a head's rows of W^Q, W^K;
+    the transpose xₙᵀ U_kᵀ U_q x_n′ is another matrix."""
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(C, H, bias=False)
+    x = torch.randn(1, 7, C)
+    a = _scores(attn, x)  # (1, H, T, T)
+    w_q, w_k = attn.in_proj.weight[:C], attn.in_proj.weight[C : 2 * C]
+    d = C // H
+    for h in range(H):
+        u_q, u_k = w_q[h * d : (h + 1) * d], w_k[h * d : (h + 1) * d]  # (D, C) each
+        want = x[0] @ u_q.T @ u_k @ x[0].T / d**0.5  # (T, T): row n, column n′
+        torch.testing.assert_close(a[0, h], want)
+        swapped = x[0] @ u_k.T @ u_q @ x[0].T / d**0.5
+        assert (a[0, h] - swapped).abs().max() > 0.1
 
 
 def test_dot_puts_each_token_first_on_itself_when_the_norms_are_equal():

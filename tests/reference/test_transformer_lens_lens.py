@@ -44,10 +44,22 @@ def test_targets_equal_transformer_lens_logit_lens(runs):
     mine = logit_lens(cache, targets=(A, B), return_type="log_probs")
     assert_close(mine.values, every[..., 0] - every[..., 1], **TOL)
     rows = torch.tensor([A, B, 3])  # one target per batch row
-    per_row = logit_lens(cache, targets=rows, position=-1).values
+    per_row = logit_lens(cache, targets=rows, position=-1, per_prompt=True).values
     for i, token in enumerate(rows.tolist()):
         want = tl_cache.logit_lens(targets=[token], return_type="logits").values[:, i, 0]
         assert_close(per_row[:, i], want, **TOL)
+
+
+def test_a_list_of_targets_is_never_read_differently_from_transformer_lens(runs):
+    """TransformerLens reads targets=[A, B, 3] as three tokens shared by every prompt; the same
+    call here is refused rather than read as one token per prompt."""
+    _, _, cache, _, tl_cache = runs
+    shared = tl_cache.logit_lens(targets=[A, B, 3], return_type="logits").values
+    assert shared.shape == (L + 1, 3, 3)  # (layers, prompts, targets): shared targets
+    with pytest.raises(ValueError, match=r"targets=\[.*\] gives several tokens; write per_prompt"):
+        logit_lens(cache, targets=[A, B, 3], position=-1)
+    for j, token in enumerate([A, B, 3]):  # one call per shared target
+        assert_close(logit_lens(cache, targets=token, position=-1).values, shared[..., j], **TOL)
 
 
 def test_each_norm_option_against_transformer_lens(models, runs):

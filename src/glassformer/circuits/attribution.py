@@ -124,19 +124,25 @@ def logit_attribution(
     position: int | Sequence[int] | Tensor = -1,
     tokenizer=None,
     attention_mask: Tensor | None = None,
+    per_prompt: bool = False,
 ) -> LogitAttribution:
     """Direct logit attribution of the cache's final stream (see the module docstring).
 
     tokens: the logit of one token, or the difference of two given as a tuple
-        ``(token, other)``; each an id, a string that is one token under ``tokenizer``
-        (default: the model's), or a list or (B,) tensor of them, one per batch row. For a
-        classifier, class indices.
+        ``(token, other)``; each an id or a string that is one token under ``tokenizer``
+        (default: the model's), the same for every prompt; with ``per_prompt=True`` also a
+        list or (B,) tensor of them, one per prompt (batch row). For a classifier, class
+        indices.
     position: the position read, one for every row or one per row ((B,), e.g. each row's last
         real token when right-padded); a classifier reads its pooled vector and ignores it.
     attention_mask: (B, T), 1 = real token: the tokens a classifier's mean pooling averages
         (the mask of the pass; None: every position, as the model does without one).
+    per_prompt: True reads a list or tensor in ``tokens`` as one token per prompt. Without
+        it several tokens are refused: TransformerLens reads a list of targets as tokens
+        shared by every prompt, so the meaning is written out, not guessed.
     """
     what = "logit_attribution"
+    refuse_ambiguous(tokens, per_prompt, what, "tokens")
     model = model_of(cache, what)
     read = readout(model, what)
     view = stack_view(model, read.stack, what)
@@ -160,7 +166,7 @@ def logit_attribution(
     tokenizer = getattr(model, "tokenizer", None) if tokenizer is None else tokenizer
     plus, minus = (
         None if ids is None else ids.to(device)
-        for ids in _token_pair(tokens, tokenizer, b, vocab, what)
+        for ids in _token_pair(tokens, tokenizer, b, vocab, what, per_prompt=per_prompt)
     )
     direction = read.weight[plus] - (0 if minus is None else read.weight[minus])  # (B, C)
     shares = torch.einsum("nbc,bc->nb", values, direction)
@@ -214,7 +220,7 @@ def _pool_weights(pooling: str, attention_mask, b: int, t: int, like: Tensor) ->
 
 
 def _token_pair(
-    tokens, tokenizer, b: int, vocab: int, what: str, arg: str = "tokens"
+    tokens, tokenizer, b: int, vocab: int, what: str, arg: str = "tokens", per_prompt=False
 ) -> tuple[Tensor, Tensor | None]:
     """(ids (B,), other ids (B,) or None) from ``tokens`` or ``(tokens, other)``; ``arg``:
     the argument's name in messages."""
@@ -222,25 +228,52 @@ def _token_pair(
         if len(tokens) != 2:
             raise ValueError(
                 f"{what}: {arg}={tokens!r}; a tuple is a pair (token, other) for a logit "
-                "difference (a list gives one token per batch row)"
+                "difference (one token per prompt: a list with per_prompt=True)"
             )
-        return _ids(tokens[0], tokenizer, b, vocab, what, arg), _ids(
-            tokens[1], tokenizer, b, vocab, what, arg
+        return _ids(tokens[0], tokenizer, b, vocab, what, arg, per_prompt), _ids(
+            tokens[1], tokenizer, b, vocab, what, arg, per_prompt
         )
-    return _ids(tokens, tokenizer, b, vocab, what, arg), None
+    return _ids(tokens, tokenizer, b, vocab, what, arg, per_prompt), None
 
 
-def _ids(tokens, tokenizer, b: int, vocab: int, what: str, arg: str = "tokens") -> Tensor:
-    """One token, or one per batch row, as ids (B,)."""
-    many = isinstance(tokens, list | Tensor)
+def _several(tokens) -> bool:
+    """Whether ``tokens`` holds several tokens (a list, or a tensor with an axis)."""
+    return isinstance(tokens, list) or (isinstance(tokens, Tensor) and tokens.dim() > 0)
+
+
+def refuse_ambiguous(tokens, per_prompt: bool, what: str, arg: str) -> None:
+    """A ValueError for several tokens without ``per_prompt=True``: TransformerLens reads a
+    list of targets as tokens shared by every prompt, glassformer as one per prompt, so the
+    reading is asked for, never guessed."""
+    if not isinstance(per_prompt, bool):
+        raise ValueError(f"{what}: per_prompt={per_prompt!r}; allowed: True or False")
+    sides = tokens if isinstance(tokens, tuple) else (tokens,)
+    if per_prompt or not any(_several(side) for side in sides):
+        return
+    shown = tokens.tolist() if isinstance(tokens, Tensor) else tokens
+    raise ValueError(
+        f"{what}: {arg}={shown!r} gives several tokens; write per_prompt=True for one token "
+        "per prompt (batch row), or one token alone for the same token in every prompt "
+        "(several tokens shared by every prompt, as TransformerLens reads a list: one call "
+        "per token)"
+    )
+
+
+def _ids(
+    tokens, tokenizer, b: int, vocab: int, what: str, arg: str = "tokens", per_prompt=False
+) -> Tensor:
+    """One token for every prompt, or with ``per_prompt`` one per prompt, as ids (B,)."""
+    refuse_ambiguous(tokens, per_prompt, what, arg)
+    many = _several(tokens)
     items = (
         list(tokens.flatten().tolist() if isinstance(tokens, Tensor) else tokens)
         if many
-        else [tokens]
+        else [tokens.item() if isinstance(tokens, Tensor) else tokens]
     )
     if many and len(items) != b:
         raise ValueError(
-            f"{what}: {arg} has {len(items)} entries for {b} batch rows; give one or {b}"
+            f"{what}: {arg} has {len(items)} entries for {b} prompts; with per_prompt=True "
+            f"give one per prompt ({b})"
         )
     ids = [_id(item, tokenizer, vocab, what) for item in items]
     return torch.tensor(ids, dtype=torch.long).expand(b)

@@ -10,8 +10,9 @@ reading is the model's own prediction.
 
 TransformerLens's ``cache.logit_lens(targets=..., return_type=...)`` (and the older
 ``accumulated_resid(apply_ln=True)`` + unembedding) reads the stream the same way as
-``norm="recompute"``, the default; a target given as a list is one token per batch row here,
-as in ``logit_attribution`` (several shared targets there), and a pair is a difference.
+``norm="recompute"``, the default. TransformerLens reads a list of targets as tokens shared by
+every prompt; here one token per prompt is asked for with ``per_prompt=True`` and a list
+without it is refused, and a pair is a difference.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from torch import Tensor
 from ..models.encoder import EncoderModel
 from ..models.heads import LMHead
 from ..models.hooked import ActivationCache
-from .attribution import _token_pair
+from .attribution import _token_pair, refuse_ambiguous
 from .cached import model_of
 from .stream import NORM_MODES, accumulated_resid
 
@@ -89,6 +90,7 @@ def logit_lens(
     targets: Any = None,
     return_type: str | None = None,
     tokenizer: Any = None,
+    per_prompt: bool = False,
 ) -> LogitLens:
     """Each layer's stream (accumulated_resid) through the final norm and the output layer,
     at ``position`` (None: every one).
@@ -97,8 +99,12 @@ def logit_lens(
         and their probabilities; ``"logits"`` (the default with ``targets``), ``"log_probs"``,
         ``"probs"``: that quantity over the whole vocabulary, or at ``targets``.
     targets: one token, or a pair ``(token, other)`` for the difference of the two; each an
-        id, a string that is one token under ``tokenizer`` (default: the model's), or a list
-        or (B,) tensor of them, one per batch row (as ``logit_attribution``'s ``tokens``).
+        id or a string that is one token under ``tokenizer`` (default: the model's), the same
+        for every prompt; with ``per_prompt=True`` also a list or (B,) tensor of them, one
+        per prompt (batch row), as ``logit_attribution``'s ``tokens``.
+    per_prompt: True reads a list or tensor in ``targets`` as one token per prompt; without
+        it one is refused (TransformerLens's ``targets=[...]`` are tokens shared by every
+        prompt: here one call per token).
     norm: ``"recompute"`` normalises each layer's stream by its own statistics, as the model
         normalises its final stream (nostalgebraist's logit lens; TransformerLens's
         ``cache.logit_lens`` and ``accumulated_resid(apply_ln=True)``, which recompute the
@@ -109,6 +115,7 @@ def logit_lens(
         transform included), so any model with an unembedding can be read: a DecoderLM, an
         EncoderMLM, an EncoderDecoder's decoder."""
     what = "logit_lens"
+    refuse_ambiguous(targets, per_prompt, what, "targets")
     model = model_of(cache, what)
     if norm not in NORM_MODES[1:]:
         raise ValueError(f"{what}: norm={norm!r}; allowed: {NORM_MODES[1:]}")
@@ -145,7 +152,7 @@ def logit_lens(
     pair = None
     if targets is not None:
         chosen = tok if tokenizer is None else tokenizer
-        pair = _token_pair(targets, chosen, b, vocab, what, "targets")
+        pair = _token_pair(targets, chosen, b, vocab, what, "targets", per_prompt)
     with torch.no_grad():
         logits = model.lm_logits(x).float()  # (L + 1, B, [T,] V)
     if return_type == "top_k":

@@ -6,7 +6,8 @@ Wild") measures the logit difference between the right answer and the wrong one,
 
 at the position n_b that predicts the answer (the last, by default), averaged over the prompts.
 ``logit_difference`` builds it from the answers as strings or ids, one pair for every prompt
-or one pair per prompt, so a study passes answers, not a hand-written function.
+or (``per_prompt=True``) one pair per prompt, so a study passes answers, not a hand-written
+function.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .attribution import _ids, _positions
+from .attribution import _ids, _positions, refuse_ambiguous
 
 __all__ = ["logit_difference"]
 
@@ -31,6 +32,7 @@ def logit_difference(
     *,
     position: int | Sequence[int] = -1,
     tokenizer: Any = None,
+    per_prompt: bool = False,
 ) -> Callable[[Any], Tensor]:
     """The metric ``out -> mean over the batch of logits[right] - logits[wrong]`` at
     ``position``, for ``patch_residual``, ``patch_heads``, ``patch_blocks``, ``patch_path`` and
@@ -40,32 +42,38 @@ def logit_difference(
         model: the model whose output the metric reads (its ``unembed`` gives the vocabulary,
             its tokenizer reads string answers).
         right: the answer whose logit counts up: a token (an id, or a string that is one token)
-            for every prompt, or a list with one per prompt.
+            for every prompt, or with ``per_prompt=True`` a list with one per prompt.
         wrong: the answer whose logit counts down, in the same forms.
         position: the position whose logits are read: an int for every prompt (negative from
             the end; -1 the last) or one per prompt (the end of each prompt when a batch is
             right-padded).
         tokenizer: reads string answers; default the model's own (``model.tokenizer``).
+        per_prompt: True reads a list in ``right`` or ``wrong`` as one answer per prompt;
+            without it a list is refused (TransformerLens reads a list of targets as tokens
+            shared by every prompt).
 
     Returns:
         A function of the model's output (anything with ``.logits`` of shape (B, T, N_V)) that
         gives a 0-d tensor.
 
     Raises:
-        ValueError: when called, an answer that is not one token, a list whose length is not
-            the batch's, or a position outside the sequence.
+        ValueError: a list of answers without ``per_prompt=True``; when called, an answer
+            that is not one token, a list whose length is not the batch's, or a position
+            outside the sequence.
     """
     vocab = model.unembed.proj.out_features
     tokenizer = getattr(model, "tokenizer", None) if tokenizer is None else tokenizer
     what = "logit_difference"
+    refuse_ambiguous(right, per_prompt, what, "right")
+    refuse_ambiguous(wrong, per_prompt, what, "wrong")
 
     def metric(out: Any) -> Tensor:
         logits = out.logits  # (B, T, N_V)
         b, t = logits.shape[:2]
         rows = torch.arange(b)
         at = _positions(position, b, t, what)
-        good = _ids(right, tokenizer, b, vocab, what, "right")
-        bad = _ids(wrong, tokenizer, b, vocab, what, "wrong")
+        good = _ids(right, tokenizer, b, vocab, what, "right", per_prompt)
+        bad = _ids(wrong, tokenizer, b, vocab, what, "wrong", per_prompt)
         final = logits[rows, at]  # (B, N_V)
         return (final[rows, good] - final[rows, bad]).mean()
 

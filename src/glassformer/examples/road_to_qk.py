@@ -4,7 +4,7 @@ the previous token.
 
     "dot"       xᵀ x′            no query/key parameters
     "shared"    xᵀ Uᵀ U x′       one projection U for queries and keys
-    "separate"  xᵀ U_kᵀ U_q x′   separate W^Q and W^K (what transformers use)
+    "separate"  xᵀ U_qᵀ U_k x′   separate W^Q and W^K (what transformers use): q · k′
 
 The built-in config ``road-to-qk`` (a one-layer, one-head decoder of width 32 with rotary
 positions, 600 steps on
@@ -109,7 +109,7 @@ def compare(out: str | Path, **settings) -> dict[str, ScoresResult]:
     return {s: train_scores(s, out, **settings) for s in ATTENTION_SCORES}
 
 
-FORMULAS = {"separate": "xᵀ U_kᵀ U_q x′", "shared": "xᵀ Uᵀ U x′", "dot": "xᵀ x′"}
+FORMULAS = {"separate": "xᵀ U_qᵀ U_k x′", "shared": "xᵀ Uᵀ U x′", "dot": "xᵀ x′"}
 
 
 def plot_results(results: dict[str, ScoresResult], path: str | Path) -> Path:

@@ -22,6 +22,7 @@ from typing import Any
 from torch import Tensor
 
 from ..models import EncoderDecoder, GlassformerModel
+from ..tokenizers import Tokenizer
 from .config import GenerationConfig
 from .job import GenerationJob
 from .outputs import GenerationOutput
@@ -39,7 +40,7 @@ def generate(
     config: GenerationConfig | None = None,
     *,
     attention_mask: Tensor | None = None,
-    tokenizer=None,
+    tokenizer: Tokenizer | None = None,
     on_step: StepCallback | None = None,
     **settings: Any,
 ) -> GenerationOutput:

@@ -27,6 +27,10 @@ attend along its own graph): ``attention_graph``, ``decoder_attention_graph`` an
 for every layer of their stack or one per layer (``"window:64*4,full*2"``); None is dense
 attention. ``layer_graphs(field)`` gives the parsed graphs, one per layer.
 
+A config does not change once made: assigning a field (``config.norm = "batch"``) is refused,
+since a model built from it would skip the checks above (a BatchNorm decoder sees the future);
+``config.replace(norm="batch")`` makes a new config, checked again.
+
 Dropout sites: ``dropout`` acts on each sub-layer's output before the residual addition,
 ``embed_dropout`` on the embedding sum, ``attn_dropout`` on the attention weights A,
 ``ff_dropout`` on the feed-forward's hidden layer a(W_1 x), ``classifier_dropout`` on a
@@ -90,7 +94,7 @@ class ModelConfig:
     attention_scores: str = "separate"
     """Self-attention: separate W^Q, W^K | shared W^QK | dot xᵀx′.
 
-    The notes' "Self-Attention across the sequence": "separate" scores xᵀ U_kᵀ U_q x′, "shared"
+    The notes' "Self-Attention across the sequence": "separate" scores xᵀ U_qᵀ U_k x′, "shared"
     xᵀ Uᵀ U x′, "dot" xᵀ x′; the last two need n_kv_head = n_head."""
     d_ff: int | None = None
     """Feed-forward width (None: 4 · d_model): the hidden layer of the notes' "Multi-layer
@@ -271,6 +275,21 @@ class ModelConfig:
         for name in GRAPH_FIELDS:
             setattr(self, name, as_spec(getattr(self, name)))  # an AttentionGraph: its spec
             self.layer_graphs(name)  # a spec that does not parse, or fit the stack, is refused
+        object.__setattr__(self, "_checked", True)  # from here on, fields cannot change
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get("_checked"):
+            raise dataclasses.FrozenInstanceError(
+                f"ModelConfig.{name} cannot be changed once the config is made (a model built "
+                f"from it would skip its checks); use config.replace({name}=...), which makes "
+                "a new config and checks it"
+            )
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if self.__dict__.get("_checked"):
+            self.__setattr__(name, None)  # refused, as an assignment is
+        super().__delattr__(name)
 
     # Derived sizes: head_dim, and each field whose None means a default, resolved -------------
     @property

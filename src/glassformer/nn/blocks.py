@@ -1,14 +1,16 @@
 """Transformer blocks: attention and feed-forward sub-layers, each wrapped in a residual
 connection and a norm (notes: "Transformer Layers"; Vaswani et al. Fig. 1).
 
-The pseudocode of Phuong & Hutter, "Formal Algorithms for Transformers" (2022), Algorithms 8-10, is
-pre-norm, "layer_norm, then attention, then add"; each forward below writes it as lines,
+The pseudocode of Phuong & Hutter, "Formal Algorithms for Transformers" (2022), has both
+layouts: Algorithms 8 (EDTransformer) and 9 (ETransformer) are post-norm, "add, then
+layer_norm", as Vaswani et al. and BERT; Algorithm 10 (DTransformer) is pre-norm,
+"layer_norm, then attention, then add", as GPT-2. Each forward below writes them as lines,
 pre-norm and post-norm as two branches:
 
-    pre-norm  (GPT-2, Phuong & Hutter, norm_first=True)   X ← X + MHAttention(layer_norm(X))
-                                                       X ← X + MLP(layer_norm(X))
-    post-norm (Vaswani et al., norm_first=False)       X ← layer_norm(X + MHAttention(X))
-                                                       X ← layer_norm(X + MLP(X))
+    pre-norm  (GPT-2, Algorithm 10, norm_first=True)       X ← X + MHAttention(layer_norm(X))
+                                                        X ← X + MLP(layer_norm(X))
+    post-norm (Vaswani et al., Algorithms 8, 9,         X ← layer_norm(X + MHAttention(X))
+               norm_first=False)                        X ← layer_norm(X + MLP(X))
 
 EncoderBlock = self-attention + feed-forward (Algorithm 9's layer;
 torch.nn.TransformerEncoderLayer).
@@ -30,6 +32,8 @@ its own rate, ``activation_dropout``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from torch import Tensor, nn
 
@@ -146,7 +150,7 @@ class EncoderBlock(_Block):
             every key), ``attention_scores`` ("separate", "shared" or "dot").
     """
 
-    def __init__(self, d_model: int, n_head: int, d_ff: int, **options) -> None:
+    def __init__(self, d_model: int, n_head: int, d_ff: int, **options: Any) -> None:
         super().__init__(d_model, n_head, d_ff, cross_attention=False, **options)
 
     def forward(
@@ -210,7 +214,13 @@ class DecoderBlock(_Block):
     """
 
     def __init__(
-        self, d_model: int, n_head: int, d_ff: int, *, cross_attention: bool = True, **options
+        self,
+        d_model: int,
+        n_head: int,
+        d_ff: int,
+        *,
+        cross_attention: bool = True,
+        **options: Any,
     ) -> None:
         super().__init__(d_model, n_head, d_ff, cross_attention=cross_attention, **options)
 

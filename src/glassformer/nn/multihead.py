@@ -11,7 +11,7 @@ Grouped-query attention: with ``n_kv_head`` < ``n_head`` there are fewer key/val
 shared by ``n_head / n_kv_head`` consecutive query heads.
 ``attention_scores`` ("Formal Algorithms for Transformers", "Self-Attention across the
 sequence"; nn/qk_projections.py):
-"separate" W^Q and W^K as above (xᵀ U_kᵀ U_q x′), "shared" one W^{QK} for both (xᵀ Uᵀ U x′,
+"separate" W^Q and W^K as above (xᵀ U_qᵀ U_k x′ = q · k′), "shared" one W^{QK} for both (xᵀ Uᵀ U x′,
 ``in_proj`` = [W^{QK}; W^V]), "dot" none (xᵀ x′, q = k = x, ``in_proj`` = [W^V]).
 
 ``attend`` computes Eq. (1) by one of three kernels, which give the same z (B, H, T, D_v),
@@ -151,7 +151,7 @@ class MultiHeadAttention(nn.Module):
     is computed only when a hook reads it. Otherwise torch's fused kernel runs, which never
     forms A, or a graph kernel when a graph is given (``attend`` chooses).
 
-    ``attention_scores``: "separate" (W^Q, W^K: score xᵀ U_kᵀ U_q x′), "shared" (one W^{QK}:
+    ``attention_scores``: "separate" (W^Q, W^K: score xᵀ U_qᵀ U_k x′), "shared" (one W^{QK}:
     xᵀ Uᵀ U x′) or "dot" (no parameters: xᵀ x′), "Formal Algorithms for Transformers",
     "Self-Attention across the sequence"; the last two give symmetric scores and need
     ``n_kv_head`` = ``n_head``.

@@ -4,7 +4,7 @@ the sequence"): the three ways MultiHeadAttention scores a query token x against
 
     "dot"       xᵀ x′               parameter-free: q = k = x, split into heads
     "shared"    xᵀ Uᵀ U x′          one projection U = W^{QK} for queries and keys: q = k = U x
-    "separate"  xᵀ U_kᵀ U_q x′      separate projections W^Q, W^K (Eq. 4; the default)
+    "separate"  xᵀ U_qᵀ U_k x′      separate projections W^Q, W^K (Eq. 4; the default): q · k′
 
 Every setting scales the scores by 1/√d_k (Eq. 2) and keeps the values W^V and the output W^O.
 ``in_proj`` stacks the projections the setting has, by rows: [W^Q; W^K; W^V] ("separate"),
@@ -12,8 +12,10 @@ Every setting scales the scores by 1/√d_k (Eq. 2) and keeps the values W^V and
 coordinates of the two tokens.
 
 The notes' reason for the third step: with q = k the score matrix is symmetric (a token
-cannot attend to another more than that one attends to it), and each token is most similar to
-itself (Cauchy–Schwarz: xᵀx′ <= |x| |x′|, equal norms after a norm layer). "shared" and "dot"
+cannot attend to another more than that one attends to it), and a token scores itself at least
+as high as any key no longer than it (Cauchy–Schwarz: xᵀx′ <= |x| |x′| <= xᵀx when |x′| <= |x|):
+with equal lengths its own position is every row's largest score; after a norm layer the
+lengths are only about equal, so in most rows, not all. "shared" and "dot"
 need as many key heads as query heads (no grouped-query attention: n_kv_head = n_head).
 Cross-attention (Eq. 5) applies the same setting to x and the source z (q from x, k from z).
 """

@@ -5,6 +5,7 @@ with an optional final norm (needed after pre-norm blocks, whose output is not n
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -76,7 +77,13 @@ def _per_layer(graphs, n_layer: int, what: str) -> list[AttentionGraph | None]:
 
 
 def encoder_blocks(
-    n_layer: int, d_model: int, n_head: int, d_ff: int, *, graphs: Graphs = None, **block_options
+    n_layer: int,
+    d_model: int,
+    n_head: int,
+    d_ff: int,
+    *,
+    graphs: Graphs = None,
+    **block_options: Any,
 ) -> nn.ModuleList:
     """``n_layer`` EncoderBlocks with the same options, each with its attention graph."""
     _check_layers(n_layer)
@@ -95,7 +102,7 @@ def decoder_blocks(
     cross_attention: bool = True,
     graphs: Graphs = None,
     cross_graphs: Graphs = None,
-    **block_options,
+    **block_options: Any,
 ) -> nn.ModuleList:
     """``n_layer`` DecoderBlocks with the same options, each with its self- (and cross-)
     attention graph."""
@@ -159,7 +166,7 @@ class Encoder(_Stack):
         *,
         final_norm: bool | None = None,
         graphs: Graphs = None,
-        **block_options,
+        **block_options: Any,
     ) -> None:
         super().__init__()
         self.blocks = encoder_blocks(n_layer, d_model, n_head, d_ff, graphs=graphs, **block_options)
@@ -212,7 +219,7 @@ class Decoder(_Stack):
         final_norm: bool | None = None,
         graphs: Graphs = None,
         cross_graphs: Graphs = None,
-        **block_options,
+        **block_options: Any,
     ) -> None:
         super().__init__()
         self.cross_attention = cross_attention

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from ..models.checkpoint import check_vocabulary
+from ..models.config import ModelConfig
 from ..models.registry import model_class
 from ..run_layout import latest_checkpoint
 from ..tasks import TASKS
@@ -73,7 +74,7 @@ class Run:
     def __init__(
         self,
         plan: RunPlan,
-        model_config=None,
+        model_config: ModelConfig | None = None,
         checkpoint: Path | None = None,
         *,
         resumed: bool = False,

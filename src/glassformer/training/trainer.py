@@ -32,6 +32,7 @@ from ..data import TextDataset
 from ..models import GlassformerModel
 from ..safe_write import append_text, write_text
 from ..tasks import get_task
+from ..tokenizers import Tokenizer
 from .batches import BatchStream
 from .config import TrainConfig
 from .distributed import Cluster, wrap_model
@@ -84,7 +85,7 @@ class Trainer:
     def __init__(
         self,
         model: GlassformerModel,
-        tokenizer,
+        tokenizer: Tokenizer,
         train: TextDataset,
         validation: TextDataset | None,
         config: TrainConfig,

@@ -1,5 +1,5 @@
 """The dense rows of a local graph: queries that attend every key (Longformer's and BigBird's
-global tokens), Eq. (1)-(3) of "Formal Algorithms for Transformers" over their g×S scores,
+global tokens), Eq. (1)-(3) of "What Happens in A Transformer Layer" over their g×S scores,
 forward and backward, for ``glassformer.graphs.kernels.band.BandAttention``."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ own (BigBird's random keys), a sparse T×S pattern with e entries per row (``csr
 their scores a_nm = q_n · k_m / √D are one sampled matrix product (SDDMM) per head and their
 messages Σ_m A_nm v_m one sparse-dense product, with no (T, e, D) gather of keys or values.
 
-Their part of Eq. (1)-(3) of "Formal Algorithms for Transformers" joins the band's through the
+Their part of Eq. (1)-(3) of "What Happens in A Transformer Layer" joins the band's through the
 log-sum-exp. With ℓ the band's log-sum-exp and z_band its output, M the row's largest score and
 w = e^{ℓ − M},
 

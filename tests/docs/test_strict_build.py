@@ -1,0 +1,29 @@
+"""`make docs` (and the docs tests' site, built with the same arguments) fails on any warning:
+a one-page site with one warning, built with the Makefile's mkdocs arguments, is refused."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from .conftest import make_docs_mkdocs_args
+
+
+def test_the_docs_build_fails_on_a_warning(tmp_path):
+    args = make_docs_mkdocs_args()
+    assert args[:2] == ["build", "--strict"]
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "mkdocs.yml").write_text("site_name: one page\nnav:\n  - index.md\n")
+    (tmp_path / "docs" / "index.md").write_text("# One page\n\nSee [a page](missing.md).\n")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    run = subprocess.run(
+        [sys.executable, "-m", "mkdocs", *args, "-d", str(tmp_path / "site")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 1, run.stderr
+    assert "contains a link 'missing.md', but the target is not found" in run.stderr
+    assert "Aborted with 1 warnings in strict mode!" in run.stdout + run.stderr
