@@ -103,11 +103,7 @@ def comparable(plan: RunPlan) -> dict[str, Any]:
             continue
         if key == "train":
             flat.update(
-                {
-                    f"train.{k}": v
-                    for k, v in value.items()
-                    if k not in MAY_CHANGE + MAY_SET
-                }
+                {f"train.{k}": v for k, v in value.items() if k not in MAY_CHANGE + MAY_SET}
             )
         elif key in ("data_options", "model_overrides", "tokenizer_options"):
             prefix = {"data_options": "data", "model_overrides": "model"}.get(key, "tokenizer")
