@@ -1,8 +1,9 @@
 """A disk that fills up while ``glassformer train`` writes: one line and exit status 1, the
 temporary checkpoint folder removed, the checkpoints before it intact, and ``--resume``
-continuing from the newest of them. The writes fail as they do on a full disk: safetensors
-raises a ``SafetensorError`` (not an OSError) whose message ends in ``(os error 28)``,
-Python's own writes an ``OSError`` with errno ENOSPC."""
+continuing from the newest of them, keeping fewer checkpoints when asked (train.keep_last).
+The writes fail as they do on a full disk: safetensors raises a ``SafetensorError`` (not an
+OSError) whose message ends in ``(os error 28)``, Python's own writes an ``OSError`` with
+errno ENOSPC."""
 
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ def test_a_full_disk_during_a_checkpoint_is_one_line_and_resume_continues(
         rf"glassformer: error: checkpoint step-000004 could not be saved in {checkpoints}: "
         r"no space left on device \(it needs about ([\d.]+) (B|KiB|MiB), [\d.]+ (B|KiB|MiB|GiB"
         r"|TiB) is free\); nothing of it was left there, step-000002 is intact; free some "
-        rf"space, then continue with: glassformer train --out {out} --resume",
+        rf"space, then continue with: glassformer train --out {out} --resume \(add --set "
+        r"train.keep_last=1 to keep fewer checkpoints\)",
         errors[0],
     )
     assert found, errors[0]
@@ -84,10 +86,10 @@ def test_a_full_disk_during_a_checkpoint_is_one_line_and_resume_continues(
     assert not (out / ".lock").exists()
     assert load_model(kept).tokenizer is not None
 
-    resumed = cli.run("train", "--out", out, "--resume")
+    resumed = cli.run("train", "--out", out, "--resume", "--set", "train.keep_last=1")
     assert resumed.code == 0, resumed.err
     assert "resuming at step 2 to step 6" in resumed.out
-    assert sorted(p.name for p in checkpoints.iterdir()) == ["step-000004", "step-000006"]
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["step-000006"]  # the one kept
     assert [step for step, _ in cli.train_losses(out)] == [1, 2, 3, 4, 5, 6]
 
 

@@ -20,7 +20,15 @@ LORA_ERRORS = {
     ),
     "lora on the tied unembedding": (
         ["train.lora_rank=2", 'train.lora_targets=["unembed.proj"]'],
-        ["unembed.proj.weight is tied to embed.weight"],
+        ["unembed.proj.weight is tied to embed.weight", "without LoRA (train.lora_rank=0;"],
+    ),
+    "lora_rank above the width": (
+        ["train.lora_rank=33"],
+        [
+            "train.lora_rank=33 is larger than the model's width model.d_model=32: each Linear "
+            "LoRA adapts reads or writes 32 numbers, so its update B A has rank at most 32; "
+            "allowed: train.lora_rank from 1 to 32"
+        ],
     ),
     "lora_rank below 0": (["train.lora_rank=-1"], ["lora_rank=-1 must be an int >= 0"]),
     "lora_rank not an int": (["train.lora_rank=2.5"], ["train.lora_rank=2.5", "int"]),

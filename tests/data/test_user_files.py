@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 
 from glassformer.data import load_dataset
@@ -51,6 +53,18 @@ def test_tsv_classification(tmp_path):
     p = _write(tmp_path, "lab.tsv", "b\tsecond, with comma\na\tfirst\n")
     ds = load_dataset(p, task="classification")
     assert ds.labels == ("a", "b") and ds.examples == (("b", "second, with comma"), ("a", "first"))
+
+
+@pytest.mark.parametrize("name, sep", [("long.csv", ","), ("long.tsv", "\t")])
+def test_a_field_longer_than_csvs_default_limit_is_read(tmp_path, name, sep):
+    """csv refuses fields over 131,072 characters by default; a text of 1 MB is read whole
+    (data.overflow decides what a long text becomes), and the process's limit is kept."""
+    before = csv.field_size_limit()
+    long = "word " * 200_000  # 1,000,000 characters
+    p = _write(tmp_path, name, f"pos{sep}{long}\nneg{sep}short\n")
+    ds = load_dataset(p, task="classification")
+    assert ds.examples == (("pos", long), ("neg", "short"))
+    assert csv.field_size_limit() == before
 
 
 # ---- bad files: ValueError names the file and the line ----------------------------------

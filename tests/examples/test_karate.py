@@ -9,6 +9,7 @@ import io
 import pytest
 import torch
 
+from glassformer.examples import karate
 from glassformer.examples.karate import compare, karate_club, main, split, train_and_test
 from glassformer.graphs import from_networkx, self_loops
 from glassformer.inspect import capture
@@ -74,7 +75,29 @@ def test_the_command_prints_both_arms_and_draws_the_graph_model(tmp_path):
 
 
 def test_the_command_refuses_bad_numbers(capsys):
-    with pytest.raises(SystemExit) as exit_:
-        main(["--per-class", "0"])
-    assert exit_.value.code == 2
-    assert "--seeds, --steps and --per-class must be >= 1" in capsys.readouterr().err
+    assert main(["--per-class", "0"]) == 2
+    assert capsys.readouterr().err == (
+        "glassformer: error: --seeds and --steps must be >= 1 and --per-class from 1 to 16, "
+        "got 5, 100 and 0 (see python -m glassformer.examples.karate --help)\n"
+    )
+    assert main(["--per-class", "17"]) == 2  # no member of a faction left to predict
+    assert "got 5, 100 and 17" in capsys.readouterr().err
+
+
+def test_the_command_refuses_a_pictures_file_before_training(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(karate, "compare", lambda *a, **k: pytest.fail("trained"))
+    (tmp_path / "taken").write_text("")
+    assert main(["--pictures", str(tmp_path / "taken")]) == 2
+    assert capsys.readouterr().err == (
+        f"glassformer: error: --pictures {tmp_path / 'taken'}: exists and is not a directory; "
+        "allowed: a new or existing directory\n"
+    )
+
+
+def test_ctrl_c_is_one_line(capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(karate, "compare", interrupted)
+    assert main(["--seeds", "1"]) == 130
+    assert capsys.readouterr().err == "glassformer: interrupted\n"

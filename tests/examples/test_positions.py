@@ -9,8 +9,10 @@ import io
 import pytest
 import torch
 
+from glassformer.examples import positions
 from glassformer.examples.positions import (
     ARMS,
+    MAX_LENGTH,
     PositionProbe,
     accuracy_by_position,
     bos_weights,
@@ -81,22 +83,57 @@ def test_bad_arguments_are_refused():
         train_and_test("rnn")
     with pytest.raises(ValueError, match="steps must be an int >= 0, got -1"):
         train_and_test("encoder, sinusoids", steps=-1)
-    with pytest.raises(ValueError, match="length must be an int >= 2, got 1"):
+    with pytest.raises(ValueError, match="length must be an int from 2 to 256, got 1"):
         train_and_test("encoder, sinusoids", length=1)
     with pytest.raises(ValueError, match="test_batch must be an int >= 1, got 0"):
         train_and_test("encoder, sinusoids", steps=0, test_batch=0)
     with pytest.raises(ValueError, match=r"positional='rotary': the probe adds r_n to the input"):
         PositionProbe(causal=True, positional="rotary")
-    with pytest.raises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
-        main(["--seeds", "0"])
-    assert "--seeds must be >= 1" in err.getvalue()
+    with pytest.raises(ValueError, match=f"length must be an int from 2 to {MAX_LENGTH}, got 257"):
+        train_and_test("encoder, sinusoids", length=257)
+
+
+@pytest.mark.parametrize(
+    "argv, shown",
+    [
+        (["--seeds", "0"], "got 0, 200 and 16"),
+        (["--length", "100000"], "got 3, 200 and 100000"),
+        (["--length", "1"], "got 3, 200 and 1"),
+    ],
+)
+def test_the_command_refuses_bad_numbers_in_one_line(argv, shown, capsys, monkeypatch):
+    monkeypatch.setattr(positions, "compare", lambda *a, **k: pytest.fail("trained"))
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        "glassformer: error: --seeds must be >= 1, --steps >= 0 and --length from 2 to 256, "
+        f"{shown} (see python -m glassformer.examples.positions --help)\n"
+    )
+
+
+def test_the_command_refuses_a_pictures_file_before_training(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(positions, "compare", lambda *a, **k: pytest.fail("trained"))
+    (tmp_path / "taken").write_text("")
+    assert main(["--pictures", str(tmp_path / "taken" / "pictures")]) == 2
+    assert capsys.readouterr().err == (
+        f"glassformer: error: --pictures {tmp_path / 'taken' / 'pictures'}: "
+        f"{tmp_path / 'taken'} is a file, not a directory\n"
+    )
+
+
+def test_ctrl_c_is_one_line(capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(positions, "train_and_test", interrupted)
+    assert main([]) == 130
+    assert capsys.readouterr().err == "glassformer: interrupted\n"
 
 
 def test_main_prints_each_arm():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        result = main(["--seeds", "2", "--steps", "2", "--length", "4"])
-    assert list(result) == list(ARMS) and all(len(v) == 2 for v in result.values())
+        assert main(["--seeds", "2", "--steps", "2", "--length", "4"]) == 0
     lines = out.getvalue().splitlines()
     assert lines[0] == "chance (no positions, <BOS> at 0): 0.500"
     assert [line.split("  ")[0] for line in lines[1:]] == list(ARMS)
+    assert all(len(line.split("per seed: ")[1].split()) == 2 for line in lines[1:])

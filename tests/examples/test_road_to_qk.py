@@ -4,12 +4,16 @@ or none) keep the most weight on the query's own position."""
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 import torch
 
 from glassformer.data import load_dataset
-from glassformer.examples.road_to_qk import compare, measure, plot_results
+from glassformer.examples import road_to_qk
+from glassformer.examples.road_to_qk import compare, main, measure, plot_results
 from glassformer.models import load_model
+from glassformer.runs import RunInterrupted
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -53,3 +57,61 @@ def test_the_picture(results, tmp_path):
     pytest.importorskip("matplotlib")
     path = plot_results(results[1], tmp_path / "road.png")
     assert path.read_bytes().startswith(b"\x89PNG") and path.stat().st_size > 10_000
+
+
+def test_a_second_run_into_the_same_folder_is_refused_before_training(results, capsys):
+    out, _ = results
+    assert main(["--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"glassformer: error: --out {out}: {out / 'separate'} already holds a run; the example "
+        f"trains new runs only: choose another --out, or remove {out} to train again\n"
+    )
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    monkeypatch.setattr(road_to_qk, "compare", lambda *a, **k: pytest.fail("trained"))
+
+
+def test_bad_paths_are_refused_before_training(tmp_path, capsys, no_training):
+    (tmp_path / "file").write_text("")
+    assert main(["--out", str(tmp_path / "file")]) == 2
+    assert capsys.readouterr().err == (
+        f"glassformer: error: --out {tmp_path / 'file'}: exists and is not a directory; "
+        "allowed: a new or existing directory\n"
+    )
+    new = tmp_path / "new"
+    assert main(["--out", str(new), "--picture", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"glassformer: error: --picture {tmp_path}: is a directory; allowed: a file name (a new "
+        "file, or one to replace)\n"
+    )
+    assert main(["--out", str(new), "--picture", str(tmp_path / "file" / "road.png")]) == 2
+    assert capsys.readouterr().err == (
+        f"glassformer: error: --picture {tmp_path / 'file' / 'road.png'}: "
+        f"{tmp_path / 'file'} is a file, not a directory\n"
+    )
+    assert not new.exists()  # nothing written
+
+
+@pytest.mark.parametrize(
+    "stop, status, said",
+    [
+        (RunInterrupted("stopped at step 3", signal.SIGINT), 130, "interrupted; the runs"),
+        (RunInterrupted("stopped at step 3", signal.SIGTERM), 143, "terminated; the runs"),
+        (KeyboardInterrupt(), 130, "interrupted\n"),
+    ],
+)
+def test_ctrl_c_is_one_line(stop, status, said, tmp_path, capsys, monkeypatch):
+    def stopped(*args, **kwargs):
+        raise stop
+
+    monkeypatch.setattr(road_to_qk, "compare", stopped)
+    assert main(["--out", str(tmp_path / "runs")]) == status
+    err = capsys.readouterr().err
+    assert err.startswith(f"glassformer: {said}") and err.count("\n") == 1
+    if isinstance(stop, RunInterrupted):
+        assert err == (
+            f"glassformer: {said} trained so far are kept in {tmp_path / 'runs'}; "
+            "to train again, remove that folder or choose another --out\n"
+        )

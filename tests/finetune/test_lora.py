@@ -126,8 +126,15 @@ def test_refusals_name_the_target_and_what_exists():
     assert message.startswith("train.lora_targets: 'attn.q_proj' names no nn.Linear")
     assert "blocks.*.attn.in_proj, blocks.*.attn.out_proj, blocks.*.mlp.fc1" in message
     assert not lora_layers(model) and all(p.requires_grad for p in model.parameters())
-    with pytest.raises(ValueError, match="unembed.proj.weight is tied to embed.weight"):
-        apply_lora(model, ["unembed.proj"], 2, 4)
+    with pytest.raises(ValueError) as err:
+        apply_lora(model, ["unembed.proj"], 2, 4, rank_name="train.lora_rank")
+    assert str(err.value) == (
+        "lora_targets: unembed.proj.weight is tied to embed.weight (one matrix): LoRA cannot "
+        "adapt it alone; choose other targets (e.g. ['attn.in_proj', 'attn.out_proj']), or "
+        "train the tied matrix without LoRA (train.lora_rank=0; train.freeze keeps other "
+        "parts fixed); a model built without --init-from can also untie it "
+        "(model.tie_embeddings=false)"
+    )
     for rank in (0, -1, 1.5, True, "8"):
         with pytest.raises(ValueError, match=r"rank=.* must be an int >= 1"):
             apply_lora(model, ["attn.in_proj"], rank, 4)
@@ -139,3 +146,20 @@ def test_refusals_name_the_target_and_what_exists():
     with pytest.raises(ValueError, match="must be a non-empty list"):
         apply_lora(model, [], 2, 4)
     assert not lora_layers(model)
+
+
+def test_a_rank_above_min_in_out_is_refused_naming_the_layer():
+    """B A (out, in) has rank at most min(in, out): a larger r only trains more numbers."""
+    model = nn.ModuleDict(
+        {"down": nn.Linear(64, 8), "up": nn.Linear(8, 64), "mix": nn.Linear(64, 64)}
+    )
+    with pytest.raises(ValueError) as err:
+        apply_lora(model, ["mix", "up"], 9, 4, rank_name="train.lora_rank")
+    assert str(err.value) == (
+        "train.lora_rank=9 is larger than up allows: a Linear 8 -> 64, whose update B A has "
+        "rank at most min(8, 64) = 8; allowed: train.lora_rank from 1 to 8"
+    )
+    assert not lora_layers(model) and all(p.requires_grad for p in model.parameters())
+    with pytest.raises(ValueError, match=r"^rank=65 is larger than mix allows: a Linear 64 -> 64"):
+        apply_lora(model, ["mix"], 65, 4)
+    assert apply_lora(model, ["mix", "up"], 8, 4) == ["up", "mix"]  # the largest allowed

@@ -154,3 +154,20 @@ def test_kill_9_then_resume_of_a_lora_run_equals_an_uninterrupted_run(tmp_path):
         for key, tensor in theirs.items():
             assert torch.equal(ours[key], tensor), key
     assert k.losses(out) == k.losses(whole)
+
+
+def test_another_lora_alpha_is_refused_on_resume(tmp_path):
+    """rank and targets change the tensors' shapes; alpha only their scale, (alpha / r) B A:
+    trainer.json's train_config says which alpha the adapters were trained with."""
+    make(tmp_path, steps=4).fit()
+    trainer_json = tmp_path / "checkpoints" / "step-000004" / "trainer.json"
+    with pytest.raises(ValueError) as err:
+        make(tmp_path, lora_alpha=16.0).fit(resume=True)
+    assert str(err.value) == (
+        f"{trainer_json}: the checkpoint's LoRA adapters were trained with lora_alpha=8.0 (its "
+        "train_config), this run has train.lora_alpha=16, which would change their update "
+        "(alpha / r) B A; resume with train.lora_alpha=8.0, or start a new run"
+    )
+    resumed = make(tmp_path)  # the same alpha resumes
+    resumed.fit(resume=True)
+    assert resumed.step == 8

@@ -300,3 +300,24 @@ def test_a_model_of_another_family_is_refused(tmp_path, files, hf_dirs, name, da
     with pytest.raises(RunError, match=message):
         run.load()
     assert not (tmp_path / "run").exists()
+
+
+def test_lora_settings_the_pretrained_model_cannot_take_are_refused(tmp_path, files, hf_dirs):
+    """GPT-2 ties its unembedding (one matrix; --init-from cannot untie it), and its Linears
+    read or write 32 numbers: rank 33 would train more for no larger update."""
+    lora = {"train": {"lora_rank": 33}}
+    run = Run.plan(data=str(files["txt"]), init_from=hf_dirs["gpt2"], out=tmp_path / "run",
+                   settings=lora)  # fmt: skip
+    with pytest.raises(RunError) as err:
+        run.load()
+    assert str(err.value) == (
+        "train.lora_rank=33 is larger than blocks.0.attn.in_proj allows: a Linear 32 -> 96, "
+        "whose update B A has rank at most min(32, 96) = 32; allowed: train.lora_rank from 1 "
+        "to 32"
+    )
+    lora = {"train": {"lora_rank": 2, "lora_targets": ["unembed.proj"]}}
+    run = Run.plan(data=str(files["txt"]), init_from=hf_dirs["gpt2"], out=tmp_path / "run",
+                   settings=lora)  # fmt: skip
+    with pytest.raises(RunError, match=r"tied to embed.weight .* train the tied matrix without "):
+        run.load()
+    assert not (tmp_path / "run").exists()

@@ -125,3 +125,29 @@ def test_a_run_of_zero_steps_is_refused_before_anything_is_written(tmp_path, tex
     with pytest.raises(RunError, match="trains nothing"):
         run.train()
     assert not (tmp_path / "run").exists()
+
+
+def test_a_resume_may_keep_fewer_checkpoints_and_names_the_models_own_values(tmp_path, text):
+    """After a full disk, fewer checkpoints kept is what makes room: train.keep_last may
+    change on resume (and prunes at once); a model setting the run left unset is refused
+    naming the value its model has, not None."""
+    out = tmp_path / "run"
+    kept = {**TINY, "train": {**TINY["train"], "save_every": 1, "keep_last": 3, "eval_every": 0}}
+    Run.plan(data=str(text), out=out, steps=3, settings=kept).train()
+    ckpts = out / "checkpoints"
+    assert sorted(p.name for p in ckpts.iterdir()) == [f"step-00000{i}" for i in (1, 2, 3)]
+    with pytest.raises(RunError) as err:
+        Run.resume(out, settings={"model": {"dropout": 0.3}})
+    assert str(err.value) == (
+        f"--resume continues {out} as it was started, with model.dropout=0.0 (its model's "
+        "value), but the options give 0.3; leave that option out, or start a new run with "
+        "another --out"
+    )
+    run = Run.resume(out, steps=4, settings={"train": {"keep_last": 1}})
+    assert run.plan.train.keep_last == 1 and run.train()["step"] == 4
+    assert sorted(p.name for p in ckpts.iterdir()) == ["step-000004"]
+    stored = json.loads((out / "run.json").read_text())
+    assert stored["train"]["keep_last"] == 1  # and so it stays
+    assert stored["settings"]["train"]["keep_last"] == 1
+    with pytest.raises(RunError, match="with train.seed=1337, but the options give 5"):
+        Run.resume(out, settings={"train": {"seed": 5, "keep_last": 2}})

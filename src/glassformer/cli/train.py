@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         except DiskFullError as err:
             raise TrainingError(
                 f"{err}; free some space, then continue with: glassformer train --out "
-                f"{plan.out} --resume"
+                f"{plan.out} --resume (add --set train.keep_last=1 to keep fewer checkpoints)"
             ) from None
         except RunInterrupted as stop:
             terminated = stop.signal == signal.SIGTERM

@@ -181,6 +181,10 @@ def read_two_columns(path: Path, text: str, task: str) -> list[tuple[int, tuple[
     rows: list[tuple[int, tuple[str, str]]] = []
     header_seen = False
     line = 1  # the line on which the next record starts
+    # csv refuses a field longer than its limit (131,072 characters by default); the whole
+    # text is in memory already, so a field as long as the text is allowed: a long text is
+    # then what data.overflow decides
+    limit = csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
     try:
         for record in reader:
             start, line = line, reader.line_num + 1
@@ -202,6 +206,8 @@ def read_two_columns(path: Path, text: str, task: str) -> list[tuple[int, tuple[
             rows.append((start, pair))
     except csv.Error as e:
         raise ValueError(f"file {str(path)!r}, line {reader.line_num}: {e}: {allowed}") from None
+    finally:
+        csv.field_size_limit(limit)  # the process's limit as it was
     if not rows:
         raise ValueError(
             f"file {str(path)!r}, line 1: no {first}{sep_name}{second} records: {allowed}"

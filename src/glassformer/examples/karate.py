@@ -23,7 +23,6 @@ other 28 (chance, 0.5); attention restricted to the friendships spreads the labe
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,6 +32,7 @@ from torch import Tensor, nn
 
 from ..graphs import AttentionGraph, from_networkx, self_loops
 from ..nn import Encoder
+from ._command import ArgumentParser, command, picture_folder
 
 __all__ = ["NodeClassifier", "compare", "karate_club", "main", "split", "train_and_test"]
 
@@ -119,7 +119,13 @@ def compare(seeds: Iterable[int] = range(5), *, steps: int = 100, per_class: int
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
+    """The command line; its exit status: 2 and one line for a mistake, found before anything
+    is trained, 130 on Ctrl-C (_command.py)."""
+    return command(_main, argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    p = ArgumentParser(
         prog="python -m glassformer.examples.karate", description=__doc__.split("\n\n")[0]
     )
     p.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
@@ -127,8 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--per-class", type=int, default=3, help="labelled members per faction")
     p.add_argument("--pictures", type=Path, metavar="DIR", help="draw seed 0's graph model")
     args = p.parse_args(argv)
-    if min(args.seeds, args.steps, args.per_class) < 1:
-        p.error("--seeds, --steps and --per-class must be >= 1")
+    if min(args.seeds, args.steps, args.per_class) < 1 or args.per_class > 16:
+        p.error(  # a faction has 17 members: 16 labelled leave one to predict
+            f"--seeds and --steps must be >= 1 and --per-class from 1 to 16, got "
+            f"{args.seeds}, {args.steps} and {args.per_class}"
+        )
+    if args.pictures is not None:
+        picture_folder(args.pictures, "--pictures")
     torch.set_num_threads(1)  # a 34-token model: threads only wait for each other
     results = compare(range(args.seeds), steps=args.steps, per_class=args.per_class)
     g, labels = karate_club()

@@ -20,11 +20,12 @@ end to end:
 
     python -m glassformer.examples.positions [--seeds 3] [--steps 200] [--length 16]
                                              [--pictures DIR]
+
+``--length`` is at most ``MAX_LENGTH`` (256): the attention weights of a step grow as T².
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,9 +34,10 @@ import torch
 from torch import Tensor, nn
 
 from ..nn import Encoder, TokenEmbedding, make_positional_encoding
+from ._command import ArgumentParser, command, picture_folder
 
-__all__ = ["ARMS", "PositionProbe", "accuracy_by_position", "bos_weights", "chance", "compare"]
-__all__ += ["main", "pictures", "sequences", "train_and_test"]
+__all__ = ["ARMS", "MAX_LENGTH", "PositionProbe", "accuracy_by_position", "bos_weights"]
+__all__ += ["chance", "compare", "main", "pictures", "sequences", "train_and_test"]
 
 # arm -> (causal mask, positional encoding)
 ARMS: dict[str, tuple[bool, str]] = {
@@ -45,6 +47,7 @@ ARMS: dict[str, tuple[bool, str]] = {
 }
 BOS = 0
 ADDED = ("none", "sinusoidal", "learned")  # the encodings added to the input (not rotary)
+MAX_LENGTH = 256  # the longest T: each step's attention weights grow as T² (256: ~0.5 s on a core)
 
 
 def chance(length: int) -> float:
@@ -111,13 +114,14 @@ def train_and_test(
         raise ValueError(f"arm {arm!r} is not known; choose one of {list(ARMS)}")
     checks = (
         ("steps", steps, 0),
-        ("length", length, 2),
         ("batch", batch, 1),
         ("test_batch", test_batch, 1),
     )
     for name, value, low in checks:
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    if isinstance(length, bool) or not isinstance(length, int) or not 2 <= length <= MAX_LENGTH:
+        raise ValueError(f"length must be an int from 2 to {MAX_LENGTH}, got {length!r}")
     causal, positional = ARMS[arm]
     torch.manual_seed(seed)
     model = PositionProbe(causal=causal, positional=positional, length=length)
@@ -192,22 +196,32 @@ def pictures(out: Path, *, steps: int = 200, length: int = 16, seed: int = 0) ->
     return [save(fig, out / "positions-probe.png", {"accuracy": left, "bos": right}).path]
 
 
-def main(argv: list[str] | None = None) -> dict[str, list[float]]:
-    parser = argparse.ArgumentParser(
+def main(argv: list[str] | None = None) -> int:
+    """The command line; its exit status: 2 and one line for a mistake, found before anything
+    is trained, 130 on Ctrl-C (_command.py)."""
+    return command(_main, argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = ArgumentParser(
         prog="python -m glassformer.examples.positions",
         description="Predict each token's position: encoder and causal decoder, with and "
         "without a positional encoding.",
     )
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
     parser.add_argument("--steps", type=int, default=200, help="training steps (default 200)")
-    parser.add_argument("--length", type=int, default=16, help="sequence length T (default 16)")
+    parser.add_argument(
+        "--length", type=int, default=16, help=f"sequence length T, 2..{MAX_LENGTH} (default 16)"
+    )
     parser.add_argument("--pictures", type=Path, metavar="DIR", help="draw seed 0's models")
     args = parser.parse_args(argv)
-    if args.seeds < 1 or args.steps < 0 or args.length < 2:
+    if args.seeds < 1 or args.steps < 0 or not 2 <= args.length <= MAX_LENGTH:
         parser.error(
-            f"--seeds must be >= 1, --steps >= 0 and --length >= 2, got {args.seeds}, "
-            f"{args.steps} and {args.length}"
+            f"--seeds must be >= 1, --steps >= 0 and --length from 2 to {MAX_LENGTH}, got "
+            f"{args.seeds}, {args.steps} and {args.length}"
         )
+    if args.pictures is not None:
+        picture_folder(args.pictures, "--pictures")
     result = compare(range(args.seeds), steps=args.steps, length=args.length)
     print(f"chance (no positions, <BOS> at 0): {chance(args.length):.3f}")
     for arm, accuracy in result.items():
@@ -216,8 +230,8 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
     if args.pictures is not None:
         for path in pictures(args.pictures, steps=args.steps, length=args.length):
             print(f"wrote {path}")
-    return result
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -23,11 +23,14 @@ is trained once per score with ``Run``; then each model reads the validation tex
 * ``pattern``: the attention weights averaged over the validation texts (T, T).
 
     python -m glassformer.examples.road_to_qk [--out DIR] [--picture PNG]
+
+The command line trains new runs only: an ``--out`` whose runs exist already (a finished or an
+interrupted run of this example) is refused before anything is trained.
 """
 
 from __future__ import annotations
 
-import argparse
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,10 +38,16 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from ..cli.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Interrupted
 from ..nn.qk_projections import ATTENTION_SCORES
+from ..runs.claim import check_out, output_dir
+from ..runs.errors import RunError, RunInterrupted
+from ..runs.record import holds_run
 from ..runs.run import Run
+from ._command import ArgumentParser, command, picture_file
 
-__all__ = ["CONFIG", "ScoresResult", "compare", "main", "measure", "plot_results", "train_scores"]
+__all__ = ["CONFIG", "ScoresResult", "check_out_folder", "compare", "main", "measure"]
+__all__ += ["plot_results", "train_scores"]
 
 CONFIG = "road-to-qk"
 
@@ -137,12 +146,33 @@ def plot_results(results: dict[str, ScoresResult], path: str | Path) -> Path:
     return save(fig, path, {}).path
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    """The command line; its exit status: 2 and one line for a mistake, found before anything
+    is trained (a folder that already holds these runs is refused), 130 on Ctrl-C
+    (_command.py)."""
+    return command(_main, argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = ArgumentParser(
+        prog="python -m glassformer.examples.road_to_qk", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--out", default="runs/road-to-qk", help="folder for the three runs")
     parser.add_argument("--picture", help="draw the three patterns into this PNG")
     args = parser.parse_args(argv)
-    results = compare(args.out)
+    out = Path(args.out)
+    check_out_folder(out)
+    if args.picture:
+        picture_file(Path(args.picture), "--picture")
+    try:
+        results = compare(out)
+    except RunInterrupted as stop:  # Ctrl-C or SIGTERM, after saving (runs/run.py)
+        terminated = stop.signal == signal.SIGTERM
+        raise Interrupted(
+            f"{'terminated' if terminated else 'interrupted'}; the runs trained so far are kept "
+            f"in {out}; to train again, remove that folder or choose another --out",
+            EXIT_TERMINATED if terminated else EXIT_INTERRUPTED,
+        ) from None
     if args.picture:
         print(plot_results(results, args.picture))
     for r in results.values():
@@ -150,7 +180,21 @@ def main(argv: list[str] | None = None) -> None:
             f"{r.scores:>8}: val loss {r.val_loss:.3f}, accuracy {r.accuracy:.3f}, previous "
             f"token {r.previous:.3f}, diagonal {r.diagonal:.3f} ({r.seconds:.1f} s)"
         )
+    return 0
+
+
+def check_out_folder(out: Path) -> None:
+    """``RunError`` unless ``out`` can take the three runs: a folder this user may write, none
+    of whose run folders (``out``/separate, shared, dot) holds a run already."""
+    output_dir(out, "--out")
+    for scores in ATTENTION_SCORES:
+        check_out(out / scores)
+        if holds_run(out / scores):
+            raise RunError(
+                f"--out {out}: {out / scores} already holds a run; the example trains new runs "
+                f"only: choose another --out, or remove {out} to train again"
+            )
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -93,12 +93,15 @@ def apply_lora(
     *,
     keep: list[str] | tuple[str, ...] = (),
     where: str = "lora_targets",
+    rank_name: str = "rank",
 ) -> list[str]:
     """Wrap every nn.Linear of ``model`` whose path ends with one of ``targets`` in a
     ``LoRALinear``; freeze every other parameter (the wrapped weights included) except those
     of the parts ``keep`` names by full path (e.g. a new ``classifier``). Returns the wrapped
-    paths. A target that names no Linear, or a Linear whose weight is tied to another part
-    (the unembedding of ``tie_embeddings``), is refused before anything changes."""
+    paths. A target that names no Linear, a Linear whose weight is tied to another part
+    (the unembedding of ``tie_embeddings``), or a ``rank`` above a target's min(in, out) (the
+    largest rank B A (out, in) can have) is refused before anything changes; ``where`` and
+    ``rank_name`` name the targets and the rank in messages."""
     rank, alpha, dropout = _check_lora(rank, alpha, dropout, "LoRA")
     if isinstance(targets, str) or not isinstance(targets, list | tuple) or not targets:
         raise ValueError(
@@ -121,9 +124,12 @@ def apply_lora(
         if id(m.weight) in shared:
             raise ValueError(
                 f"{where}: {path}.weight is tied to {shared[id(m.weight)]} (one matrix): LoRA "
-                "cannot adapt it alone; choose another target or build the model with "
-                "tie_embeddings=False"
+                f"cannot adapt it alone; choose other targets (e.g. {list(DEFAULT_TARGETS)}), "
+                f"or train the tied matrix without LoRA ({rank_name}=0; train.freeze keeps "
+                "other parts fixed); a model built without --init-from can also untie it "
+                "(model.tie_embeddings=false)"
             )
+    _check_rank(chosen, rank, rank_name)
     kept = _kept(model, keep)
     model.requires_grad_(False)
     for path, m in chosen.items():
@@ -168,6 +174,20 @@ def _shared(model: nn.Module) -> dict[int, str]:
             shared[id(p)] = first[id(p)]
         first.setdefault(id(p), name)
     return shared
+
+
+def _check_rank(chosen: dict[str, nn.Linear], rank: int, rank_name: str) -> None:
+    """``ValueError`` when ``rank`` exceeds min(in, out) of a chosen Linear: B A (out, in)
+    has rank at most that, and a larger r only trains more numbers for the same update."""
+    path, m = min(chosen.items(), key=lambda item: min(item[1].in_features, item[1].out_features))
+    d_in, d_out = m.in_features, m.out_features
+    largest = min(d_in, d_out)
+    if rank > largest:
+        raise ValueError(
+            f"{rank_name}={rank} is larger than {path} allows: a Linear {d_in} -> {d_out}, "
+            f"whose update B A has rank at most min({d_in}, {d_out}) = {largest}; allowed: "
+            f"{rank_name} from 1 to {largest}"
+        )
 
 
 def _kept(model: nn.Module, keep) -> list[nn.Parameter]:

@@ -128,6 +128,8 @@ def make_plan(settings: Settings) -> RunPlan:
         preset_name = run.model or TASKS[task].preset
         _check_preset(preset_name, task)
     train = _train_config(settings.get("train", {}), task)
+    if init_from is None:
+        _check_lora_rank(train, preset_name, settings.get("model", {}))
     paths = {"data": data} if data != run.data else {}
     if init_from is not None:
         paths["init_from"] = init_from
@@ -233,6 +235,20 @@ def _check_preset(name: str, task: str) -> None:
             f"--model {name} is a preset of the {family} family but --task {task} needs the "
             f"{need} family; "
             f"choose one of {fits}"
+        )
+
+
+def _check_lora_rank(train: TrainConfig, preset: str, overrides: dict[str, Any]) -> None:
+    """A LoRA rank above the width d_model, refused before any data is read: every Linear of
+    a model reads or writes d_model numbers, so B A has rank at most d_model (lora.py checks
+    each target's own limit once the model is built)."""
+    width = {**PRESETS[preset].to_dict(), **overrides}.get("d_model")
+    if isinstance(width, int) and train.lora_rank > width:
+        raise RunError(
+            f"train.lora_rank={train.lora_rank} is larger than the model's width "
+            f"model.d_model={width}: each Linear LoRA adapts reads or writes {width} numbers, "
+            f"so its update B A has rank at most {width}; allowed: train.lora_rank from 1 to "
+            f"{width}"
         )
 
 

@@ -13,10 +13,13 @@ from .record import read_run
 from .scale import scaled_steps
 from .settings import Settings
 
-__all__ = ["MAY_CHANGE", "check_reached", "comparable", "resumed_plan"]
+__all__ = ["MAY_CHANGE", "MAY_SET", "check_reached", "comparable", "resumed_plan"]
 
 # what a resumed run may change: it moves between machines and strategies, and extends
 MAY_CHANGE = ("steps", "device", "strategy")
+# [train] settings a resumed run may change with --set: what is kept of it, not what it
+# computes (after a full disk, fewer checkpoints kept is what makes room)
+MAY_SET = ("keep_last",)
 
 
 def resumed_plan(
@@ -26,7 +29,7 @@ def resumed_plan(
 ) -> tuple[RunPlan, ModelConfig]:
     """The plan in <out>/run.json with ``changes`` to what may change (steps, device,
     strategy), after checking that the settings ``given`` makes on top of the run's own do not
-    change the rest (only the [sample] table may change)."""
+    change the rest (only the [sample] table and the [train] keys in MAY_SET may change)."""
     stored, model_cfg = read_run(out)
     if given is not None:
         wanted, before = given(stored.settings), comparable(stored)
@@ -35,12 +38,17 @@ def resumed_plan(
         except RunError:  # e.g. the run's train.momentum with another train.optimizer: name
             # the setting changed rather than the error it leads to
             given_now = {k: v for k, v in _flat(wanted).items() if k in before}
-            _refuse_changes(out, {k: before[k] for k in given_now}, given_now)
+            _refuse_changes(out, {k: before[k] for k in given_now}, given_now, model_cfg)
             raise
         now = comparable(now_plan)
-        _refuse_changes(out, before, now)
+        _refuse_changes(out, before, now, model_cfg)
         stored.sample = now_plan.sample  # what to print at the end may change
         stored.settings["sample"] = dict(now_plan.settings.get("sample", {}))
+        kept = {k: getattr(now_plan.train, k) for k in MAY_SET}
+        stored.train = stored.train.replace(**kept)
+        stored.settings.setdefault("train", {}).update(
+            {k: v for k, v in kept.items() if k in wanted.get("train", {})}
+        )
     changes = {k: v for k, v in (changes or {}).items() if v is not None}
     unknown = sorted(set(changes) - set(MAY_CHANGE))
     if unknown:
@@ -55,14 +63,23 @@ def resumed_plan(
     return stored, model_cfg
 
 
-def _refuse_changes(out: Path, before: dict[str, Any], now: dict[str, Any]) -> None:
-    """RunError naming the first setting whose value ``now`` is not the one ``before``."""
+def _refuse_changes(
+    out: Path, before: dict[str, Any], now: dict[str, Any], model_cfg: ModelConfig
+) -> None:
+    """RunError naming the first setting whose value ``now`` is not the one ``before``; a
+    model setting the run left unset is shown as the run's model has it (a preset's or a
+    pre-trained model's value)."""
     for key in sorted(set(before) | set(now)):
         if before.get(key) != now.get(key):
+            was = f"{key}={before.get(key)!r}"
+            section, _, field = key.partition(".")
+            if before.get(key) is None and section == "model" and hasattr(model_cfg, field):
+                value = getattr(model_cfg, f"resolved_{field}", getattr(model_cfg, field))
+                was = f"{key}={value!r} (its model's value)"
             raise RunError(
-                f"--resume continues {out} as it was started, with {key}="
-                f"{before.get(key)!r}, but the options give {now.get(key)!r}; leave that "
-                "option out, or start a new run with another --out"
+                f"--resume continues {out} as it was started, with {was}, but the options "
+                f"give {now.get(key)!r}; leave that option out, or start a new run with "
+                "another --out"
             )
 
 
@@ -72,7 +89,7 @@ def _flat(settings: Settings) -> dict[str, Any]:
         f"{section}.{key}": value
         for section in ("train", "model")
         for key, value in settings.get(section, {}).items()
-        if not (section == "train" and key in MAY_CHANGE)
+        if not (section == "train" and key in MAY_CHANGE + MAY_SET)
     }
 
 
@@ -86,11 +103,7 @@ def comparable(plan: RunPlan) -> dict[str, Any]:
             continue
         if key == "train":
             flat.update(
-                {
-                    f"train.{k}": v
-                    for k, v in value.items()
-                    if k not in ("steps", "device", "strategy")
-                }
+                {f"train.{k}": v for k, v in value.items() if k not in MAY_CHANGE + MAY_SET}
             )
         elif key in ("data_options", "model_overrides", "tokenizer_options"):
             prefix = {"data_options": "data", "model_overrides": "model"}.get(key, "tokenizer")

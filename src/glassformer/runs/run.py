@@ -159,7 +159,8 @@ class Run:
             steps: the total steps to reach (more than the run's extends it).
             device: where to continue ("auto", "cpu", "cuda", "mps").
             strategy: "ddp" or "fsdp" under torchrun.
-            settings: tables that must not change the run (only its [sample] may).
+            settings: tables that must not change the run (only its [sample] and
+                train.keep_last may).
             data_changed_ok: continue on data other than those it was trained on.
 
         Raises:

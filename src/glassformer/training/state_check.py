@@ -9,7 +9,9 @@ So is a number that would poison the run (a learning rate, weight decay, beta, m
 epsilon that is NaN, infinite, negative or out of its range; a scheduler that is not at the
 checkpoint's step; a best loss that is not finite; optimizer moments that are not finite, a
 second moment below zero): the message names the file, the field and its value, instead of a
-loss gone NaN steps later.
+loss gone NaN steps later. A LoRA run resumes with the lora_alpha its adapters were trained
+with (``train_config`` in trainer.json): under another alpha, W + (alpha / r) B A is another
+model.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 import torch
 
+from ..finetune import lora_layers
 from .optim import OPTIMIZERS, optimizer_name, state_fields
 from .state_numbers import BETA_RANGE, GROUP_RANGES, RATE_RANGE, check_number, kind, kind_words
 
@@ -65,6 +68,24 @@ def check_training_state(
             )
     _check_scheduler_numbers(json_file, saved, step)
     _check_best(json_file, meta.get("best"), step)
+    _check_lora_alpha(json_file, meta.get("train_config"), model)
+
+
+def _check_lora_alpha(path: Path, saved: Any, model: torch.nn.Module) -> None:
+    """The LoRA layers of ``model`` scale B A by the alpha the checkpoint was trained with
+    (a trainer.json without train_config.lora_alpha has nothing to compare)."""
+    layers = lora_layers(model)
+    if not layers or not isinstance(saved, dict) or "lora_alpha" not in saved:
+        return
+    layer = next(iter(layers.values()))
+    alpha = saved["lora_alpha"]
+    if isinstance(alpha, bool) or alpha != layer.alpha:
+        raise ValueError(
+            f"{path}: the checkpoint's LoRA adapters were trained with lora_alpha={alpha!r} "
+            f"(its train_config), this run has train.lora_alpha={layer.alpha:g}, which would "
+            f"change their update (alpha / r) B A; resume with train.lora_alpha={alpha!r}, or "
+            "start a new run"
+        )
 
 
 def _check_optimizer_name(path: Path, saved: Any, optimizer: torch.optim.Optimizer) -> None:

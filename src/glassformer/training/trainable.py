@@ -38,6 +38,7 @@ def set_what_trains(model: nn.Module, config: TrainConfig) -> tuple[int, int]:
             config.lora_dropout,
             keep=keep,
             where="train.lora_targets",
+            rank_name="train.lora_rank",
         )
     if config.freeze:
         freeze(model, config.freeze, where="train.freeze")

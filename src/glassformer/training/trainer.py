@@ -299,6 +299,8 @@ class Trainer:
         if self.cluster.is_main:
             remove_partial_checkpoints(self.run_dir)
             truncate_metrics(self.run_dir / "metrics.jsonl", self.step)
+            # a smaller keep_last (after a full disk) makes room before the next checkpoint
+            prune(self.run_dir, self.config.keep_last, {self.best["step"]} if self.best else set())
 
     # Helpers -------------------------------------------------------------------------------------
     def _to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
