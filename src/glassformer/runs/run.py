@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from ..models.checkpoint import check_vocabulary
+from ..models.checkpoint import check_finite, check_vocabulary
 from ..models.registry import model_class
 from ..run_layout import latest_checkpoint
 from ..tasks import TASKS
@@ -236,6 +236,7 @@ class Run:
         elif plan.init_from is not None:  # the pre-trained model's tokenizer and config
             overrides, labels = plan.model_overrides, self.train_data.labels
             self.pretrained = load_start(plan.init_from, plan.task, overrides, labels)
+            _check_finite(self.pretrained)
             self.tokenizer = self.pretrained.tokenizer
             self.model_config = self.model_config or self.pretrained.config
         else:
@@ -307,6 +308,17 @@ def _check_tables(settings: Any) -> None:
             '{"model": {"n_layer": 2}, "train": {"lr": 1e-3}}'
         )
     check_settings(settings)
+
+
+def _check_finite(pretrained) -> None:
+    """Weights holding NaN or infinite values are refused before anything is written: no
+    learning rate trains from them (a glassformer checkpoint's are checked when read, a
+    Hugging Face folder's here, by the names of the model they were read into)."""
+    for name, tensor in pretrained.model.state_dict().items():
+        try:
+            check_finite(tensor, f"--init-from {pretrained.path}: tensor {name!r}")
+        except ValueError as err:
+            raise RunError(str(err)) from None
 
 
 def _note_warmup(train) -> None:
