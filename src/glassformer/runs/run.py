@@ -251,7 +251,12 @@ class Run:
         check_fits(plan, self.model_config, self.architecture)
 
     def build(self, progress: bool | str = False) -> Trainer:
-        """The model (seeded by train.seed) and its Trainer."""
+        """The model (seeded by train.seed) and its Trainer; after ``load()``."""
+        if self.architecture is None:
+            raise RunError(
+                "Run.build() comes after run.load(), which reads the data, the "
+                "tokenizer and the model config (run.train() calls all three)"
+            )
         torch.manual_seed(self.plan.train.seed)
         self.model = self.architecture(self.model_config)
         if self.pretrained is not None:
@@ -268,18 +273,23 @@ class Run:
         Then loss.png and the TensorBoard logs (``loss_plot``, ``tensorboard``: None where
         matplotlib or tensorboard is not installed); ``then(metrics)`` runs before the lock is
         released (the command line prints there). Under torchrun only the first process (RANK 0)
-        writes."""
+        writes. The lock is released however fit() ends."""
         plan, trainer = self.plan, self.trainer
+        if trainer is None:
+            raise RunError(
+                "Run.fit() comes after run.load() and run.build(), which make the "
+                "model and its Trainer (run.train() calls all three)"
+            )
         main = int(os.environ.get("RANK", "0")) == 0
         lock = RunLock(plan.out)  # taken before anything is written, held until the last file
-        error = None
-        if main:
-            try:
-                take_lock(lock, plan, new=not self.resumed)
-            except ValueError as err:
-                error = err
-        trainer.cluster.raise_together(error)
         try:
+            error = None
+            if main:
+                try:
+                    take_lock(lock, plan, new=not self.resumed)
+                except ValueError as err:
+                    error = err
+            trainer.cluster.raise_together(error)
             if main:
                 write_run(plan, self.model_config)
                 _note_warmup(plan.train)
