@@ -154,3 +154,25 @@ def test_kill_9_then_resume_of_a_lora_run_equals_an_uninterrupted_run(tmp_path):
         for key, tensor in theirs.items():
             assert torch.equal(ours[key], tensor), key
     assert k.losses(out) == k.losses(whole)
+
+
+def test_save_pretrained_of_a_model_with_lora_writes_the_merged_plain_model(tmp_path):
+    """``model.save_pretrained`` in the middle of LoRA (as ``run.model`` is after a LoRA run)
+    writes what load_model reads: the merged weights under a plain model's names; the model
+    in memory keeps its adapters."""
+    from glassformer.finetune import apply_lora
+
+    torch.manual_seed(0)
+    model = DecoderLM(preset("tiny", **SMALL)).eval()
+    apply_lora(model, ["attn.in_proj", "fc2"], rank=4, alpha=8.0)
+    with torch.no_grad():
+        for layer in lora_layers(model).values():
+            layer.lora_B.normal_(0.0, 0.1)  # as after training: the update is not zero
+    model.save_pretrained(tmp_path / "saved", TOK)
+    loaded = load_model(tmp_path / "saved").eval()
+    assert len(lora_layers(model)) == 4 and not lora_layers(loaded)
+    assert "blocks.0.attn.in_proj.weight" in load_file(tmp_path / "saved" / "model.safetensors")
+    ids = torch.randint(0, TOK.vocab_size, (2, 20))
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(ids).logits, model(ids).logits, atol=1e-5, rtol=0)
+    assert loaded.tokenizer is not None

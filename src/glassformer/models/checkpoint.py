@@ -19,6 +19,8 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
+from ..finetune.lora import lora_layers
+from ..finetune.lora_state import plain_modules, split_state
 from ..run_layout import CHECKPOINTS, best_or_latest
 from ..safe_write import replace_file, write_text
 from ..structured import loads_json
@@ -62,7 +64,14 @@ def save_pretrained(
     state_dict: dict[str, torch.Tensor] | None = None,
 ) -> Path:
     """``state_dict``: full tensors to write instead of the model's own (e.g. gathered from
-    the shards of a distributed run)."""
+    the shards of a distributed run). A model with LoRA layers is written as the plain model,
+    each adapted weight merged (W + (alpha / r) B A, finetune/lora_state.py), which
+    ``load_model`` and every command read; the model itself keeps its adapters."""
+    layers = lora_layers(model)
+    if layers:
+        plain, _ = split_state(model.state_dict() if state_dict is None else state_dict, layers)
+        with plain_modules(model, layers):  # the plain model's names
+            return save_pretrained(model, directory, tokenizer, plain)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     tensors = _unique_tensors(model)
