@@ -12,8 +12,7 @@ import torch
 from glassformer import DecoderLM, preset
 from glassformer.data import load_dataset
 from glassformer.tokenizers import CharTokenizer
-from glassformer.training import TrainConfig, Trainer, TrainingError
-from glassformer.training.divergence import DivergedError
+from glassformer.training import DivergedError, TrainConfig, Trainer, TrainingError
 from glassformer.training.state import checkpoints
 
 TEXT = load_dataset("shakespeare", "validation")
