@@ -81,7 +81,6 @@ BAD_FILES = [
     ("commas.csv", "pos,fine\nneg,bad, really bad\n", "classification", 2, "quote a field"),
     ("nolabel.csv", "pos,fine\n,bad\n", "classification", 2, "the label is empty"),
     ("notext.csv", 'pos,fine\nneg,"a\nb"\nneg, \n', "classification", 4, "the text is empty"),
-    ("oneclass.csv", "\npos,fine\npos,good\n", "classification", 2, "at least 2 distinct labels"),
     ("quote.csv", 'pos,ok\nneg,"bad"x\n', "classification", 2, "label,text"),
     ("header_only.csv", "label,text\n", "classification", 1, "no label,text records"),
 ]
@@ -98,6 +97,14 @@ def test_bad_file_raises_valueerror_with_file_and_line(
     assert str(p) in msg
     assert f"line {line}:" in msg
     assert fragment in msg
+
+
+def test_a_file_of_one_label_reads(tmp_path):
+    """Evaluating on one class is legitimate: only training refuses a single label
+    (tests/cli/test_one_label.py)."""
+    data = load_dataset(_write(tmp_path, "oneclass.csv", "\npos,fine\npos,good\n"))
+    assert data.labels == ("pos",)
+    assert data.examples == (("pos", "fine"), ("pos", "good")) and data.lines == (2, 3)
 
 
 def test_missing_file_and_directory_name_the_path(tmp_path):

@@ -171,3 +171,25 @@ def test_another_lora_alpha_is_refused_on_resume(tmp_path):
     resumed = make(tmp_path)  # the same alpha resumes
     resumed.fit(resume=True)
     assert resumed.step == 8
+
+
+def test_save_pretrained_of_a_model_with_lora_writes_the_merged_plain_model(tmp_path):
+    """``model.save_pretrained`` in the middle of LoRA (as ``run.model`` is after a LoRA run)
+    writes what load_model reads: the merged weights under a plain model's names; the model
+    in memory keeps its adapters."""
+    from glassformer.finetune import apply_lora
+
+    torch.manual_seed(0)
+    model = DecoderLM(preset("tiny", **SMALL)).eval()
+    apply_lora(model, ["attn.in_proj", "fc2"], rank=4, alpha=8.0)
+    with torch.no_grad():
+        for layer in lora_layers(model).values():
+            layer.lora_B.normal_(0.0, 0.1)  # as after training: the update is not zero
+    model.save_pretrained(tmp_path / "saved", TOK)
+    loaded = load_model(tmp_path / "saved").eval()
+    assert len(lora_layers(model)) == 4 and not lora_layers(loaded)
+    assert "blocks.0.attn.in_proj.weight" in load_file(tmp_path / "saved" / "model.safetensors")
+    ids = torch.randint(0, TOK.vocab_size, (2, 20))
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(ids).logits, model(ids).logits, atol=1e-5, rtol=0)
+    assert loaded.tokenizer is not None

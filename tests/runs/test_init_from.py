@@ -320,4 +320,27 @@ def test_lora_settings_the_pretrained_model_cannot_take_are_refused(tmp_path, fi
                    settings=lora)  # fmt: skip
     with pytest.raises(RunError, match=r"tied to embed.weight .* train the tied matrix without "):
         run.load()
+
+
+def test_a_folder_whose_weights_hold_nan_is_refused_not_blamed_on_the_learning_rate(
+    tmp_path, files, hf_dirs
+):
+    """A Hugging Face folder with a NaN in a weight: refused when read, naming the tensor,
+    before anything is written (training from it gave a NaN loss at step 1 and the advice to
+    lower the learning rate)."""
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "bert"
+    shutil.copytree(hf_dirs["bert"], folder)
+    weights = load_file(folder / "model.safetensors")
+    weights["encoder.layer.1.intermediate.dense.weight"][5, 7] = float("nan")
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    run = Run.plan(data=str(files["csv"]), init_from=folder, out=tmp_path / "run", steps=2)
+    with pytest.raises(RunError) as err:
+        run.load()
+    assert str(err.value) == (
+        f"--init-from {folder}: tensor 'blocks.1.mlp.fc1.weight' holds 1 NaN value: the "
+        "weights are damaged (a run that diverged, or a corrupted file); load another "
+        "checkpoint or train again"
+    )
     assert not (tmp_path / "run").exists()

@@ -151,3 +151,41 @@ def test_a_resume_may_keep_fewer_checkpoints_and_names_the_models_own_values(tmp
     assert stored["settings"]["train"]["keep_last"] == 1
     with pytest.raises(RunError, match="with train.seed=1337, but the options give 5"):
         Run.resume(out, settings={"train": {"seed": 5, "keep_last": 2}})
+
+
+def test_fit_or_build_too_early_says_what_comes_first_and_leaves_the_folder_free(tmp_path, text):
+    """``fit()`` before ``load()`` and ``build()`` (an AttributeError that left the folder
+    locked by this process) and ``build()`` before ``load()`` say what to call first; the
+    folder is not locked after it: the same run then trains there."""
+    out = tmp_path / "run"
+    run = Run.plan(data=str(text), out=out, steps=2, settings=TINY)
+    with pytest.raises(RunError) as err:
+        run.fit()
+    assert str(err.value) == (
+        "Run.fit() comes after run.load() and run.build(), which make the model and its "
+        "Trainer (run.train() calls all three)"
+    )
+    with pytest.raises(RunError) as err:
+        run.build()
+    assert str(err.value) == (
+        "Run.build() comes after run.load(), which reads the data, the tokenizer and the "
+        "model config (run.train() calls all three)"
+    )
+    assert not (out / ".lock").exists()
+    assert run.train()["step"] == 2
+    assert main(["train", "--data", str(text), "--out", str(out), "--resume", "--steps", "3"]) == 0
+
+
+def test_the_lock_is_released_when_writing_run_json_fails(tmp_path, text, monkeypatch):
+    import glassformer.runs.run as run_module
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(run_module, "write_run", full_disk)
+    run = Run.plan(data=str(text), out=tmp_path / "run", steps=2, settings=TINY)
+    run.load()
+    run.build()
+    with pytest.raises(OSError, match="No space"):
+        run.fit()
+    assert not (tmp_path / "run" / ".lock").exists()

@@ -81,9 +81,9 @@ class TextDataset(Sequence):
         for i, ex in enumerate(self.examples):
             _check_example(self.task, ex, i)
         if self.task == "classification":
-            if len(self.labels) < 2 or len(set(self.labels)) != len(self.labels):
-                raise ValueError(
-                    f"labels is {self.labels!r}: allowed at least 2 distinct class names"
+            if not self.labels or len(set(self.labels)) != len(self.labels):
+                raise ValueError(  # one class is a split to evaluate on; training needs two
+                    f"labels is {self.labels!r}: allowed at least 1 class name, all distinct"
                 )
             unknown = {lab for lab, _ in self.examples} - set(self.labels)  # type: ignore[misc]
             if unknown:

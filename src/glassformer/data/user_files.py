@@ -10,7 +10,8 @@ UTF-16, UTF-32, NUL bytes and other encodings are refused, see ``text_bytes``):
 * ``"classification"`` — one example per line, ``label,text`` in a ``.csv`` file (csv
   quoting, so ``pos,"good, really"`` has the text ``good, really``; a quoted text may span
   lines) or ``label<TAB>text`` in any other file. The class list is the sorted set of labels
-  (surrounding spaces of a label are removed); there must be at least two classes.
+  (surrounding spaces of a label are removed). A file of one label reads (evaluating on one
+  class is legitimate); training needs at least two classes (runs/datasets.py refuses fewer).
 
 A first line that names the two columns, in either order and any case (``label,text`` or
 ``text,label``; ``source,target`` or ``target,source``), is a header: it is skipped, and it says
@@ -124,11 +125,6 @@ def _read_records(p: Path, text: str, task: str, split: str) -> TextDataset:
         )
     examples = [(label.strip(), txt) for _, (label, txt) in rows]
     labels = sorted({label for label, _ in examples})
-    if len(labels) < 2:
-        raise ValueError(
-            f"file {str(p)!r}, line {rows[0][0]}: every example has the label {labels[0]!r}: "
-            f"allowed at least 2 distinct labels for classification"
-        )
     if len(rows) >= MIN_ROWS_CHECKED and len(labels) > len(rows) / 2:
         sep = "," if p.suffix.lower() == ".csv" else "<TAB>"
         raise ValueError(

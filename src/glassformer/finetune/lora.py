@@ -74,6 +74,14 @@ class LoRALinear(nn.Module):
         update = F.linear(F.linear(self.lora_dropout(x), self.lora_A), self.lora_B)  # (..., out)
         return self.base(x) + self.scaling * update
 
+    def plain_state(self) -> dict[str, Tensor]:
+        """The tensors of the nn.Linear this layer stands for, ``weight`` W + (alpha / r) B A
+        (computed, W unchanged) and ``bias`` b: what ``save_pretrained`` writes for it."""
+        state = {"weight": (self.base.weight + self.scaling * (self.lora_B @ self.lora_A)).detach()}
+        if self.base.bias is not None:
+            state["bias"] = self.base.bias.detach()
+        return state
+
     def merged(self) -> nn.Linear:
         """``base`` with W <- W + (alpha / r) B A (in place), to put back in the model."""
         with torch.no_grad():

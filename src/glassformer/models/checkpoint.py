@@ -62,12 +62,16 @@ def save_pretrained(
     state_dict: dict[str, torch.Tensor] | None = None,
 ) -> Path:
     """``state_dict``: full tensors to write instead of the model's own (e.g. gathered from
-    the shards of a distributed run)."""
+    the shards of a distributed run). A module standing in for another (a LoRA layer,
+    finetune/lora.py) is written as the module it stands for (``_plain_tensors``), so a model
+    in the middle of LoRA saves the plain, merged model that ``load_model`` reads."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     tensors = _unique_tensors(model)
     if state_dict is not None:
         tensors = {name: state_dict[name].detach().contiguous().cpu() for name in tensors}
+    else:
+        tensors = _plain_tensors(model, tensors)
     replace_file(
         directory / WEIGHTS_FILE, lambda p: save_file(tensors, p, metadata={"format": "pt"})
     )
@@ -83,6 +87,24 @@ def save_pretrained(
     if tokenizer is not None:
         tokenizer.save(directory / TOKENIZER_FILE)
     return directory
+
+
+def _plain_tensors(model: torch.nn.Module, tensors: dict[str, torch.Tensor]):
+    """``tensors`` with each module that has ``plain_state()`` (a LoRALinear: the weight
+    W + (alpha / r) B A merged, and the bias) giving the tensors of the plain module it
+    stands for under that module's names, instead of its own."""
+    stand_ins = {
+        path: m for path, m in model.named_modules() if callable(getattr(m, "plain_state", None))
+    }
+    if not stand_ins:
+        return tensors
+    inside = tuple(f"{path}." for path in stand_ins)
+    plain = {name: t for name, t in tensors.items() if not name.startswith(inside)}
+    for path, m in stand_ins.items():
+        plain.update(
+            {f"{path}.{k}": t.detach().contiguous().cpu() for k, t in m.plain_state().items()}
+        )
+    return plain
 
 
 def load_pretrained(directory: str | Path, *, device=None) -> Checkpointable:

@@ -53,8 +53,15 @@ def load_split(name: str, split: str, task: str, options: dict[str, Any]) -> Tex
 def load_splits(plan: RunPlan) -> tuple[TextDataset, TextDataset | None]:
     """(train, validation or None). The [data] options go to the training data, and to the
     validation data when it is of the same kind (the same built-in dataset, or a file; a part
-    held out of the training file is read with the same options, val_fraction included)."""
+    held out of the training file is read with the same options, val_fraction included).
+    Training a classifier needs at least two labels (evaluating one does not)."""
     train = load_split(plan.data, "train", plan.task, plan.data_options)
+    if plan.task == "classify" and len(train.labels) < 2:
+        line = f", line {train.lines[0]}" if train.lines else ""
+        raise ValueError(
+            f"file {train.name!r}{line}: every example has the label {train.labels[0]!r}: "
+            "allowed at least 2 distinct labels to train a classifier"
+        )
     if plan.validation is None:
         return train, None
     options = validation_options(plan)

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from ..models.checkpoint import check_vocabulary
+from ..models.checkpoint import check_finite, check_vocabulary
 from ..models.config import ModelConfig
 from ..models.registry import model_class
 from ..run_layout import latest_checkpoint
@@ -238,6 +238,7 @@ class Run:
         elif plan.init_from is not None:  # the pre-trained model's tokenizer and config
             overrides, labels = plan.model_overrides, self.train_data.labels
             self.pretrained = load_start(plan.init_from, plan.task, overrides, labels)
+            _check_finite(self.pretrained)
             self.tokenizer = self.pretrained.tokenizer
             self.model_config = self.model_config or self.pretrained.config
         else:
@@ -252,7 +253,12 @@ class Run:
         check_fits(plan, self.model_config, self.architecture)
 
     def build(self, progress: bool | str = False) -> Trainer:
-        """The model (seeded by train.seed) and its Trainer."""
+        """The model (seeded by train.seed) and its Trainer; after ``load()``."""
+        if self.architecture is None:
+            raise RunError(
+                "Run.build() comes after run.load(), which reads the data, the "
+                "tokenizer and the model config (run.train() calls all three)"
+            )
         torch.manual_seed(self.plan.train.seed)
         self.model = self.architecture(self.model_config)
         if self.pretrained is not None:
@@ -269,18 +275,23 @@ class Run:
         Then loss.png and the TensorBoard logs (``loss_plot``, ``tensorboard``: None where
         matplotlib or tensorboard is not installed); ``then(metrics)`` runs before the lock is
         released (the command line prints there). Under torchrun only the first process (RANK 0)
-        writes."""
+        writes. The lock is released however fit() ends."""
         plan, trainer = self.plan, self.trainer
+        if trainer is None:
+            raise RunError(
+                "Run.fit() comes after run.load() and run.build(), which make the "
+                "model and its Trainer (run.train() calls all three)"
+            )
         main = int(os.environ.get("RANK", "0")) == 0
         lock = RunLock(plan.out)  # taken before anything is written, held until the last file
-        error = None
-        if main:
-            try:
-                take_lock(lock, plan, new=not self.resumed)
-            except ValueError as err:
-                error = err
-        trainer.cluster.raise_together(error)
         try:
+            error = None
+            if main:
+                try:
+                    take_lock(lock, plan, new=not self.resumed)
+                except ValueError as err:
+                    error = err
+            trainer.cluster.raise_together(error)
             if main:
                 write_run(plan, self.model_config)
                 _note_warmup(plan.train)
@@ -309,6 +320,17 @@ def _check_tables(settings: Any) -> None:
             '{"model": {"n_layer": 2}, "train": {"lr": 1e-3}}'
         )
     check_settings(settings)
+
+
+def _check_finite(pretrained) -> None:
+    """Weights holding NaN or infinite values are refused before anything is written: no
+    learning rate trains from them (a glassformer checkpoint's are checked when read, a
+    Hugging Face folder's here, by the names of the model they were read into)."""
+    for name, tensor in pretrained.model.state_dict().items():
+        try:
+            check_finite(tensor, f"--init-from {pretrained.path}: tensor {name!r}")
+        except ValueError as err:
+            raise RunError(str(err)) from None
 
 
 def _note_warmup(train) -> None:

@@ -4,6 +4,7 @@ that resume exactly."""
 
 from .batches import BatchStream
 from .config import TrainConfig
+from .divergence import DivergedError
 from .errors import DiskFullError, TrainingError
 from .evaluate import evaluate
 from .optim import build_optimizer, build_scheduler, lr_at
@@ -13,6 +14,7 @@ from .trainer import Trainer
 __all__ = [
     "BatchStream",
     "DiskFullError",
+    "DivergedError",
     "TrainConfig",
     "Trainer",
     "TrainingError",

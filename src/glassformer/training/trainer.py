@@ -10,8 +10,11 @@ Batches are a function of (seed, step), and checkpoints hold the optimizer, sche
 states, so a resumed run continues exactly as an uninterrupted one. Under ``torchrun`` each
 process trains on its share of every batch (see distributed.py); only the first process logs
 and writes.
-Ctrl-C (SIGINT) or SIGTERM finishes the current step, saves and returns; a loss that is not
-finite stops the run with ``TrainingError`` and leaves the last good checkpoint the newest.
+Ctrl-C (SIGINT) or SIGTERM finishes the current step, saves and returns; a training or
+validation loss, gradient norm or weights that are not finite stop the run with
+``DivergedError`` (a ``TrainingError``, divergence.py) before the step is saved, so the last
+good checkpoint stays the newest; weights that are not finite before the first step are refused
+(``ValueError``). A number that is not finite is written ``null`` in metrics.jsonl.
 What trains (fixed embeddings, LoRA, ``train.freeze``) is set before the optimizer is built
 (trainable.py); ``trainer.trained`` and ``trainer.total`` count the parameters.
 """
@@ -36,6 +39,7 @@ from ..tokenizers import Tokenizer
 from .batches import BatchStream
 from .config import TrainConfig
 from .distributed import Cluster, wrap_model
+from .divergence import DivergedError, diverged, finite_record, non_finite_parameter
 from .errors import TrainingError
 from .evaluate import evaluate
 from .lock import RunLock, holding_run_dir
@@ -160,24 +164,41 @@ class Trainer:
         the newest checkpoint in ``run_dir``. The first process holds ``run_dir/.lock`` while
         it runs (see lock.py): a second run into the same folder is refused. ``lock``: that
         lock, taken already by the caller (who releases it), e.g. to write files of its own
-        into the run folder before and after training."""
+        into the run folder before and after training.
+
+        Raises:
+            ValueError: the model's weights are not finite before training (``resume``: the
+                checkpoint's are checked when read).
+            DivergedError: a loss, gradient norm or the weights stopped being finite (the
+                message says at which step and what to try); nothing of that step is saved.
+        """
+        if not resume:
+            self._check_start()
         with self._run_lock(resume, lock):
-            c, last = self.config, {}
-            self.interrupted, self.stop_signal = False, None
-            self._shown = Progress(self.progress, c.steps, self.step)
-            window = {"tokens": 0, "since": time.perf_counter()}  # the steps since the last log
-            with stop_requests(self._stop), contextlib.closing(self._shown):
-                while self.step < c.steps and not self.interrupted:
-                    loss, tokens = self.train_step()
-                    self.step += 1
-                    last = self._after_step(loss, tokens, window)
-            if stop := self.interrupted:
-                self._log({"step": self.step, "event": "interrupted"})
-            elif self.val_stream is not None and (not c.eval_every or self.step % c.eval_every):
-                last.update(self._evaluate())
-            if self.run_dir is not None and (not c.save_every or self.step % c.save_every or stop):
-                self.save()
-            return last
+            try:
+                return self._train()
+            except DivergedError as err:
+                self._log({"step": err.step, "event": "diverged"})
+                raise
+
+    def _train(self) -> dict[str, Any]:
+        """``fit``'s steps, its last evaluation and save, inside the run lock."""
+        c, last = self.config, {}
+        self.interrupted, self.stop_signal = False, None
+        self._shown = Progress(self.progress, c.steps, self.step)
+        window = {"tokens": 0, "since": time.perf_counter()}  # the steps since the last log
+        with stop_requests(self._stop), contextlib.closing(self._shown):
+            while self.step < c.steps and not self.interrupted:
+                loss, tokens = self.train_step()
+                self.step += 1
+                last = self._after_step(loss, tokens, window)
+        if stop := self.interrupted:
+            self._log({"step": self.step, "event": "interrupted"})
+        elif self.val_stream is not None and (not c.eval_every or self.step % c.eval_every):
+            last.update(self._evaluate())
+        if self.run_dir is not None and (not c.save_every or self.step % c.save_every or stop):
+            self.save()
+        return last
 
     def _after_step(self, loss: float, tokens: int, window: dict[str, Any]) -> dict[str, Any]:
         """Show and log the step, evaluate and save when due; the step's metrics (``window``:
@@ -234,14 +255,15 @@ class Trainer:
         if self.cluster.distributed:  # the mean over processes, and all their tokens
             loss, tokens = self.cluster.sum([loss, tokens])
             loss, tokens = loss / world, int(tokens)
-        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip or math.inf)
-        if not (math.isfinite(loss) and math.isfinite(float(norm))):
+        norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip or math.inf))
+        if not (math.isfinite(loss) and math.isfinite(norm)):
             self.optimizer.zero_grad(set_to_none=True)
-            where = f"; the last good checkpoint is in {self.run_dir}" if self.run_dir else ""
-            raise TrainingError(
-                f"step {self.step + 1}: the loss ({loss}) or gradient norm ({float(norm)}) is "
-                f"not finite; lower --set train.lr or enable clipping{where}"
+            what = (
+                f"the training loss is {loss}"
+                if not math.isfinite(loss)
+                else f"the gradient norm is {norm} (the training loss {loss:.6g})"
             )
+            raise diverged(self.step + 1, what, c, self.run_dir)
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -264,6 +286,9 @@ class Trainer:
     def _evaluate(self) -> dict[str, Any]:
         metrics = {f"val_{k}": v for k, v in self.evaluate().items()}
         self._log({"step": self.step, **metrics})
+        if not math.isfinite(metrics["val_loss"]):  # never a best loss, never saved
+            what = f"the validation loss is {metrics['val_loss']} after the step's update"
+            raise diverged(self.step, what, self.config, self.run_dir)
         self._shown.evaluation(self.step, {k[4:]: v for k, v in metrics.items()})
         if self.best is None or metrics["val_loss"] < self.best["loss"]:
             self.best = {"step": self.step, "loss": metrics["val_loss"]}
@@ -273,6 +298,10 @@ class Trainer:
     def save(self) -> Path:
         if self.run_dir is None:
             raise ValueError("this Trainer has no run_dir to save into")
+        name = non_finite_parameter(self.model)
+        if self.cluster.sum([float(name is not None)])[0]:  # never a checkpoint of NaN weights
+            what = f"the step's update left NaN or infinite values in {name or 'the weights'}"
+            raise diverged(self.step, what, self.config, self.run_dir)
         state = {"best": self.best, "train_config": self.config.to_dict()}
         main = self.cluster.is_main  # every process gathers, the first one writes
         path = save_checkpoint(
@@ -314,7 +343,20 @@ class Trainer:
         if self.on_log is not None:
             self.on_log(record)
         if self.run_dir is not None:
-            append_text(self.run_dir / "metrics.jsonl", json.dumps(record) + "\n")
+            line = json.dumps(finite_record(record), allow_nan=False)
+            append_text(self.run_dir / "metrics.jsonl", line + "\n")
+
+    def _check_start(self) -> None:
+        """Refuse weights that are not finite before training: no learning rate trains from
+        them (each process checks its shard)."""
+        name = non_finite_parameter(self.model)
+        if self.cluster.sum([float(name is not None)])[0]:
+            where = f"parameter {name!r}" if name else "in another process's shard"
+            raise ValueError(
+                f"the model's weights hold NaN or infinite values before step {self.step + 1} "
+                f"({where}); training cannot start from them, whatever the learning rate: "
+                "start from weights that are finite"
+            )
 
     def _stop(self, signum: int) -> None:
         """Ctrl-C or SIGTERM came (signals.py): finish this step, save, return."""
