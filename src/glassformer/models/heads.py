@@ -66,6 +66,12 @@ class ClassificationHead:
         self.hook_pooled = HookPoint()
         self.hook_logits = HookPoint()
 
+    def class_names(self) -> list[str]:
+        """The name of each class, by index: ``config.extra["labels"]`` (the training data's
+        labels, or a Hugging Face classifier's ``id2label``), else "0", "1", ... ."""
+        names = self.config.extra.get("labels") or range(self.config.n_classes)
+        return [str(n) for n in names]
+
     def class_logits(self, h: Tensor, token_mask: Tensor | None) -> Tensor:
         """h (B, T, C), token_mask (B, T) -> class logits (B, n_classes)."""
         v = self.hook_pool(pool(h, token_mask, self.pooling))  # (B, C)
