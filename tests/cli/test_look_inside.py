@@ -86,6 +86,7 @@ def test_inspect_circuits_of_a_decoder_classifier(cli, classifier_run, classifie
     assert not (out / "logit_lens.png").exists()
     top = int(logits.argmax())
     assert f"the class score of {model.class_names()[top]!r}" in index
+    assert "its scale frozen, and the classifier)" in index
     value = float(re.search(r"that is the model's value (-?\d+\.\d+)", index).group(1))
     assert value == pytest.approx(float(logits[top]), abs=1e-4)
 

@@ -111,6 +111,7 @@ def draw_circuits(
     except ValueError as err:  # a readout that is not linear (BERT's MLM transform, a pooler)
         lines += [f"No direct attribution: {err}", ""]
     else:
+        readout = "classifier" if isinstance(model, ClassificationHead) else "unembedding"
         for kind in ("self", "cross") if seq2seq else ("self",):
             stem = "attribution_heads" if kind == "self" else "attribution_cross_heads"
             plots.plot_head_attribution(
@@ -118,7 +119,7 @@ def draw_circuits(
             )
             files[f"{stem}.png"] = (
                 f"each {stack} {kind}-attention head's direct share of {pred.describe()} "
-                "(through the final norm, its scale frozen, and the unembedding)"
+                f"(through the final norm, its scale frozen, and the {readout})"
             )
         lines += _top_terms(dla)
 
