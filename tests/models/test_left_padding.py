@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from glassformer.models import (
+    DecoderClassifier,
     DecoderLM,
     EncoderClassifier,
     EncoderDecoder,
@@ -92,3 +93,29 @@ def test_positions_count_real_tokens_and_padding_continues():
     assert positions_from_mask(mask, 2, 3, None, None).tolist() == [
         [1, 2], [3, 4], [2, 3], [3, 4]
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "cls, name",
+    [
+        (EncoderClassifier, "tiny-encoder"),
+        (EncoderModel, "tiny-encoder"),
+        (DecoderClassifier, "tiny"),
+    ],
+)
+def test_first_token_pooling_reads_the_first_real_token_under_left_padding(cls, name):
+    """``pooling="cls"`` pools the first real token ([CLS] / <BOS>), not the <PAD> in the
+    first column: a left-padded batch gives the logits (or BERT's pooled vector) of the
+    unpadded text, in a batch beside an unpadded row."""
+    model = build(cls, name, "learned", pooling="cls", pooler=True, n_classes=3)
+    ids, mask = left_padded(X, 4)
+    other = torch.randint(5, V, (1, 11), generator=torch.Generator().manual_seed(3))
+    batch = torch.cat([ids, other]), torch.cat([mask, torch.ones_like(other)])
+    with torch.no_grad():
+        alone, padded = model(X), model(*batch)
+        other_alone = model(other)
+    field = "pooled" if cls is EncoderModel else "logits"
+    torch.testing.assert_close(getattr(padded, field)[:1], getattr(alone, field), atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        getattr(padded, field)[1:], getattr(other_alone, field), atol=1e-5, rtol=0
+    )

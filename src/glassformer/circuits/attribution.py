@@ -18,8 +18,9 @@ The scale is frozen, so a share says what a term adds along the direction the re
 stream leaves it, not what the logit would be without it (ablation answers that).
 
 Readouts it supports (linear after the final norm): a DecoderLM, an EncoderDecoder (its
-decoder), an EncoderMLM without ``mlm_transform``, an EncoderClassifier without a ``pooler``
-(its pooling, the first position or the mean over real tokens, is linear). BERT's MLM transform
+decoder), an EncoderMLM without ``mlm_transform``, an EncoderClassifier or DecoderClassifier
+without a ``pooler`` (its pooling, the first or last real token or the mean over real tokens,
+is linear). BERT's MLM transform
 a(W h + b) before its norm and BERT's pooler tanh(W v + b) are not linear, and are refused.
 """
 
@@ -31,8 +32,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ..models.encoder import EncoderClassifier, EncoderMLM
-from ..models.heads import LMHead
+from ..models.encoder import EncoderMLM
+from ..models.heads import ClassificationHead, LMHead, pool
 from ..models.hooked import ActivationCache
 from .cached import model_of, require, stack_view
 from .components import Components
@@ -79,7 +80,7 @@ class LogitAttribution:
 class Readout:
     """The affine map after the final stream: ``stack``, whose final stream it reads, the
     unembedding (or classifier) ``weight`` (V, C) and ``bias`` (V,) or None, and ``pooling``
-    (None: one position; ``"cls"`` / ``"mean"``: a classifier's pooling)."""
+    (None: one position; ``"cls"`` / ``"mean"`` / ``"last"``: a classifier's pooling)."""
 
     stack: str
     weight: Tensor
@@ -92,18 +93,17 @@ def readout(model: nn.Module, what: str) -> Readout:
     """The linear readout of ``model``, or a ValueError naming why it has none."""
     allowed = (
         "allowed: a DecoderLM, an EncoderDecoder (its decoder), an EncoderMLM without "
-        "mlm_transform, an EncoderClassifier without a pooler"
+        "mlm_transform, an EncoderClassifier or DecoderClassifier without a pooler"
     )
-    if isinstance(model, EncoderClassifier):
+    if isinstance(model, ClassificationHead):
         if model.pooler is not None:
             raise ValueError(
                 f"{what}: the classifier's pooler tanh(W v + b) comes after the final stream "
                 f"and is not linear, so no term has a direct share of a score; {allowed}"
             )
-        proj = model.classifier
-        return Readout(
-            "encoder", proj.weight.detach(), _detached(proj.bias), model.pooling, "classifier_bias"
-        )
+        proj, stack = model.classifier, model.family  # "encoder" or "decoder"
+        bias = _detached(proj.bias)
+        return Readout(stack, proj.weight.detach(), bias, model.pooling, "classifier_bias")
     if not isinstance(model, LMHead):
         raise ValueError(f"{what}: a {type(model).__name__} has no output layer to read; {allowed}")
     if model.transform is not None:
@@ -205,18 +205,17 @@ def _positions(position, b: int, t: int, what: str) -> Tensor:
 
 
 def _pool_weights(pooling: str, attention_mask, b: int, t: int, like: Tensor) -> Tensor:
-    """(B, T) weights of a classifier's pooling: the first position, or the real tokens' mean."""
-    if pooling == "cls":
-        w = like.new_zeros((b, t))
-        w[:, 0] = 1.0
-        return w
-    real = like.new_ones((b, t)) if attention_mask is None else attention_mask.to(like)
-    if real.shape != (b, t):
+    """(B, T) weights w of a classifier's pooling, v = Σ_t w_t h_t (it is linear): the
+    model's own ``pool`` applied to the identity, so the first or last real token, or the
+    real tokens' mean, exactly as the model pools."""
+    if attention_mask is not None and tuple(attention_mask.shape) != (b, t):
         raise ValueError(
-            f"logit_attribution: attention_mask has shape {tuple(real.shape)}; allowed: "
-            f"({b}, {t}), the mask of the pass"
+            f"logit_attribution: attention_mask has shape {tuple(attention_mask.shape)}; "
+            f"allowed: ({b}, {t}), the mask of the pass"
         )
-    return real / real.sum(1, keepdim=True).clamp(min=1.0)
+    real = None if attention_mask is None else attention_mask.to(like.device).bool()
+    identity = torch.eye(t, dtype=like.dtype, device=like.device).expand(b, t, t)
+    return pool(identity, real, pooling)  # (B, T)
 
 
 def _token_pair(

@@ -19,6 +19,7 @@ from torch import nn
 
 from ..models.base import eval_mode
 from ..models.decoder import DecoderLM
+from ..models.decoder_classifier import DecoderClassifier
 from ..models.encoder import EncoderModel
 from ..models.encoder_decoder import EncoderDecoder
 from ..models.hooked import ActivationCache
@@ -109,14 +110,14 @@ def stack_view(model: nn.Module, stack: str | None, what: str) -> StackView:
     """The stack named ``stack`` of ``model``; None: the decoder when there is one."""
     if isinstance(model, EncoderDecoder):
         stacks, prefixed = {"decoder": model.decoder, "encoder": model.encoder}, True
-    elif isinstance(model, DecoderLM):
+    elif isinstance(model, DecoderLM | DecoderClassifier):
         stacks, prefixed = {"decoder": model}, False  # the model holds its embedding, blocks
     elif isinstance(model, EncoderModel):
         stacks, prefixed = {"encoder": model}, False
     else:
         raise ValueError(
             f"{what}: the cache's model is a {type(model).__name__}; allowed: a glassformer "
-            "DecoderLM, EncoderModel (MLM, classifier) or EncoderDecoder"
+            "DecoderLM, DecoderClassifier, EncoderModel (MLM, classifier) or EncoderDecoder"
         )
     name = next(iter(stacks)) if stack is None else stack
     if name not in stacks:

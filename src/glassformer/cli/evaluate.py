@@ -116,9 +116,8 @@ def run(args: argparse.Namespace) -> int:
     model, folder = load_model_dir(args.checkpoint, kinds, "eval", args.device)
     task = task_for_model(model.architecture()).name
     dataset = _dataset(args, folder, task)
-    labels = model.config.extra.get("labels")
-    if task == "classify" and labels:
-        dataset = align_labels(dataset, tuple(labels))
+    if task == "classify":  # the file's labels by the model's class names, never by order
+        dataset = align_labels(dataset, tuple(model.class_names()))
     if args.data is not None and not is_builtin(args.data):
         check_dataset(dataset, task, model.tokenizer)
     stream, available = _stream(model, dataset, task, args, _train_config(folder))

@@ -108,9 +108,9 @@ def run_explore(args: argparse.Namespace) -> int:
 
 def _load(path: Path, device: str):
     """A glassformer checkpoint or run folder, or a Hugging Face model directory."""
-    from ..models import DecoderLM, EncoderDecoder, EncoderModel
+    from ..explore.data import KINDS
 
-    return load_model_dir(path, (DecoderLM, EncoderModel, EncoderDecoder), "explore", device)
+    return load_model_dir(path, KINDS, "explore", device)
 
 
 def _port(text: str) -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from ..models import EncoderClassifier
+from ..models.heads import ClassificationHead
 
 __all__ = ["Prediction", "analysed", "answer_pair", "chosen_tokens"]
 
@@ -60,9 +60,8 @@ class Prediction:
 def analysed(model, output, stack: str, position: int, answer, wrong) -> Prediction:
     """The Prediction of ``output`` (the model's run on the inspected input): --answer, or
     the model's top token (a classifier: its top class) when none was given."""
-    if isinstance(model, EncoderClassifier):
-        names = model.config.extra.get("labels") or range(model.config.n_classes)
-        names = [str(n) for n in names]
+    if isinstance(model, ClassificationHead):
+        names = model.class_names()
         scores, where = output.logits[0], None
     else:
         tok = model.tokenizer
@@ -74,14 +73,14 @@ def analysed(model, output, stack: str, position: int, answer, wrong) -> Predict
 
 def _token_id(model, text: str, flag: str) -> int:
     """The class (name or index) of a classifier, else the one token ``text`` encodes to."""
-    if isinstance(model, EncoderClassifier):
-        labels = [str(n) for n in model.config.extra.get("labels") or []]
+    if isinstance(model, ClassificationHead):
+        labels = model.class_names()
         if text in labels:
             return labels.index(text)
         n = model.config.n_classes
         if text.isdigit() and int(text) < n:
             return int(text)
-        allowed = ", ".join(labels) if labels else f"0..{n - 1}"
+        allowed = ", ".join(labels)
         raise ValueError(f"{flag} {text!r} is not a class of this classifier: allowed {allowed}")
     ids = model.tokenizer.encode(text, allowed_special=True)
     if len(ids) != 1:

@@ -28,11 +28,12 @@ from torch import Tensor
 
 from .. import circuits
 from ..inspect import circuit_plots as plots
-from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
+from ..models import EncoderDecoder, EncoderModel
+from ..models.heads import ClassificationHead
 from .inspect_answer import Prediction, analysed, answer_pair, chosen_tokens
 from .options import utf8_text
 
-__all__ = ["add_arguments", "check_arguments", "chosen_tokens", "draw_circuits"]
+__all__ = ["add_arguments", "check_arguments", "check_model", "chosen_tokens", "draw_circuits"]
 
 SHUFFLE_SEED = 0
 TOP_TERMS = 8  # the largest shares listed in index.md
@@ -75,6 +76,20 @@ def check_arguments(args: argparse.Namespace) -> None:
             raise ValueError(f"--{flag} is an option of --circuits: add --circuits")
 
 
+def check_model(model, path: Path) -> None:
+    """Refuse a model without a head (a BertModel): the circuits view analyses a prediction,
+    and such a model predicts nothing."""
+    if type(model) is EncoderModel:
+        converted = model.config.extra.get("converted_from")
+        what = f"a Hugging Face {converted} (an EncoderModel)" if converted else "an EncoderModel"
+        raise ValueError(
+            f"--circuits analyses a prediction, but --checkpoint {path} holds {what}: a body "
+            "with no head, which predicts no token or class; allowed a model with an output "
+            "layer (language model, masked LM, classifier, encoder-decoder); without --circuits "
+            "inspect draws its attention, masks and residual stream"
+        )
+
+
 def draw_circuits(
     model, kwargs: dict[str, Tensor], tokens, position: int, chosen, corrupt_ids, out: Path
 ) -> tuple[dict[str, str], list[str]]:
@@ -84,7 +99,7 @@ def draw_circuits(
     and --wrong (chosen_tokens), ``corrupt_ids`` the encoded --corrupt text or None."""
     files: dict[str, str] = {}
     seq2seq = isinstance(model, EncoderDecoder)
-    stack = "encoder" if isinstance(model, (EncoderMLM, EncoderClassifier)) else "decoder"
+    stack = "encoder" if isinstance(model, EncoderModel) else "decoder"
     output, cache = circuits.circuit_cache(model, **kwargs)
     pred = analysed(model, output, stack, position, *chosen)
     lines = [f"Analysed: {pred.describe()}, value {float(pred.metric(output)):.4f}.", ""]
@@ -96,6 +111,7 @@ def draw_circuits(
     except ValueError as err:  # a readout that is not linear (BERT's MLM transform, a pooler)
         lines += [f"No direct attribution: {err}", ""]
     else:
+        readout = "classifier" if isinstance(model, ClassificationHead) else "unembedding"
         for kind in ("self", "cross") if seq2seq else ("self",):
             stem = "attribution_heads" if kind == "self" else "attribution_cross_heads"
             plots.plot_head_attribution(
@@ -103,11 +119,11 @@ def draw_circuits(
             )
             files[f"{stem}.png"] = (
                 f"each {stack} {kind}-attention head's direct share of {pred.describe()} "
-                "(through the final norm, its scale frozen, and the unembedding)"
+                f"(through the final norm, its scale frozen, and the {readout})"
             )
         lines += _top_terms(dla)
 
-    if not isinstance(model, EncoderClassifier):
+    if not isinstance(model, ClassificationHead):  # a classifier has no unembedding to read
         lens = circuits.logit_lens(cache, k=5, position=pred.position)
         rows = [
             [(model.tokenizer.id_to_token(i), p) for i, p in zip(ids, probs, strict=True)]
@@ -153,7 +169,7 @@ def _spectra(model, out: Path) -> dict[str, str]:
         [("decoder", "cross")] if isinstance(model, EncoderDecoder) else []
     )
     for stack, kind in kinds:
-        where = stack or ("decoder" if isinstance(model, DecoderLM) else "encoder")
+        where = stack or ("encoder" if isinstance(model, EncoderModel) else "decoder")
         suffix = where if kind == "self" else "cross"
         for name, matrix, formula in (
             ("ov", circuits.ov_matrix, "S = W_V W_O"),

@@ -22,7 +22,7 @@ from ..inspect import capture, plots
 from ..inspect.inputs import analysed_position, corrupt_ids, encode_inputs
 from ..inspect.readout import format_prediction
 from ..inspect.trace import format_trace, trace
-from ..models import DecoderLM, EncoderDecoder, EncoderModel
+from ..models import DecoderClassifier, DecoderLM, EncoderDecoder, EncoderModel
 from ..safe_write import write_text
 from . import inspect_circuits
 from .inspect_graphs import draw_graphs, receptive_positions
@@ -31,7 +31,7 @@ from .options import add_checkpoint, add_device, non_negative, output_dir, posit
 
 __all__ = ["add_parser", "run", "run_inspect", "run_trace"]
 
-KINDS = (DecoderLM, EncoderModel, EncoderDecoder)
+KINDS = (DecoderLM, DecoderClassifier, EncoderModel, EncoderDecoder)
 
 
 def add_parser(commands) -> None:
@@ -151,6 +151,8 @@ def run_inspect(args: argparse.Namespace) -> int:
     inspect_circuits.check_arguments(args)
     output_dir(args.out, "--out")
     model, _ = load_model_dir(args.checkpoint, KINDS, "inspect", args.device)
+    if args.circuits:
+        inspect_circuits.check_model(model, args.checkpoint)
     seq2seq = isinstance(model, EncoderDecoder)
     if args.cross and not seq2seq:
         raise ValueError(

@@ -29,11 +29,12 @@ from ..inspect import capture
 from ..inspect.graph_plots import spec_text
 from ..inspect.graph_view import attention_graphs
 from ..inspect.inputs import analysed_position, encode_inputs
-from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM, EncoderModel
+from ..models import DecoderClassifier, DecoderLM, EncoderDecoder, EncoderMLM, EncoderModel
+from ..models.heads import ClassificationHead
 
 __all__ = ["explore_data", "model_info"]
 
-KINDS = (DecoderLM, EncoderModel, EncoderDecoder)
+KINDS = (DecoderLM, DecoderClassifier, EncoderModel, EncoderDecoder)
 WHAT = ("the text", "the target")  # how error messages name the inputs
 
 
@@ -87,7 +88,7 @@ def explore_data(model, text: str, target: str | None = None, *, top_k: int = 5)
 def _task(model) -> str:
     if isinstance(model, EncoderDecoder):
         return "seq2seq"
-    if isinstance(model, EncoderClassifier):
+    if isinstance(model, ClassificationHead):
         return "classify"
     if isinstance(model, EncoderMLM):
         return "mlm"
@@ -148,12 +149,11 @@ def _residual(rec) -> dict[str, list[dict]]:
 
 def _predictions(model, out, inputs, k: int) -> dict:
     tok = model.tokenizer
-    if isinstance(model, EncoderClassifier):
+    if isinstance(model, ClassificationHead):
         probs = out.logits[0].double().softmax(-1)  # (n_classes,)
-        labels = model.config.extra.get("labels") or list(range(len(probs)))
         return {
             "kind": "class",
-            "labels": [str(x) for x in labels],
+            "labels": model.class_names(),
             "probs": _rounded(probs, sig=6),
             "predicted": int(probs.argmax()),
         }
@@ -190,13 +190,13 @@ def _circuits(model, inputs, position: int, k: int) -> tuple[dict, dict]:
             ],
             "probs": _rounded(lens.probs[:, 0], sig=4),
         }
-    classify = isinstance(model, EncoderClassifier)
+    if output.logits is None:  # a body without a head (BertModel): nothing is predicted
+        why = f"a {type(model).__name__} has no head: it predicts no token or class to attribute"
+        return lens_data, {"error": why, "answer": None, "position": position}
+    classify = isinstance(model, ClassificationHead)
     logits = output.logits[0] if classify else output.logits[0, position]
     answer = int(logits.argmax())
-    if classify:
-        name = str((model.config.extra.get("labels") or range(logits.numel()))[answer])
-    else:
-        name = tok.id_to_token(answer)
+    name = model.class_names()[answer] if classify else tok.id_to_token(answer)
     mask = inputs.kwargs.get("attention_mask")
     try:
         dla = circuits.logit_attribution(

@@ -88,15 +88,14 @@ def classify(
 ) -> list[Classification]:
     """One Classification per input (texts, need a tokenizer, or lists of ids).
 
-    labels: the class names, default ``model.config.extra["labels"]`` if the model has them,
-    else "0", "1", ... ."""
+    labels: the class names, default the model's (``class_names()``: its
+    ``config.extra["labels"]``, else "0", "1", ...)."""
     if not isinstance(model, ClassificationHead):
         raise ValueError(
             f"classify needs an EncoderClassifier or DecoderClassifier, got {type(model).__name__}"
         )
     n_classes = model.config.n_classes
-    names = labels if labels is not None else model.config.extra.get("labels")
-    names = [str(i) for i in range(n_classes)] if names is None else [str(n) for n in names]
+    names = model.class_names() if labels is None else [str(n) for n in labels]
     if len(names) != n_classes:
         raise ValueError(
             f"labels has {len(names)} names but the model has n_classes={n_classes}: allowed "

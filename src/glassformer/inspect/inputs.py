@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..models import DecoderLM, EncoderDecoder, EncoderModel
+from ..models import DecoderClassifier, DecoderLM, EncoderDecoder, EncoderModel
 
 __all__ = ["Inputs", "analysed_position", "corrupt_ids", "encode_inputs"]
 
@@ -31,8 +31,9 @@ def encode_inputs(
     what: tuple[str, str] = ("--text", "--target"),
 ) -> Inputs:
     """Encode the text as in training: <BOS> ids for a DecoderLM, <BOS> ids <EOS> for an
-    encoder, ids <EOS> for an encoder-decoder's source (+ decoder_start and the target, unless
-    ``target_ids`` is False). ``what`` names the text and the target in error messages."""
+    encoder or a DecoderClassifier, ids <EOS> for an encoder-decoder's source (+ decoder_start
+    and the target, unless ``target_ids`` is False). ``what`` names the text and the target
+    in error messages."""
     tok, cfg = model.tokenizer, model.config
     device = next(model.parameters()).device
     if target is not None and not isinstance(model, EncoderDecoder):
@@ -41,6 +42,8 @@ def encode_inputs(
         ids = tok.encode(text, add_bos=True)
     elif isinstance(model, EncoderModel):
         ids = tok.encode(text, add_bos=True, add_eos=True, allowed_special=True)
+    elif isinstance(model, DecoderClassifier):
+        ids = tok.encode(text, add_bos=True, add_eos=True)
     else:
         ids = tok.encode(text, add_eos=True)
     ids, mask = _padded(what[0], ids, pad_to, cfg.max_len, cfg.pad_id)
@@ -49,7 +52,7 @@ def encode_inputs(
         kwargs["attention_mask"] = torch.tensor([mask], device=device)
     names = [tok.id_to_token(i) for i in ids]
     if not isinstance(model, EncoderDecoder) or not target_ids:
-        return Inputs(kwargs, {"decoder" if isinstance(model, DecoderLM) else "encoder": names})
+        return Inputs(kwargs, {_stack(model): names})
     tgt = _target(model, kwargs, target, what[1])
     kwargs["decoder_input_ids"] = torch.tensor([tgt], device=device)
     return Inputs(kwargs, {"encoder": names, "decoder": [tok.id_to_token(i) for i in tgt]})
@@ -81,7 +84,7 @@ def _target(model: EncoderDecoder, kwargs: dict[str, Tensor], target: str | None
 def analysed_position(model, inputs: Inputs, positions: dict[str, int], chosen) -> int:
     """The position whose prediction --circuits analyses: --position, else a masked LM's first
     <MASK>, else the last real token (the readout stack's entry of ``positions``)."""
-    stack = "decoder" if isinstance(model, (DecoderLM, EncoderDecoder)) else "encoder"
+    stack = "encoder" if isinstance(model, EncoderModel) else "decoder"
     mask_id = getattr(model.tokenizer, "mask_id", None)
     ids = inputs.kwargs["input_ids"][0].tolist()
     if chosen is None and isinstance(model, EncoderModel) and mask_id in ids:
@@ -115,3 +118,8 @@ def _padded(arg: str, ids: list[int], pad_to, max_len: int, pad_id: int):
         )
     extra = pad_to - len(ids)
     return ids + [pad_id] * extra, [1] * len(ids) + [0] * extra
+
+
+def _stack(model) -> str:
+    """The name of a one-stack model's stack: "decoder" (causal) or "encoder"."""
+    return "decoder" if isinstance(model, DecoderLM | DecoderClassifier) else "encoder"

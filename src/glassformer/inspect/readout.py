@@ -6,7 +6,7 @@ tensor): ``X[0, -1, :4] = [...]``, the index written as Python would write it. T
 step shows the whole row A[0, h, -1] of every head (the last query's weights over the keys,
 Eq. 3; long rows by their two ends). The prediction is p = softmax(logits) of the row that
 predicts: the next token (DecoderLM, EncoderDecoder), each <MASK> (EncoderMLM), the class
-(EncoderClassifier).
+(EncoderClassifier, DecoderClassifier).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM
+from ..models import DecoderLM, EncoderDecoder, EncoderMLM
+from ..models.heads import ClassificationHead
 from .steps import Step
 
 __all__ = ["format_prediction", "format_values"]
@@ -43,8 +44,8 @@ def format_values(step: Step) -> list[str]:
 def format_prediction(model, logits: Tensor, input_ids: Tensor, tokenizer) -> list[str]:
     """What the model predicts from the trace's last value ``logits`` (example 0), with
     p = softmax(logits): the likeliest tokens or classes, or nothing for an EncoderModel."""
-    if isinstance(model, EncoderClassifier):
-        labels = model.config.extra.get("labels") or list(range(logits.shape[-1]))
+    if isinstance(model, ClassificationHead):
+        labels = model.class_names()
         return [f"class: p = softmax(logits[0]) = {_top(logits[0], lambda i: repr(labels[i]))}"]
     if isinstance(model, DecoderLM | EncoderDecoder):
         show = _token_names(tokenizer)

@@ -219,7 +219,9 @@ class Steps:
         """The pooled vector v, before any pooler (``point``: the head's hook_pool)."""
         v = self.at(point)
         if pooling == "cls":
-            self.emit("head", "pool", "v = x_0 (the first, <BOS>/CLS, position)", v=v)
+            self.emit("head", "pool", "v = x_first (the first real token, <BOS>/CLS)", v=v)
+        elif pooling == "last":
+            self.emit("head", "pool", "v = x_last (the last real token)", v=v)
         else:
             self.emit("head", "pool", "v = (1/|real|) Σ_n x_n over the real tokens", v=v)
 

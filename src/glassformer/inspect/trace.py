@@ -21,8 +21,16 @@ from contextlib import contextmanager
 import torch
 from torch import Tensor
 
-from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM, EncoderModel
+from ..models import (
+    DecoderClassifier,
+    DecoderLM,
+    EncoderClassifier,
+    EncoderDecoder,
+    EncoderMLM,
+    EncoderModel,
+)
 from ..models.base import eval_mode
+from ..models.heads import ClassificationHead
 from ..models.inputs import InputEmbedding
 from .readout import format_values
 from .steps import Masking, Step, Steps
@@ -45,11 +53,11 @@ def trace(
     """The steps of ``model``'s forward pass on ``input_ids`` (B, T), in order.
 
     ``layer`` keeps only that block's steps (in every stack) besides the input and output
-    steps. The last step's value is the model's ``logits`` (DecoderLM, EncoderMLM,
-    EncoderClassifier, EncoderDecoder with ``decoder_input_ids``), or for an EncoderModel its
-    ``pooled`` vector when it has a pooler, else its ``hidden_states``.
+    steps. The last step's value is the model's ``logits`` (DecoderLM, DecoderClassifier,
+    EncoderMLM, EncoderClassifier, EncoderDecoder with ``decoder_input_ids``), or for an
+    EncoderModel its ``pooled`` vector when it has a pooler, else its ``hidden_states``.
     """
-    families = (DecoderLM, EncoderModel, EncoderDecoder)
+    families = (DecoderLM, DecoderClassifier, EncoderModel, EncoderDecoder)
     if not isinstance(model, families):
         allowed = ", ".join(f.__name__ for f in families)
         raise ValueError(f"trace: model is a {type(model).__name__}; allowed {allowed}")
@@ -70,11 +78,14 @@ def trace(
     with eval_mode(model), torch.no_grad(), _unhooked_reads(model) as read:
         _, cache = model.run_with_cache(input_ids, attention_mask, names=_wanted, **kwargs)
     steps = Steps(cache, read, layer)
-    if isinstance(model, DecoderLM):
+    if isinstance(model, DecoderLM | DecoderClassifier):
         masking = Masking(causal=True, keys=attention_mask is not None)
         steps.embed(model, "input")
         steps.stack(model, "", masking)
-        steps.lm_head(model, model.config.activation)
+        if isinstance(model, DecoderLM):
+            steps.lm_head(model, model.config.activation)
+        else:
+            _classifier_head(steps, model)
     elif isinstance(model, EncoderModel):
         steps.embed(model, "input")
         steps.stack(model, "", Masking(causal=False, keys=attention_mask is not None))
@@ -109,15 +120,22 @@ def _encoder_head(steps: Steps, model: EncoderModel) -> None:
     if isinstance(model, EncoderMLM):
         steps.lm_head(model, model.config.activation)
     elif isinstance(model, EncoderClassifier):
-        steps.pool(model.hook_pool, model.config.pooling)
-        if model.pooler is not None:
-            steps.emit("head", "pooler", "v ← tanh(W v + b)", v=steps.at(model.hook_pooled))
-        formula = "logits = W_c v + b_c  (one score per class)"
-        steps.emit("head", "classifier", formula, logits=steps.at(model.hook_logits))
+        _classifier_head(steps, model)
     elif model.pooler is not None:
         steps.pool(model.hook_pool, model.config.pooling)
         formula = "pooled = tanh(W v + b)"
         steps.emit("head", "pooler", formula, pooled=steps.at(model.hook_pooled))
+
+
+def _classifier_head(steps: Steps, model: ClassificationHead) -> None:
+    """Pool, BERT's pooler where there is one, and the classifier (without b_c on a decoder,
+    as Hugging Face's ``score``)."""
+    steps.pool(model.hook_pool, model.config.pooling)
+    if model.pooler is not None:
+        steps.emit("head", "pooler", "v ← tanh(W v + b)", v=steps.at(model.hook_pooled))
+    bias = " + b_c" if model.classifier.bias is not None else ""
+    formula = f"logits = W_c v{bias}  (one score per class)"
+    steps.emit("head", "classifier", formula, logits=steps.at(model.hook_logits))
 
 
 def _wanted(name: str) -> bool:
@@ -159,4 +177,4 @@ def _unhooked_reads(model) -> Iterator[dict[InputEmbedding, object]]:
 def _stacks(model) -> list:
     if isinstance(model, EncoderDecoder):
         return [model.encoder, model.decoder]
-    return [model]  # DecoderLM, EncoderModel: the model holds its blocks and ln_final
+    return [model]  # DecoderLM, DecoderClassifier, EncoderModel: it holds blocks and ln_final

@@ -3,7 +3,7 @@
 * LM / MLM head: unembedding, logits = W_u h (+ b), with BERT's optional transform
   h ← Norm(a(W h + b)) first (notes: "Output Layer"; the final projection of Phuong &
   Hutter's Algorithm 9).
-* Classification head: pool the sequence into one vector (the first, CLS/<BOS>, position,
+* Classification head: pool the sequence into one vector (the first real token, CLS/<BOS>,
   the mean over real tokens, or a decoder's last real token), optionally BERT's pooler
   tanh(W v + b), then a linear layer to one score per class (Algorithm 9 applied to
   sequence classification).
@@ -66,6 +66,12 @@ class ClassificationHead:
         self.hook_pooled = HookPoint()
         self.hook_logits = HookPoint()
 
+    def class_names(self) -> list[str]:
+        """The name of each class, by index: ``config.extra["labels"]`` (the training data's
+        labels, or a Hugging Face classifier's ``id2label``), else "0", "1", ... ."""
+        names = self.config.extra.get("labels") or range(self.config.n_classes)
+        return [str(n) for n in names]
+
     def class_logits(self, h: Tensor, token_mask: Tensor | None) -> Tensor:
         """h (B, T, C), token_mask (B, T) -> class logits (B, n_classes)."""
         v = self.hook_pool(pool(h, token_mask, self.pooling))  # (B, C)
@@ -76,18 +82,23 @@ class ClassificationHead:
 
 
 def pool(h: Tensor, token_mask: Tensor | None, pooling: str) -> Tensor:
-    """h (B, T, C) -> (B, C): the first position (``"cls"``: <BOS> / [CLS]), the mean over
+    """h (B, T, C) -> (B, C): the first real token (``"cls"``: <BOS> / [CLS]), the mean over
     the real tokens (``"mean"``), or the last real token (``"last"``: the one position of a
     causal decoder that has read the whole text, as Hugging Face's
-    ``*ForSequenceClassification`` decoders pool; right or left padding)."""
+    ``*ForSequenceClassification`` decoders pool). ``token_mask`` (B, T), True = a real
+    token, finds the first and last real token under right or left padding."""
+    rows = torch.arange(h.shape[0], device=h.device)  # (B,)
     if pooling == "cls":
-        return h[:, 0]  # (B, C)
+        if token_mask is None:
+            return h[:, 0]  # (B, C)
+        first = token_mask.long().argmax(dim=1)  # (B,): index of the first real token
+        return h[rows, first]  # (B, C)
     if pooling == "last":
         if token_mask is None:
             return h[:, -1]  # (B, C)
         t = torch.arange(h.shape[1], device=h.device)  # (T,)
         last = (token_mask.long() * t).argmax(dim=1)  # (B,): index of the last real token
-        return h[torch.arange(h.shape[0], device=h.device), last]  # (B, C)
+        return h[rows, last]  # (B, C)
     if token_mask is None:
         return h.mean(dim=1)
     w = token_mask.to(h.dtype)[..., None]  # (B, T, 1)

@@ -247,9 +247,14 @@ def _check_overrides(path: str, config: ModelConfig, overrides: dict[str, Any]) 
 
 
 def _task_fields(source: str, config: ModelConfig, task: str, labels) -> dict[str, Any]:
-    """The config fields the task sets: a classifier's classes and its pooling."""
+    """The config fields the task sets: a classifier's classes and its pooling. A classifier
+    whose classes are the data's labels keeps them in its order (its head reads as trained)."""
     if task != "classify":
         return {}
+    classifier = source in ("EncoderClassifier", "DecoderClassifier")
+    known = [str(n) for n in config.extra.get("labels") or []] if classifier else []
+    if sorted(known) == sorted(labels):  # the classifier's classes: kept, in its order
+        labels = known
     fields: dict[str, Any] = {
         "n_classes": len(labels),
         "extra": {**config.extra, "labels": list(labels)},

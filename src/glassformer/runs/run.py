@@ -37,7 +37,7 @@ from ..training.lock import RunLock
 from .claim import check_out, refuse_kept_run, take_lock
 from .curves import write_loss_plot, write_tensorboard
 from .data_identity import check_same_data, data_identity
-from .datasets import load_splits, train_tokenizer
+from .datasets import align_labels, load_splits, train_tokenizer
 from .errors import RunError, RunInterrupted
 from .fits import check_fits
 from .plan import RUN_OPTIONS, TRAIN_OPTIONS, RunPlan, make_plan, model_config, option_tables
@@ -246,6 +246,11 @@ class Run:
         if self.model_config is None:
             vocab, labels = self.tokenizer.vocab_size, self.train_data.labels
             self.model_config = model_config(plan, vocab, labels)
+        classes = self.model_config.extra.get("labels")
+        if self.train_data.labels and classes:  # class indices in the model's order
+            self.train_data = align_labels(self.train_data, tuple(classes))
+            if self.val_data is not None:
+                self.val_data = align_labels(self.val_data, tuple(classes))
         if ckpt is not None:  # resuming: the run's config and the checkpoint's tokenizer
             check_vocabulary(self.tokenizer, self.model_config, where=str(ckpt / "tokenizer.json"))
         task, family = TASKS[plan.task], self.model_config.family  # a decoder's classifier too

@@ -10,6 +10,7 @@
 Supported classes (``SUPPORTED``) and their glassformer counterparts:
 
     GPT2LMHeadModel                 DecoderLM       (gpt2.py)
+    GPT2ForSequenceClassification   DecoderClassifier (gpt2.py)
     BertModel                       EncoderModel    (bert.py)
     BertForMaskedLM                 EncoderMLM      (bert.py)
     BertForSequenceClassification   EncoderClassifier (bert.py)

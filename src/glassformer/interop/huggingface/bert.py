@@ -36,6 +36,8 @@ from .common import (
     ACT_TO_HF,
     Rule,
     check_option,
+    class_labels,
+    hf_labels,
     linear,
     require_config,
     require_embed_dropout,
@@ -84,6 +86,7 @@ def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
         check_option(where, "tie_word_embeddings", bool(c.tie_word_embeddings), [True])
     classifier = where == "BertForSequenceClassification"
     pooler = classifier or (where == "BertModel" and hf_model.pooler is not None)
+    labels = {"labels": class_labels(where, c)} if classifier else {}  # by index: id2label
     config = ModelConfig(
         family="encoder",
         vocab_size=c.vocab_size,
@@ -113,7 +116,7 @@ def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
         pooler=pooler,
         pad_id=token_id(c.pad_token_id, c.vocab_size),
         init_std=c.initializer_range,
-        extra={"converted_from": where},
+        extra={"converted_from": where, **labels},
     )
     return HF_CLASSES[where], config
 
@@ -215,7 +218,7 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
         layer_norm_eps=c.norm_eps,
         initializer_range=c.init_std,
         pad_token_id=c.pad_id,
-        num_labels=c.n_classes,
+        **hf_labels(c),
     )
     if hf_class == "BertModel":
         return transformers.BertModel(hf_config, add_pooling_layer=c.pooler)

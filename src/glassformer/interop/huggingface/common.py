@@ -27,6 +27,8 @@ __all__ = [
     "ACT_TO_HF",
     "Rule",
     "check_option",
+    "class_labels",
+    "hf_labels",
     "linear",
     "require_config",
     "require_embed_dropout",
@@ -228,3 +230,29 @@ def _untied(sd: dict[str, Tensor], used: set[str]) -> list[str]:
     """Names of ``sd`` minus the tied copies of tensors already read."""
     read = {id(sd[k]) for k in used if k in sd}
     return [k for k, t in sd.items() if k in used or id(t) not in read]
+
+
+def class_labels(where: str, config: Any) -> list[str]:
+    """A Hugging Face classifier's class names, by class index: its config's ``id2label``
+    (``LABEL_0``, ``LABEL_1``, ... where config.json gives none, as transformers names them);
+    a ValueError when two classes share a name."""
+    id2label = getattr(config, "id2label", None) or {}
+    names = [str(id2label.get(i, f"LABEL_{i}")) for i in range(config.num_labels)]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(
+            f"{where}: id2label {dict(enumerate(names))} names the classes {twice} more than "
+            "once; allowed: one distinct name per class"
+        )
+    return names
+
+
+def hf_labels(config: Any) -> dict[str, Any]:
+    """The ``num_labels``, ``id2label`` and ``label2id`` of a Hugging Face config for a
+    glassformer classifier's config (its class names ``extra["labels"]``, or "0", "1", ...)."""
+    names = [str(n) for n in config.extra.get("labels") or range(config.n_classes)]
+    return {
+        "num_labels": config.n_classes,
+        "id2label": dict(enumerate(names)),
+        "label2id": {n: i for i, n in enumerate(names)},
+    }

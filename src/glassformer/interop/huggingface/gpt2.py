@@ -1,4 +1,5 @@
-"""GPT-2: ``transformers.GPT2LMHeadModel`` <-> ``glassformer.models.DecoderLM``.
+"""GPT-2: ``transformers.GPT2LMHeadModel`` / ``GPT2ForSequenceClassification`` <->
+``glassformer.models.DecoderLM`` / ``DecoderClassifier``.
 
 Pre-norm decoder, learned positions, LayerNorm, tanh-approximated GELU ("gelu_new" =
 activation "gelu_tanh"), a final norm ``ln_f`` and an unembedding tied to ``wte``.
@@ -15,19 +16,28 @@ GPT-2's Conv1D stores each weight as (in, out), so every matrix is transposed.
     transformer.h.i.mlp.c_proj.*   (Wᵀ)     blocks.i.mlp.fc2.*
     transformer.ln_f.*                      ln_final.*
     lm_head.weight                          unembed.proj.weight
+    score.weight             (classifier)   classifier.weight
+
+The classifier pools the last real token by the attention mask (``pooling="last"``), where
+GPT2ForSequenceClassification reads the last token that is not ``pad_token_id``: the two agree
+on a text that does not end in ``pad_token_id``. (A GPT-2 classifier often sets it to
+<|endoftext|>, which glassformer's commands add as <BOS> and <EOS>: they read that <EOS>.)
+Its class names are config.json's ``id2label``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...models import DecoderLM, GlassformerModel
+from ...models import DecoderClassifier, DecoderLM, GlassformerModel
 from ...models.config import ModelConfig
 from .common import (
     ACT_FROM_HF,
     ACT_TO_HF,
     Rule,
     check_option,
+    class_labels,
+    hf_labels,
     linear,
     require_config,
     require_no_hidden_dropout,
@@ -38,7 +48,11 @@ from .folder_checks import ConfigSpec
 
 __all__ = ["CONFIG_SPEC", "HF_CLASSES", "build_hf", "config_from_hf", "rules"]
 
-HF_CLASSES: dict[str, type[GlassformerModel]] = {"GPT2LMHeadModel": DecoderLM}
+HF_CLASSES: dict[str, type[GlassformerModel]] = {
+    "GPT2LMHeadModel": DecoderLM,
+    "GPT2ForSequenceClassification": DecoderClassifier,
+}
+_CLASSIFIER = "GPT2ForSequenceClassification"
 CONFIG_SPEC = ConfigSpec(  # config.json, checked before anything is built (folder_checks.py)
     sizes=("vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "n_inner"),
     nullable=("n_inner",),
@@ -57,6 +71,11 @@ def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
     )
     check_option(where, "reorder_and_upcast_attn", c.reorder_and_upcast_attn, [False])
     check_option(where, "activation_function", c.activation_function, list(ACT_FROM_HF))
+    head: dict[str, Any] = {}
+    extra = {"converted_from": where, "hf_token_ids": _token_ids(c)}
+    if where == _CLASSIFIER:  # score(h) at the last real token, no dropout before it
+        head = dict(n_classes=c.num_labels, pooling="last", pooler=False, classifier_dropout=0.0)
+        extra["labels"] = class_labels(where, c)  # the class names, by index: id2label
     config = ModelConfig(
         family="decoder",
         vocab_size=c.vocab_size,
@@ -79,9 +98,10 @@ def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
         tie_embeddings=bool(c.tie_word_embeddings),
         pad_id=token_id(c.pad_token_id, c.vocab_size),
         init_std=c.initializer_range,
-        extra={"converted_from": where, "hf_token_ids": _token_ids(c)},
+        extra=extra,
+        **head,
     )
-    return DecoderLM, config
+    return HF_CLASSES[where], config
 
 
 def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
@@ -89,7 +109,9 @@ def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
         rule("embed.weight", "transformer.wte.weight"),
         rule("pos_embed.weight", "transformer.wpe.weight"),
         *linear("ln_final", "transformer.ln_f"),
-        rule("unembed.proj.weight", "lm_head.weight"),
+        rule("classifier.weight", "score.weight")
+        if hf_class == _CLASSIFIER
+        else rule("unembed.proj.weight", "lm_head.weight"),
     ]
     for i in range(config.n_layer):
         g, h = f"blocks.{i}", f"transformer.h.{i}"
@@ -109,7 +131,8 @@ def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
 
 
 def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
-    """An untrained GPT2LMHeadModel of the same shape as ``model`` (weights copied later)."""
+    """An untrained GPT-2 of the class ``hf_class``, the same shape as ``model`` (weights
+    copied later)."""
     c = model.config
     require_config(
         hf_class,
@@ -130,6 +153,11 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
     require_config(hf_class, c, n_kv_head=(None, c.n_head))
     require_no_hidden_dropout(hf_class, c, "GPT-2 drops the MLP's output, resid_pdrop")
     ids = c.extra.get("hf_token_ids", {"bos_token_id": None, "eos_token_id": None})
+    head = {}
+    if hf_class == _CLASSIFIER:  # pooled at the last token that is not pad_token_id
+        require_config(hf_class, c, pooling=("last",), pooler=(False,))
+        head = {**hf_labels(c), "pad_token_id": c.pad_id}
+    ids = {k: v for k, v in ids.items() if k not in head}
     hf_config = transformers.GPT2Config(
         vocab_size=c.vocab_size,
         n_positions=c.max_len,
@@ -145,8 +173,9 @@ def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:
         initializer_range=c.init_std,
         tie_word_embeddings=c.tie_embeddings,
         **ids,
+        **head,
     )
-    return transformers.GPT2LMHeadModel(hf_config)
+    return getattr(transformers, hf_class)(hf_config)
 
 
 def _token_ids(c: Any) -> dict[str, Any]:
