@@ -140,7 +140,8 @@ class HFTokenizer(Tokenizer):
         except BaseException as err:  # the library raises a bare Exception on a malformed file
             if not _library_error(err):
                 raise
-            raise ValueError(f"{where} is not a readable {kind} tokenizer ({_reason(err)})") from None
+            reason = _reason(err)
+            raise ValueError(f"{where} is not a readable {kind} tokenizer ({reason})") from None
         self._data, self._hf = data, hf
         self._hf_ids = frozenset(hf.get_vocab(with_added_tokens=True).values())
 
