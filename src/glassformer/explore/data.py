@@ -30,6 +30,7 @@ from ..inspect.graph_plots import spec_text
 from ..inspect.graph_view import attention_graphs
 from ..inspect.inputs import analysed_position, encode_inputs
 from ..models import DecoderLM, EncoderClassifier, EncoderDecoder, EncoderMLM, EncoderModel
+from ..models.tokens import drop_undefined_ids
 
 __all__ = ["explore_data", "model_info"]
 
@@ -160,6 +161,7 @@ def _predictions(model, out, inputs, k: int) -> dict:
     if not isinstance(model, DecoderLM | EncoderDecoder | EncoderMLM):
         return {"kind": "none"}
     probs = out.logits[0].double().softmax(-1)  # (T, N_V)
+    probs = drop_undefined_ids(probs, tok, 0.0)  # padding rows are no prediction
     top = probs.topk(min(k, probs.shape[-1]), dim=-1)
     rows = [
         [[tok.id_to_token(i), i, p] for i, p in zip(ids, ps, strict=True)]
@@ -192,7 +194,7 @@ def _circuits(model, inputs, position: int, k: int) -> tuple[dict, dict]:
         }
     classify = isinstance(model, EncoderClassifier)
     logits = output.logits[0] if classify else output.logits[0, position]
-    answer = int(logits.argmax())
+    answer = int((logits if classify else drop_undefined_ids(logits, tok)).argmax())
     if classify:
         name = str((model.config.extra.get("labels") or range(logits.numel()))[answer])
     else:

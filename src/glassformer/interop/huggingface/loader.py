@@ -25,6 +25,7 @@ __all__ = [
     "SUPPORTED",
     "from_huggingface",
     "from_huggingface_dir",
+    "huggingface_dir_class",
     "huggingface_key_map",
     "to_huggingface",
 ]
@@ -88,6 +89,28 @@ def from_huggingface_dir(
     config.json's ``architectures`` (without either, the ``model_type`` decides: gpt2, bert
     (BertModel), bart, llama)."""
     path = Path(path)
+    name = _architecture(path, architecture)
+    transformers = require_transformers()
+    if tokenizer is _FOLDERS:  # before the weights: a bad tokenizer fails fast
+        tokenizer = _folder_tokenizer(path)
+    try:
+        hf_model = getattr(transformers, name).from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: cannot load it as {name}: {err}") from None
+    return from_huggingface(hf_model.eval(), tokenizer=tokenizer)
+
+
+def huggingface_dir_class(path: str | Path) -> tuple[type[GlassformerModel], dict[str, Any]]:
+    """The glassformer class a Hugging Face model directory converts to, and its parsed
+    ``config.json``, read without the weights (ValueError as ``from_huggingface_dir``)."""
+    path = Path(path)
+    name = _architecture(path, None)
+    meta = loads_json((path / "config.json").read_bytes(), str(path / "config.json"))
+    return _converter(name).HF_CLASSES[name], meta
+
+
+def _architecture(path: Path, architecture: str | None) -> str:
+    """The Hugging Face class that ``from_huggingface_dir`` loads from ``path``."""
     config_file = path / "config.json"
     if not path.is_dir():
         raise ValueError(f"{path}: not a Hugging Face model directory (no such directory)")
@@ -110,14 +133,7 @@ def from_huggingface_dir(
             f"{path}: architectures={names} (model_type={meta.get('model_type')!r}) is not "
             f"supported; supported: {list(SUPPORTED)}"
         )
-    transformers = require_transformers()
-    if tokenizer is _FOLDERS:  # before the weights: a bad tokenizer fails fast
-        tokenizer = _folder_tokenizer(path)
-    try:
-        hf_model = getattr(transformers, name).from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: cannot load it as {name}: {err}") from None
-    return from_huggingface(hf_model.eval(), tokenizer=tokenizer)
+    return name
 
 
 def to_huggingface(model: GlassformerModel, *, architecture: str | None = None) -> Any:
