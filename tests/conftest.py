@@ -41,3 +41,20 @@ def browser():
         b = p.chromium.launch(executable_path=path, args=BROWSER_FLAGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def minilm_folder():
+    """all-MiniLM-L6-v2 as it ships (tests/real_models.py): read only, copy before changing."""
+    from .real_models import minilm_folder
+
+    return minilm_folder()
+
+
+@pytest.fixture(scope="session")
+def smollm2_folder():
+    """SmolLM2-135M-Instruct as a Hugging Face folder made from its package's GGUF file
+    (tests/real_models.py): read only, copy before changing."""
+    from .real_models import smollm2_folder
+
+    return smollm2_folder()

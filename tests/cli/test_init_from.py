@@ -5,6 +5,7 @@ nothing. (Hugging Face directories: tests/runs/test_init_from.py.)"""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -56,6 +57,24 @@ def test_a_missing_folder_or_one_without_a_model_is_refused(cli, rows, tmp_path,
     out = tmp_path / "run"
     result = cli.run("train", "--data", rows, "--init-from", make(tmp_path), "--out", out)
     cli.assert_user_error(result, *words)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("left", ["run.json only", "an empty checkpoints folder"])
+def test_a_run_with_no_checkpoint_yet_is_named_as_such(cli, task_runs, rows, tmp_path, left):
+    started = tmp_path / "started"
+    shutil.copytree(task_runs["mlm"], started)
+    shutil.rmtree(started / "checkpoints")
+    if left == "an empty checkpoints folder":
+        (started / "checkpoints").mkdir()
+    out = tmp_path / "run"
+    result = cli.run("train", "--data", rows, "--init-from", started, "--out", out)
+    cli.assert_user_error(
+        result,
+        f"--init-from {started}: the run has no checkpoint yet (nothing in "
+        f"{started / 'checkpoints'}); train it until it saves one (train.save_every), or pick "
+        "a run or checkpoint folder that has one",
+    )
     assert not out.exists()
 
 

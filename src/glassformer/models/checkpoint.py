@@ -185,8 +185,8 @@ def read_weights(model: Checkpointable, path: Path) -> dict[str, torch.Tensor]:
             unexpected = sorted(stored[name] for name in names - set(expected))  # as in the file
             if missing or unexpected:
                 raise ValueError(
-                    f"{path}: weights do not match the config: missing {missing[:5]}, "
-                    f"unexpected {unexpected[:5]}"
+                    f"{path}: weights do not match the config: missing {_few(missing)}, "
+                    f"unexpected {_few(unexpected)}"
                 )
             for name, want in expected.items():
                 got = f.get_slice(stored[name])
@@ -212,6 +212,12 @@ def read_weights(model: Checkpointable, path: Path) -> dict[str, torch.Tensor]:
         first.setdefault(id(t), name)
         tensors.setdefault(name, tensors[first[id(t)]])
     return tensors
+
+
+def _few(names: list[str], shown: int = 5) -> str:
+    """``3 ['a', 'b', 'c']``, or ``12 ['a', ..., 'e', ...]``: how many, and the first few."""
+    more = ", ..." if len(names) > shown else ""
+    return f"{len(names)} [{', '.join(map(repr, names[:shown]))}{more}]"
 
 
 def check_finite(tensor: torch.Tensor, where: str, what: str = "the weights are") -> None:

@@ -43,7 +43,7 @@ import torch
 from ..models.checkpoint import CONFIG_FILE, load_pretrained
 from ..models.config import GRAPH_FIELDS, ModelConfig
 from ..models.registry import model_class
-from ..run_layout import CHECKPOINTS
+from ..run_layout import CHECKPOINTS, best_or_latest
 from ..tasks import TASKS
 from .errors import RunError
 from .model_folders import is_huggingface_dir, peek_huggingface, read_huggingface
@@ -90,9 +90,24 @@ def check_init_path(name: str) -> str:
     if not path.is_dir():
         what = "no such folder" if not path.exists() else "not a folder"
         raise RunError(f"--init-from {name}: {what}; {WHAT}")
+    if not (path / CONFIG_FILE).is_file():
+        _check_run_has_checkpoint(name, path)
     if not (path / CONFIG_FILE).is_file() and not (path / CHECKPOINTS).is_dir():
         raise RunError(f"--init-from {name}: not a model (no {CONFIG_FILE}); {WHAT}")
     return str(path.resolve())
+
+
+def _check_run_has_checkpoint(name: str, path: Path) -> None:
+    """Refuse a run folder (run.json or checkpoints/) that has saved no checkpoint yet."""
+    from .record import RUN_FILE  # record imports plan, which imports this module
+
+    is_run = (path / RUN_FILE).is_file() or (path / CHECKPOINTS).is_dir()
+    if is_run and best_or_latest(path) is None:
+        raise RunError(
+            f"--init-from {name}: the run has no checkpoint yet (nothing in "
+            f"{path / CHECKPOINTS}); train it until it saves one (train.save_every), or pick a "
+            "run or checkpoint folder that has one"
+        )
 
 
 def fine_tune_defaults(task: str, steps: int) -> dict[str, Any]:

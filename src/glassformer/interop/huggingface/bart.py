@@ -44,13 +44,30 @@ from .common import (
     stacked,
     token_id,
 )
+from .folder_checks import ConfigSpec
 
-__all__ = ["HF_CLASSES", "build_hf", "config_from_hf", "rules"]
+__all__ = ["CONFIG_SPEC", "HF_CLASSES", "build_hf", "config_from_hf", "rules"]
 
 HF_CLASSES: dict[str, type[GlassformerModel]] = {"BartForConditionalGeneration": EncoderDecoder}
 _OFFSET = 2  # BartLearnedPositionalEmbedding reads row position + 2
 _EPS = 1e-5  # BART's LayerNorms use torch's default eps
 _TOKEN_KEYS = ("bos_token_id", "eos_token_id", "forced_eos_token_id")
+CONFIG_SPEC = ConfigSpec(  # config.json, checked before anything is built (folder_checks.py)
+    sizes=(
+        "vocab_size",
+        "d_model",
+        "encoder_layers",
+        "decoder_layers",
+        "encoder_attention_heads",
+        "decoder_attention_heads",
+        "encoder_ffn_dim",
+        "decoder_ffn_dim",
+        "max_position_embeddings",
+    ),
+    splits=(("d_model", "encoder_attention_heads"), ("d_model", "decoder_attention_heads")),
+    activation="activation_function",
+    activations=tuple(ACT_FROM_HF),
+)
 
 
 def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:

@@ -44,8 +44,9 @@ from .common import (
     stacked,
     token_id,
 )
+from .folder_checks import ConfigSpec
 
-__all__ = ["HF_CLASSES", "build_hf", "config_from_hf", "rules"]
+__all__ = ["CONFIG_SPEC", "HF_CLASSES", "build_hf", "config_from_hf", "load_options", "rules"]
 
 HF_CLASSES: dict[str, type[GlassformerModel]] = {
     "BertModel": EncoderModel,
@@ -55,6 +56,20 @@ HF_CLASSES: dict[str, type[GlassformerModel]] = {
 # glassformer's MLM transform applies GELU (erf, or tanh for "gelu_tanh") whatever the encoder's
 # activation, so a BERT masked LM must use a GELU
 _MLM_ACTS = ("gelu", "gelu_new", "gelu_pytorch_tanh")
+CONFIG_SPEC = ConfigSpec(  # config.json, checked before anything is built (folder_checks.py)
+    sizes=(
+        "vocab_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+        "max_position_embeddings",
+        "type_vocab_size",
+    ),
+    splits=(("hidden_size", "num_attention_heads"),),
+    activation="hidden_act",
+    activations=tuple(ACT_FROM_HF),
+)
 
 
 def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
@@ -101,6 +116,14 @@ def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:
         extra={"converted_from": where},
     )
     return HF_CLASSES[where], config
+
+
+def load_options(hf_class: str, names: list[str] | None) -> dict[str, Any]:
+    """``from_pretrained``'s arguments that the weights' tensor ``names`` decide: a BertModel
+    saved without its pooler (``add_pooling_layer=False``) is read without one."""
+    if hf_class != "BertModel" or names is None:
+        return {}
+    return {"add_pooling_layer": any(n.startswith(("pooler.", "bert.pooler.")) for n in names)}
 
 
 def rules(config: ModelConfig, hf_class: str) -> list[Rule]:

@@ -34,10 +34,18 @@ from .common import (
     rule,
     token_id,
 )
+from .folder_checks import ConfigSpec
 
-__all__ = ["HF_CLASSES", "build_hf", "config_from_hf", "rules"]
+__all__ = ["CONFIG_SPEC", "HF_CLASSES", "build_hf", "config_from_hf", "rules"]
 
 HF_CLASSES: dict[str, type[GlassformerModel]] = {"GPT2LMHeadModel": DecoderLM}
+CONFIG_SPEC = ConfigSpec(  # config.json, checked before anything is built (folder_checks.py)
+    sizes=("vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "n_inner"),
+    nullable=("n_inner",),
+    splits=(("n_embd", "n_head"),),
+    activation="activation_function",
+    activations=tuple(ACT_FROM_HF),
+)
 
 
 def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:

@@ -34,11 +34,28 @@ from .common import (
     token_id,
     unsupported,
 )
+from .folder_checks import ConfigSpec
 
-__all__ = ["HF_CLASSES", "build_hf", "config_from_hf", "rules"]
+__all__ = ["CONFIG_SPEC", "HF_CLASSES", "build_hf", "config_from_hf", "rules"]
 
 HF_CLASSES: dict[str, type[GlassformerModel]] = {"LlamaForCausalLM": DecoderLM}
 _TOKEN_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id")
+CONFIG_SPEC = ConfigSpec(  # config.json, checked before anything is built (folder_checks.py)
+    sizes=(
+        "vocab_size",
+        "hidden_size",
+        "intermediate_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "max_position_embeddings",
+    ),
+    nullable=("num_key_value_heads", "head_dim"),
+    splits=(("hidden_size", "num_attention_heads"), ("num_attention_heads", "num_key_value_heads")),
+    activation="hidden_act",
+    activations=("silu",),
+)
 
 
 def config_from_hf(hf_model: Any) -> tuple[type[GlassformerModel], ModelConfig]:

@@ -8,6 +8,8 @@ huggingface_key_map(model)         {glassformer tensor: HF tensor(s)} for either
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,6 +22,7 @@ from ...models.config import GRAPH_FIELDS
 from ...structured import loads_json
 from . import bart, bert, gpt2, llama
 from .common import require_transformers, transfer
+from .folder_checks import check_config_json, check_loading_report, check_splits, weight_names
 
 __all__ = [
     "SUPPORTED",
@@ -87,30 +90,54 @@ def from_huggingface_dir(
     none when it holds neither; ``tokenizer=`` attaches another, None none). Nothing is
     downloaded (``local_files_only=True``). ``architecture`` overrides the class named in
     config.json's ``architectures`` (without either, the ``model_type`` decides: gpt2, bert
-    (BertModel), bart, llama)."""
+    (BertModel), bart, llama). A damaged folder or weights that do not match config.json are
+    refused in a ValueError; weights the class leaves unused, or a head ``architecture`` adds,
+    give a ``WeightsNote`` warning (folder_checks.py)."""
     path = Path(path)
-    name = _architecture(path, architecture)
+    name, meta, folder_classes = _architecture(path, architecture)
+    config_file = path / "config.json"
     transformers = require_transformers()
+    module, hf_cls = _CONVERTERS[name], getattr(transformers, name)
+    check_config_json(config_file, meta, module.CONFIG_SPEC)  # before anything is built
+    stored = weight_names(path)  # each safetensors header read: a damaged file fails here
+    options = getattr(module, "load_options", lambda *_: {})(name, stored)  # BERT's pooler
+    hf_config = _checked_config(hf_cls, module, path, options)
     if tokenizer is _FOLDERS:  # before the weights: a bad tokenizer fails fast
         tokenizer = _folder_tokenizer(path)
     try:
-        hf_model = getattr(transformers, name).from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: cannot load it as {name}: {err}") from None
+        with _quiet(transformers):  # its report of what it did not load: checked below
+            hf_model, info = hf_cls.from_pretrained(
+                path,
+                config=hf_config,
+                local_files_only=True,
+                output_loading_info=True,
+                ignore_mismatched_sizes=True,  # reported in info, refused below
+                **options,
+            )
+    except (MemoryError, torch.OutOfMemoryError):
+        raise
+    except Exception as err:  # transformers' errors come in many types: one line each
+        raise ValueError(f"{path}: cannot load it as {name}: {_one_line(err)}") from None
+    check_loading_report(path, hf_model, info, own_class=name in folder_classes)
     return from_huggingface(hf_model.eval(), tokenizer=tokenizer)
 
 
 def huggingface_dir_class(path: str | Path) -> tuple[type[GlassformerModel], dict[str, Any]]:
     """The glassformer class a Hugging Face model directory converts to, and its parsed
-    ``config.json``, read without the weights (ValueError as ``from_huggingface_dir``)."""
+    ``config.json`` with its sizes checked, read without the weights (ValueError as
+    ``from_huggingface_dir``)."""
     path = Path(path)
-    name = _architecture(path, None)
-    meta = loads_json((path / "config.json").read_bytes(), str(path / "config.json"))
-    return _converter(name).HF_CLASSES[name], meta
+    name, meta, _ = _architecture(path, None)
+    module = _converter(name)
+    check_config_json(path / "config.json", meta, module.CONFIG_SPEC)
+    return module.HF_CLASSES[name], meta
 
 
-def _architecture(path: Path, architecture: str | None) -> str:
-    """The Hugging Face class that ``from_huggingface_dir`` loads from ``path``."""
+def _architecture(
+    path: Path, architecture: str | None
+) -> tuple[str, dict[str, Any], list[str]]:
+    """The Hugging Face class that ``from_huggingface_dir`` loads from ``path``, the parsed
+    config.json and the classes it names."""
     config_file = path / "config.json"
     if not path.is_dir():
         raise ValueError(f"{path}: not a Hugging Face model directory (no such directory)")
@@ -124,16 +151,52 @@ def _architecture(path: Path, architecture: str | None) -> str:
             f"{path}: a glassformer checkpoint, not a Hugging Face one; load it with "
             "glassformer.models.load_model"
         )
-    names = [architecture] if architecture else list(meta.get("architectures") or [])
-    if not names and meta.get("model_type") in _BY_MODEL_TYPE:  # a config without architectures
-        names = [_BY_MODEL_TYPE[meta["model_type"]]]
+    folder_classes = list(meta.get("architectures") or [])
+    if not folder_classes and meta.get("model_type") in _BY_MODEL_TYPE:  # no architectures
+        folder_classes = [_BY_MODEL_TYPE[meta["model_type"]]]
+    names = [architecture] if architecture else folder_classes
     name = next((n for n in names if n in _CONVERTERS), None)
     if name is None:
         raise ValueError(
             f"{path}: architectures={names} (model_type={meta.get('model_type')!r}) is not "
             f"supported; supported: {list(SUPPORTED)}"
         )
-    return name
+    return name, meta, folder_classes
+
+
+def _checked_config(hf_cls: Any, module: ModuleType, path: Path, options: dict) -> Any:
+    """transformers' config of the folder at ``path``, checked before any weight is read: its
+    values with transformers' defaults filled in, then the converter's refusals on a model
+    built on the "meta" device (shapes only, no memory)."""
+    config_file = path / "config.json"
+    try:
+        hf_config = hf_cls.config_class.from_pretrained(path, local_files_only=True)
+        check_splits(config_file, hf_config, module.CONFIG_SPEC)
+        with torch.device("meta"):
+            skeleton = hf_cls(hf_config, **options)
+    except Exception as err:  # transformers' own validation, of any type
+        shown = _one_line(err)
+        where = "" if shown.startswith(str(config_file)) else f"{config_file}: "
+        raise ValueError(f"{where}{shown}") from None
+    module.config_from_hf(skeleton)
+    return hf_config
+
+
+def _one_line(err: BaseException) -> str:
+    """An error's message on one line (transformers' span several)."""
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+@contextlib.contextmanager
+def _quiet(transformers: Any) -> Iterator[None]:
+    """transformers' warnings off (its loading report: folder_checks.py refuses or notes)."""
+    logging = transformers.utils.logging
+    level = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(level)
 
 
 def to_huggingface(model: GlassformerModel, *, architecture: str | None = None) -> Any:
