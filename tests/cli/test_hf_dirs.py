@@ -6,6 +6,7 @@ Hugging Face does on the same ids."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -238,3 +239,22 @@ def test_without_the_tokenizers_package_the_command_names_the_extra(cli, gpt2_di
     monkeypatch.setitem(sys.modules, "tokenizers", None)
     result = cli.run("generate", "--checkpoint", gpt2_dir, "--prompt", "to")
     cli.assert_user_error(result, "'tokenizers'", "glassformer[hf]")
+
+
+def test_a_tokenizer_regex_past_the_engines_retry_limit_is_one_error_line(cli, gpt2_dir, tmp_path):
+    """The tokenizers library panics (``PanicException``, a BaseException) when a regex runs
+    past the regex engine's retry limit: exit 2 and glassformer's one line, which comes last
+    (the library prints its panic message on stderr itself)."""
+    folder = tmp_path / "gpt2"
+    shutil.copytree(gpt2_dir, folder)
+    data = json.loads((folder / "tokenizer.json").read_text())
+    data["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": r"(\w+\s?)+$"},
+                             "behavior": "Isolated", "invert": False}  # fmt: skip
+    (folder / "tokenizer.json").write_text(json.dumps(data))
+    result = cli.run("generate", "--checkpoint", folder, "--prompt", "a" * 30 + "!")
+    assert result.code == 2 and "Traceback" not in result.err
+    assert result.err.splitlines()[-1] == (
+        "glassformer: error: the BPE tokenizer cannot encode the text "
+        "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!' (Onig: Regex search error: retry-limit-in-match "
+        "over): allowed a tokenizer.json that the tokenizers library can apply"
+    )

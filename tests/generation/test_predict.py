@@ -84,3 +84,25 @@ def test_fill_mask_needs_a_mask(char_tokenizer):
         fill_mask(model, char_tokenizer, "no mask here")
     with pytest.raises(ValueError, match=r"top_k=0 is not allowed: an int >= 1"):
         fill_mask(model, char_tokenizer, "<MASK>", top_k=0)
+
+
+def test_fill_mask_never_offers_a_padding_row(char_tokenizer):
+    """A model with 8 rows past the tokenizer's ids, whose logits there are the largest:
+    the candidates are the tokenizer's ids, with the probabilities of those alone."""
+    tok = char_tokenizer
+    model = _encoder(EncoderMLM, tok.vocab_size + 8, head_bias=True)
+    with torch.no_grad():
+        model.unembed.proj.weight[tok.vocab_size :] = 0.0
+        model.unembed.proj.bias[tok.vocab_size :] = 100.0
+    text = "to be or <MASK>ot"
+    (pred,) = fill_mask(model, tok, text, top_k=3)
+    ids = tok.encode(text, add_bos=True, add_eos=True, allowed_special=True)
+    with torch.no_grad():
+        logits = model(torch.tensor([ids])).logits[0, pred.position]
+    assert int(logits.argmax()) >= tok.vocab_size
+    logits[sorted(tok.special_ids)] = float("-inf")
+    top = logits[: tok.vocab_size].softmax(-1).topk(3)
+    assert [c.token_id for c in pred.candidates] == top.indices.tolist()
+    assert len(fill_mask(model, tok, text, top_k=1000)[0].candidates) == tok.vocab_size - len(
+        tok.special_ids
+    )

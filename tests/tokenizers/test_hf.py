@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from glassformer.tokenizers import HFTokenizer, load_hf_tokenizer, load_tokenizer
 
@@ -339,3 +339,38 @@ def test_without_the_tokenizers_package_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "tokenizers", None)
     with pytest.raises(ImportError, match=r"glassformer\[hf\]"):
         HFTokenizer.from_str(json.dumps({"model": {"type": "WordLevel", "vocab": {}}}))
+
+
+@pytest.mark.parametrize("padding, truncation", [(True, False), (False, True), (True, True)])
+def test_the_files_padding_and_truncation_are_off(padding, truncation):
+    """A tokenizer.json that sets padding (sentence-transformers ship ``Fixed`` 128) or
+    truncation (``max_length`` 128): one text is encoded whole and unpadded, as the library
+    does with both settings off; glassformer pads batches and cuts texts by its own rules."""
+    t = wordpiece()
+    if padding:
+        t.enable_padding(pad_id=0, pad_token="[PAD]", length=128)
+    if truncation:
+        t.enable_truncation(max_length=8)
+    tok = HFTokenizer.from_str(t.to_str())
+    text = " ".join(SENTENCES[:4])
+    t.no_padding()
+    t.no_truncation()
+    want = t.encode(text, add_special_tokens=False).ids
+    assert len(want) == 51
+    assert tok.encode(text) == want
+    assert tok.encode("to be") == t.encode("to be", add_special_tokens=False).ids
+    assert len(tok.encode("to be")) == 2
+    saved = tok.to_dict()["huggingface"]  # the file is kept as read
+    assert (saved["padding"] is not None, saved["truncation"] is not None) == (padding, truncation)
+
+
+def test_a_regex_past_the_engines_retry_limit_is_a_value_error():
+    """A pre-tokenizer regex that backtracks past the regex engine's retry limit makes the
+    library panic (``PanicException``, a ``BaseException``): one-line ValueError."""
+    t = Tokenizer(models.WordLevel({"a": 0, "[UNK]": 1}, unk_token="[UNK]"))
+    t.pre_tokenizer = pre_tokenizers.Split(Regex(r"(\w+\s?)+$"), "isolated")
+    tok = HFTokenizer.from_str(t.to_str())
+    with pytest.raises(ValueError) as err:
+        tok.encode("a" * 30 + "!")
+    assert "cannot encode the text 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!'" in one_line(err)
+    assert "retry-limit-in-match" in one_line(err)

@@ -26,6 +26,7 @@ from torch import Tensor
 from ..models.encoder import EncoderModel
 from ..models.heads import LMHead
 from ..models.hooked import ActivationCache
+from ..models.tokens import drop_undefined_ids
 from .attribution import _token_pair, refuse_ambiguous
 from .cached import model_of
 from .stream import NORM_MODES, accumulated_resid
@@ -156,7 +157,7 @@ def logit_lens(
     with torch.no_grad():
         logits = model.lm_logits(x).float()  # (L + 1, B, [T,] V)
     if return_type == "top_k":
-        top = logits.softmax(-1).topk(k, dim=-1)
+        top = drop_undefined_ids(logits.softmax(-1), tok, 0.0).topk(k, dim=-1)
         return LogitLens(
             streams.labels, top.indices, top.values, position, top.values, return_type, None, tok
         )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from ..models.heads import ClassificationHead
+from ..models.tokens import drop_undefined_ids
 
 __all__ = ["Prediction", "analysed", "answer_pair", "chosen_tokens"]
 
@@ -65,8 +66,8 @@ def analysed(model, output, stack: str, position: int, answer, wrong) -> Predict
         scores, where = output.logits[0], None
     else:
         tok = model.tokenizer
-        names = [tok.id_to_token(i) for i in range(model.config.vocab_size)]
-        scores, where = output.logits[0, position], position
+        names = [tok.id_to_token(i) for i in range(min(tok.vocab_size, model.config.vocab_size))]
+        scores, where = drop_undefined_ids(output.logits[0, position], tok), position
     answer = int(scores.argmax()) if answer is None else answer
     return Prediction(stack, where, answer, wrong, names)
 

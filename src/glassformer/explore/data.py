@@ -31,6 +31,7 @@ from ..inspect.graph_view import attention_graphs
 from ..inspect.inputs import analysed_position, encode_inputs
 from ..models import DecoderClassifier, DecoderLM, EncoderDecoder, EncoderMLM, EncoderModel
 from ..models.heads import ClassificationHead
+from ..models.tokens import drop_undefined_ids
 
 __all__ = ["explore_data", "model_info"]
 
@@ -160,6 +161,7 @@ def _predictions(model, out, inputs, k: int) -> dict:
     if not isinstance(model, DecoderLM | EncoderDecoder | EncoderMLM):
         return {"kind": "none"}
     probs = out.logits[0].double().softmax(-1)  # (T, N_V)
+    probs = drop_undefined_ids(probs, tok, 0.0)  # padding rows are no prediction
     top = probs.topk(min(k, probs.shape[-1]), dim=-1)
     rows = [
         [[tok.id_to_token(i), i, p] for i, p in zip(ids, ps, strict=True)]
@@ -195,7 +197,7 @@ def _circuits(model, inputs, position: int, k: int) -> tuple[dict, dict]:
         return lens_data, {"error": why, "answer": None, "position": position}
     classify = isinstance(model, ClassificationHead)
     logits = output.logits[0] if classify else output.logits[0, position]
-    answer = int(logits.argmax())
+    answer = int((logits if classify else drop_undefined_ids(logits, tok)).argmax())
     name = model.class_names()[answer] if classify else tok.id_to_token(answer)
     mask = inputs.kwargs.get("attention_mask")
     try:

@@ -58,7 +58,8 @@ def generate(
             top_p, num_beams, stop strings, ...); None: its defaults.
         attention_mask: (B, T), 1 = a real token, for a padded tensor of ``inputs``.
         tokenizer: for stop strings, the default <EOS> and ``texts`` (default: the tokenizer
-            attached to the model, if any).
+            attached to the model, if any); no step chooses an id it does not define (a
+            model's padding rows past ``tokenizer.file_vocab_size``).
         on_step: called after every step with the new token of each input (None for an
             input that finished at an earlier step); not called by beam search.
         **settings: GenerationConfig fields overriding ``config``.

@@ -27,8 +27,9 @@ from torch import Tensor
 
 from ..models import DecoderLM, EncoderDecoder
 from ..models.base import eval_mode
+from ..models.tokens import drop_undefined_ids
 
-__all__ = ["DecoderSession", "Seq2SeqSession", "Session", "eval_mode"]
+__all__ = ["DecoderSession", "DefinedIds", "Seq2SeqSession", "Session", "eval_mode"]
 
 
 class Session:
@@ -46,6 +47,27 @@ class Session:
 
     def reorder(self, index: Tensor) -> None:
         raise NotImplementedError
+
+
+class DefinedIds(Session):
+    """A session whose logits are -inf at the ids ``tokenizer`` does not define (a model's
+    padding rows, ``models.tokens.drop_undefined_ids``): no step chooses a token the
+    tokenizer cannot spell."""
+
+    def __init__(self, session: Session, tokenizer) -> None:
+        self.session, self.tokenizer = session, tokenizer
+
+    def prefill(self) -> Tensor:
+        return drop_undefined_ids(self.session.prefill(), self.tokenizer)
+
+    def step(self, tokens: Tensor) -> Tensor:
+        return drop_undefined_ids(self.session.step(tokens), self.tokenizer)
+
+    def expand(self, n: int) -> None:
+        self.session.expand(n)
+
+    def reorder(self, index: Tensor) -> None:
+        self.session.reorder(index)
 
 
 class DecoderSession(Session):

@@ -19,7 +19,7 @@ from ..fast import layout
 from ..models import DecoderLM, EncoderDecoder
 from .beam import beam_search
 from .config import GenerationConfig
-from .decoding import DecoderSession, Seq2SeqSession, Session, eval_mode
+from .decoding import DecoderSession, DefinedIds, Seq2SeqSession, Session, eval_mode
 from .inputs import check_ids, pad_prompts
 from .outputs import GenerationOutput
 from .sampling import sample_steps
@@ -131,13 +131,14 @@ class GenerationJob:
     def _session(self) -> Session:
         make = Seq2SeqSession if self.seq2seq else DecoderSession
         with torch.inference_mode():
-            return make(
+            session = make(
                 self.model,
                 self.ids,
                 self.mask,
                 self.config.max_new_tokens,
                 use_cache=self.config.use_cache,
             )
+        return session if self.tokenizer is None else DefinedIds(session, self.tokenizer)
 
     # Greedy and sampling -----------------------------------------------------------------------
     def sample(self) -> Iterator[Tensor]:

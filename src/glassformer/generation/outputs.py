@@ -22,7 +22,8 @@ class GenerationOutput:
         when a tokenizer is known; else None.
     prompt_length: the number of leading columns of ``sequences`` that are not generated.
     scores: beam search only, (B,): the returned sequence's log P / n^length_penalty.
-    logits: with ``return_logits=True``, (B, n, N_V): the raw logits each step chose from.
+    logits: with ``return_logits=True``, (B, n, N_V): the raw logits each step chose from
+        (-inf at the ids the tokenizer does not define, a model's padding rows).
     """
 
     sequences: Tensor

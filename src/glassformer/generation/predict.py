@@ -23,6 +23,7 @@ from torch import Tensor
 
 from ..models import EncoderClassifier, EncoderMLM
 from ..models.heads import ClassificationHead
+from ..models.tokens import drop_undefined_ids
 from .decoding import eval_mode
 from .inputs import check_ids, check_text, pad_prompts
 
@@ -126,7 +127,8 @@ def fill_mask(
 
     A single text gives its list of MaskPrediction (one per <MASK>, left to right); a list
     of texts gives one such list per text. ``exclude_special`` leaves special tokens
-    (<PAD>, <BOS>, <MASK>, ...) out of the candidates."""
+    (<PAD>, <BOS>, <MASK>, ...) out of the candidates; a model's rows past the ids the
+    tokenizer defines (padding rows) are never candidates."""
     if not isinstance(model, EncoderMLM):
         raise ValueError(f"fill_mask needs an EncoderMLM, got {type(model).__name__}")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
@@ -139,10 +141,11 @@ def fill_mask(
         if mask_id not in row:
             raise ValueError(f"text {text!r:.60} has no <MASK>: allowed texts with at least one")
     special = sorted(i for i in tokenizer.special_ids if i < model.config.vocab_size)
-    k = min(top_k, model.config.vocab_size - (len(special) if exclude_special else 0))
+    defined = min(tokenizer.file_vocab_size, model.config.vocab_size)  # ids it can spell
+    k = min(top_k, defined - (sum(i < defined for i in special) if exclude_special else 0))
     results: list[list[MaskPrediction]] = []
     for logits, start in _run(model, rows, batch_size, model.config.pad_id):
-        logits = logits.float()  # (b, T, N_V)
+        logits = drop_undefined_ids(logits.float(), tokenizer)  # (b, T, N_V)
         if exclude_special:
             logits[..., special] = float("-inf")
         probs = logits.softmax(dim=-1)

@@ -39,7 +39,8 @@ def sample_steps(
 ) -> Iterator[Tensor]:
     """Yield the next tokens (B,) of every step; finished rows get ``pad_id``.
 
-    ``logits_log``, when given, receives the raw logits (B, N_V) each step chose from."""
+    ``logits_log``, when given, receives the raw logits (B, N_V) each step chose from (as the
+    session gives them: -inf at ids the tokenizer does not define, ``decoding.DefinedIds``)."""
     temperature, top_k, top_p = config.temperature, config.top_k, config.top_p
     last = config.max_new_tokens - 1
     tokens: Tensor | None = None

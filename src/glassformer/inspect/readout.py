@@ -16,6 +16,7 @@ from torch import Tensor
 
 from ..models import DecoderLM, EncoderDecoder, EncoderMLM
 from ..models.heads import ClassificationHead
+from ..models.tokens import drop_undefined_ids
 from .steps import Step
 
 __all__ = ["format_prediction", "format_values"]
@@ -50,7 +51,7 @@ def format_prediction(model, logits: Tensor, input_ids: Tensor, tokenizer) -> li
     if isinstance(model, DecoderLM | EncoderDecoder):
         show = _token_names(tokenizer)
         where = "decoder input" if isinstance(model, EncoderDecoder) else "input"
-        top = _top(logits[0, -1], show)
+        top = _top(logits[0, -1], show, tokenizer)
         return [f"next token after the {where}: p = softmax(logits[0, -1]) = {top}"]
     if isinstance(model, EncoderMLM):
         show = _token_names(tokenizer)
@@ -58,7 +59,7 @@ def format_prediction(model, logits: Tensor, input_ids: Tensor, tokenizer) -> li
         if not masks:
             return ["no <MASK> in the text: write <MASK> where a token is to be predicted"]
         return [
-            f"<MASK> at {n}: p = softmax(logits[0, {n}]) = {_top(logits[0, n], show)}"
+            f"<MASK> at {n}: p = softmax(logits[0, {n}]) = {_top(logits[0, n], show, tokenizer)}"
             for n in masks
         ]
     return []
@@ -92,8 +93,10 @@ def _number(v) -> str:
     return f"{v:.4g}"
 
 
-def _top(logits: Tensor, name) -> str:
-    p = torch.softmax(logits.double(), dim=-1)
+def _top(logits: Tensor, name, tokenizer=None) -> str:
+    """The likeliest entries of p = softmax(logits), never an id the tokenizer does not
+    define (a model's padding rows)."""
+    p = drop_undefined_ids(torch.softmax(logits.double(), dim=-1), tokenizer, 0.0)
     values, ids = p.topk(min(TOP, p.numel()))
     return ", ".join(
         f"{name(i)} {v:.4f}" for v, i in zip(values.tolist(), ids.tolist(), strict=True)

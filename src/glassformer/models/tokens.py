@@ -35,7 +35,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-__all__ = ["TokenMethods", "no_tokenizer_error"]
+__all__ = ["TokenMethods", "drop_undefined_ids", "no_tokenizer_error"]
 
 PADDING_SIDES = ("right", "left")
 
@@ -47,6 +47,21 @@ def no_tokenizer_error(model: Any, what: str) -> ValueError:
         "has none; glassformer.load_model and from_huggingface_dir attach the one their folder "
         "holds); attach one with model.set_tokenizer(tokenizer) or model.tokenizer = tokenizer"
     )
+
+
+def drop_undefined_ids(values: Tensor, tokenizer: Any, fill: float = float("-inf")) -> Tensor:
+    """``values`` (..., N_V), logits or probabilities over a model's rows, with ``fill`` at
+    every id the tokenizer does not define: ``file_vocab_size`` and up, a model's padding
+    rows (a vocabulary padded to a round size) and a role added past the file's ids. With
+    ``-inf`` on logits no draw, argmax or top-k picks such an id; with ``0.0`` on
+    probabilities a top-k list leaves them out while the others keep their values. Unchanged
+    without a tokenizer, or when it defines every row."""
+    n = None if tokenizer is None else tokenizer.file_vocab_size
+    if n is None or n >= values.shape[-1]:
+        return values
+    out = values.clone()
+    out[..., n:] = fill
+    return out
 
 
 class TokenMethods:
@@ -109,6 +124,7 @@ class TokenMethods:
         if not isinstance(prepend_bos, bool):
             raise TypeError(f"{what}: prepend_bos={prepend_bos!r}; allowed True, False or None")
         rows = [tok.encode(t, add_bos=prepend_bos, allowed_special=True) for t in texts]
+        self._check_embedded(rows, what)
         longest, max_len = max(len(r) for r in rows), self.config.max_len
         if longest > max_len:
             i = max(range(len(rows)), key=lambda j: len(rows[j]))
@@ -122,6 +138,19 @@ class TokenMethods:
         else:
             rows = [f + r for r, f in zip(rows, fill, strict=True)]
         return torch.tensor(rows, dtype=torch.long, device=_device(self))
+
+    def _check_embedded(self, rows: list[list[int]], what: str) -> None:
+        """Refuse an id the model has no embedding row for: a special token that the
+        tokenizer adds past its file's ids (GPT-2's ``<MASK>``), written in a text."""
+        size = self.config.vocab_size
+        for n, row in enumerate(rows):
+            past = next((i for i in row if i >= size), None)
+            if past is not None:
+                token = self._require_tokenizer(what).id_to_token(past)
+                raise ValueError(
+                    f"{what}: text {n} holds {token!r} (id {past}), a token the model has no "
+                    f"embedding for: allowed ids 0 .. {size - 1}; leave {token!r} out"
+                )
 
     def to_str_tokens(
         self,

@@ -16,11 +16,12 @@ import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ..structured import loads_json
 from .errors import RunError
 
-__all__ = ["is_huggingface_dir", "read_huggingface"]
+__all__ = ["is_huggingface_dir", "peek_huggingface", "read_huggingface"]
 
 
 def is_huggingface_dir(path: Path) -> bool:
@@ -35,24 +36,49 @@ def is_huggingface_dir(path: Path) -> bool:
     return isinstance(meta, dict) and ("architectures" in meta or "model_type" in meta)
 
 
-def read_huggingface(path: Path, option: str):
-    """The converted model of the Hugging Face directory ``path``, its tokenizer attached;
-    a ``RunError`` naming ``option`` (``--init-from``, ``--checkpoint``) and the path when
-    the tokenizer is missing or unreadable, the weights cannot be read or do not match
-    config.json (interop/huggingface/folder_checks.py), or an optional package is missing;
-    weights left unused are noted on stderr."""
+def read_huggingface(path: Path, option: str, tokenizer: Any = None):
+    """The converted model of the Hugging Face directory ``path``, its tokenizer attached
+    (``tokenizer``, else the directory's); a ``RunError`` naming ``option`` (``--init-from``,
+    ``--checkpoint``) and the path when the tokenizer is missing or unreadable, the weights
+    cannot be read or do not match config.json (interop/huggingface/folder_checks.py), or an
+    optional package is missing; weights left unused are noted on stderr."""
     from ..interop.huggingface import from_huggingface_dir
+
+    with _run_errors(path, option):
+        if tokenizer is None:  # before the weights: a bad tokenizer fails fast
+            tokenizer = _tokenizer(path, option)
+        with _no_progress_bars(), _notes():
+            return from_huggingface_dir(path, tokenizer=tokenizer)
+
+
+def peek_huggingface(path: Path, option: str) -> tuple[type, dict[str, Any], Any]:
+    """What the Hugging Face directory ``path`` holds, read without its weights: the
+    glassformer class it converts to, its parsed ``config.json`` and its tokenizer (errors as
+    ``read_huggingface``)."""
+    from ..interop.huggingface import huggingface_dir_class
+
+    with _run_errors(path, option):
+        cls, meta = huggingface_dir_class(path)
+        return cls, meta, _tokenizer(path, option)
+
+
+def _tokenizer(path: Path, option: str):
     from ..tokenizers import load_hf_tokenizer
 
+    tokenizer = load_hf_tokenizer(path)
+    if tokenizer is None:
+        raise RunError(
+            f"{option} {path}: a Hugging Face model without a tokenizer; glassformer "
+            "reads tokenizer.json (any kind), or GPT-2's vocab.json and merges.txt"
+        )
+    return tokenizer
+
+
+@contextlib.contextmanager
+def _run_errors(path: Path, option: str) -> Iterator[None]:
+    """A missing optional package or an unreadable file as a RunError naming ``option``."""
     try:
-        tokenizer = load_hf_tokenizer(path)  # before the weights: a bad tokenizer fails fast
-        if tokenizer is None:
-            raise RunError(
-                f"{option} {path}: a Hugging Face model without a tokenizer; glassformer "
-                "reads tokenizer.json (any kind), or GPT-2's vocab.json and merges.txt"
-            )
-        with _no_progress_bars(), _notes():
-            model = from_huggingface_dir(path, tokenizer=tokenizer)
+        yield
     except ImportError as err:  # an optional package is missing: the message says which
         raise RunError(f"{option} {path}: {err}") from None
     except RunError:
@@ -60,7 +86,6 @@ def read_huggingface(path: Path, option: str):
     except (OSError, ValueError) as err:
         shown = str(err) if str(err).startswith(str(path)) else f"{path}: {err}"
         raise RunError(f"{option} {shown}") from None
-    return model
 
 
 @contextlib.contextmanager

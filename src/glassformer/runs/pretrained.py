@@ -46,7 +46,7 @@ from ..models.registry import model_class
 from ..run_layout import CHECKPOINTS, best_or_latest
 from ..tasks import TASKS
 from .errors import RunError
-from .model_folders import is_huggingface_dir, read_huggingface
+from .model_folders import is_huggingface_dir, peek_huggingface, read_huggingface
 
 __all__ = [
     "FINE_TUNE_CONTEXT",
@@ -185,38 +185,66 @@ def load_start(path: str, task: str, overrides: dict[str, Any], labels: tuple[st
     """The pre-trained model at ``path`` (checked by check_init_path) for ``task``: its
     tokenizer, and the class and config of the run's model (module docstring); RunError when
     the family does not do the task, the settings contradict the weights, or the tokenizer
-    does not fit."""
-    model, tokenizer = _read(Path(path))
+    does not fit. A Hugging Face directory's config.json and tokenizer are checked before its
+    weights are read and converted."""
+    folder = Path(path)
+    if is_huggingface_dir(folder):
+        cls, meta, tokenizer = peek_huggingface(folder, "--init-from")
+        _check_family(path, cls.family, cls.__name__, task)
+        if type(meta.get("vocab_size")) is int:  # else the conversion says what is wrong
+            _check_tokenizer(path, tokenizer, meta["vocab_size"], task)
+        model = read_huggingface(folder, "--init-from", tokenizer)
+    else:
+        model, tokenizer = _read_checkpoint(folder)
     config = model.config
-    families = TASKS[task].families
-    if config.family not in families:
-        need = " or ".join(f"{f} ({c})" for f, c in families.items())
-        article = "an" if config.family[0] in "aeiou" else "a"
-        raise RunError(
-            f"--init-from {path}: {article} {config.family} model ({type(model).__name__}); "
-            f"--task {task} needs {need}"
-        )
-    cls = model_class(families[config.family])
+    _check_family(path, config.family, type(model).__name__, task)
+    _check_tokenizer(path, tokenizer, config.vocab_size, task)
+    cls = model_class(TASKS[task].families[config.family])
     fixed = _check_overrides(path, config, overrides)
     derived = _task_fields(type(model).__name__, config, task, labels)
     try:
         config = ModelConfig.from_dict({**config.to_dict(), **derived, **fixed})
     except (TypeError, ValueError) as err:
         raise RunError(f"model settings: {err}") from None
-    if tokenizer.vocab_size > config.vocab_size:
-        raise RunError(
-            f"--init-from {path}: its tokenizer has {tokenizer.vocab_size} ids (special tokens "
-            f"{tokenizer.special_tokens}) but the model's vocabulary is {config.vocab_size}; "
-            "give the folder a tokenizer whose ids the model embeds"
-        )
     return Pretrained(path, model, tokenizer, cls, config)
 
 
-def _read(path: Path):
-    """(model, tokenizer) of a glassformer checkpoint / run folder or a Hugging Face dir."""
-    if is_huggingface_dir(path):
-        model = read_huggingface(path, "--init-from")
-        return model, model.tokenizer
+def _check_family(path: str, family: str, name: str, task: str) -> None:
+    """Refuse a model whose family does not do ``task``."""
+    families = TASKS[task].families
+    if family not in families:
+        need = " or ".join(f"{f} ({c})" for f, c in families.items())
+        article = "an" if family[0] in "aeiou" else "a"
+        raise RunError(
+            f"--init-from {path}: {article} {family} model ({name}); --task {task} needs {need}"
+        )
+
+
+def _check_tokenizer(path: str, tokenizer, vocab_size: int, task: str) -> None:
+    """Refuse a tokenizer with ids the model has no embedding row for: an id its file defines
+    (``file_vocab_size``), or a role the task uses (<PAD>, <BOS>, <EOS>; <MASK> for mlm). A
+    role the file lacks is added past its ids (tokenizers/hf.py); where the task never uses
+    it (a decoder's <MASK>), it needs no row."""
+    n = tokenizer.file_vocab_size
+    if n > vocab_size:
+        raise RunError(
+            f"--init-from {path}: its tokenizer defines {n} ids but the model's vocabulary is "
+            f"{vocab_size}; ids {vocab_size} .. {n - 1} have no embedding: give the folder "
+            "the tokenizer the model was trained with"
+        )
+    used = ("<PAD>", "<BOS>", "<EOS>", *(("<MASK>",) if task == "mlm" else ()))
+    for role in used:
+        i = tokenizer._role_id(role)
+        if i >= vocab_size:
+            raise RunError(
+                f"--init-from {path}: --task {task} uses the role {role}, which its tokenizer "
+                f"lacks (added as id {i}, past the model's vocabulary of {vocab_size}): give "
+                f"the folder a tokenizer that names a {role} token"
+            )
+
+
+def _read_checkpoint(path: Path):
+    """(model, tokenizer) of a glassformer checkpoint or run folder."""
     try:
         model = load_pretrained(path)
     except ValueError as err:  # its message names the file

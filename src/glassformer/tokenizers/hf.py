@@ -64,6 +64,31 @@ def require_tokenizers() -> Any:
     return tokenizers
 
 
+def _library_tokenizer(data: dict[str, Any]) -> Any:
+    """The library's tokenizer of a parsed tokenizer.json, set to encode one text as it is:
+    special tokens' strings are text, and the file's ``padding`` and ``truncation`` (settings
+    for the library's own batches, e.g. sentence-transformers' ``Fixed`` 128) are off, as
+    ``transformers`` turns them off per call; glassformer pads each batch itself, and its
+    ``max_len`` and ``data.overflow`` decide what a long text becomes."""
+    hf = require_tokenizers().Tokenizer.from_str(json.dumps(data))
+    hf.encode_special_tokens = True  # "[PAD]" in a text is text, never the special id
+    hf.no_padding()
+    hf.no_truncation()
+    return hf
+
+
+def _library_error(err: BaseException) -> bool:
+    """Whether ``err`` is the library's failure: an ``Exception``, or the ``PanicException``
+    (a ``BaseException``) that a panic in its Rust code becomes, e.g. a pre-tokenizer's
+    regex past the engine's retry limit; never Ctrl-C or an exit."""
+    return isinstance(err, Exception) or type(err).__name__ == "PanicException"
+
+
+def _reason(err: BaseException) -> str:
+    """The first line of the library's message (its panics carry Rust detail below it)."""
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
 class HFTokenizer(Tokenizer):
     """A Hugging Face ``tokenizers.Tokenizer`` behind glassformer's interface. Build it with
     ``from_file`` / ``from_str`` (or ``load_hf_tokenizer`` for a model directory); it is read,
@@ -109,13 +134,14 @@ class HFTokenizer(Tokenizer):
             raise ValueError(
                 f"{where}: model type is {kind!r}: allowed {', '.join(map(repr, MODEL_TYPES))}"
             )
-        tokenizers = require_tokenizers()
+        require_tokenizers()
         try:
-            hf = tokenizers.Tokenizer.from_str(json.dumps(data))
-        except Exception as err:  # the library raises a bare Exception on a malformed file
-            reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+            hf = _library_tokenizer(data)
+        except BaseException as err:  # the library raises a bare Exception on a malformed file
+            if not _library_error(err):
+                raise
+            reason = _reason(err)
             raise ValueError(f"{where} is not a readable {kind} tokenizer ({reason})") from None
-        hf.encode_special_tokens = True  # "[PAD]" in a text is text, never the special id
         self._data, self._hf = data, hf
         self._hf_ids = frozenset(hf.get_vocab(with_added_tokens=True).values())
 
@@ -160,9 +186,7 @@ class HFTokenizer(Tokenizer):
         if guarded is None:
             self._hf_enc = self._hf
             return
-        enc = require_tokenizers().Tokenizer.from_str(json.dumps(guarded))
-        enc.encode_special_tokens = True
-        self._hf_enc = enc
+        self._hf_enc = _library_tokenizer(guarded)
 
     def _role_id(self, name: str) -> int:
         return self._roles[name]
@@ -202,11 +226,13 @@ class HFTokenizer(Tokenizer):
     def _encode_ordinary(self, text: str) -> list[int]:
         try:
             ids = self._hf_enc.encode(text, add_special_tokens=False).ids
-        except Exception as err:  # e.g. WordPiece whose unk_token is not in its vocabulary
-            reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        except BaseException as err:  # e.g. WordPiece whose unk_token is not in its vocabulary
+            if not _library_error(err):
+                raise
             raise ValueError(
                 f"the {self.model_type} tokenizer cannot encode the text {text[:40]!r} "
-                f"({reason}): allowed a tokenizer.json that the tokenizers library can apply"
+                f"({_reason(err)}): allowed a tokenizer.json that the tokenizers library can "
+                "apply"
             ) from None
         if self._hf_enc is not self._hf:
             found = (set(ids) & self._special_id_set) - {self._roles["<UNK>"]}

@@ -24,6 +24,7 @@ from .loader import (
     SUPPORTED,
     from_huggingface,
     from_huggingface_dir,
+    huggingface_dir_class,
     huggingface_key_map,
     to_huggingface,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "SUPPORTED",
     "from_huggingface",
     "from_huggingface_dir",
+    "huggingface_dir_class",
     "huggingface_key_map",
     "to_huggingface",
 ]

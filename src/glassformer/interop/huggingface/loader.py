@@ -28,6 +28,7 @@ __all__ = [
     "SUPPORTED",
     "from_huggingface",
     "from_huggingface_dir",
+    "huggingface_dir_class",
     "huggingface_key_map",
     "to_huggingface",
 ]
@@ -93,29 +94,8 @@ def from_huggingface_dir(
     refused in a ValueError; weights the class leaves unused, or a head ``architecture`` adds,
     give a ``WeightsNote`` warning (folder_checks.py)."""
     path = Path(path)
+    name, meta, folder_classes = _architecture(path, architecture)
     config_file = path / "config.json"
-    if not path.is_dir():
-        raise ValueError(f"{path}: not a Hugging Face model directory (no such directory)")
-    if not config_file.is_file():
-        raise ValueError(f"{path}: not a Hugging Face model directory (no config.json)")
-    meta = loads_json(config_file.read_bytes(), str(config_file))
-    if not isinstance(meta, dict):
-        raise ValueError(f"{config_file}: not a Hugging Face model config (not a JSON object)")
-    if meta.get("format") == "glassformer-model":
-        raise ValueError(
-            f"{path}: a glassformer checkpoint, not a Hugging Face one; load it with "
-            "glassformer.models.load_model"
-        )
-    folder_classes = list(meta.get("architectures") or [])
-    if not folder_classes and meta.get("model_type") in _BY_MODEL_TYPE:  # no architectures
-        folder_classes = [_BY_MODEL_TYPE[meta["model_type"]]]
-    names = [architecture] if architecture else folder_classes
-    name = next((n for n in names if n in _CONVERTERS), None)
-    if name is None:
-        raise ValueError(
-            f"{path}: architectures={names} (model_type={meta.get('model_type')!r}) is not "
-            f"supported; supported: {list(SUPPORTED)}"
-        )
     transformers = require_transformers()
     module, hf_cls = _CONVERTERS[name], getattr(transformers, name)
     check_config_json(config_file, meta, module.CONFIG_SPEC)  # before anything is built
@@ -140,6 +120,48 @@ def from_huggingface_dir(
         raise ValueError(f"{path}: cannot load it as {name}: {_one_line(err)}") from None
     check_loading_report(path, hf_model, info, own_class=name in folder_classes)
     return from_huggingface(hf_model.eval(), tokenizer=tokenizer)
+
+
+def huggingface_dir_class(path: str | Path) -> tuple[type[GlassformerModel], dict[str, Any]]:
+    """The glassformer class a Hugging Face model directory converts to, and its parsed
+    ``config.json`` with its sizes checked, read without the weights (ValueError as
+    ``from_huggingface_dir``)."""
+    path = Path(path)
+    name, meta, _ = _architecture(path, None)
+    module = _converter(name)
+    check_config_json(path / "config.json", meta, module.CONFIG_SPEC)
+    return module.HF_CLASSES[name], meta
+
+
+def _architecture(
+    path: Path, architecture: str | None
+) -> tuple[str, dict[str, Any], list[str]]:
+    """The Hugging Face class that ``from_huggingface_dir`` loads from ``path``, the parsed
+    config.json and the classes it names."""
+    config_file = path / "config.json"
+    if not path.is_dir():
+        raise ValueError(f"{path}: not a Hugging Face model directory (no such directory)")
+    if not config_file.is_file():
+        raise ValueError(f"{path}: not a Hugging Face model directory (no config.json)")
+    meta = loads_json(config_file.read_bytes(), str(config_file))
+    if not isinstance(meta, dict):
+        raise ValueError(f"{config_file}: not a Hugging Face model config (not a JSON object)")
+    if meta.get("format") == "glassformer-model":
+        raise ValueError(
+            f"{path}: a glassformer checkpoint, not a Hugging Face one; load it with "
+            "glassformer.models.load_model"
+        )
+    folder_classes = list(meta.get("architectures") or [])
+    if not folder_classes and meta.get("model_type") in _BY_MODEL_TYPE:  # no architectures
+        folder_classes = [_BY_MODEL_TYPE[meta["model_type"]]]
+    names = [architecture] if architecture else folder_classes
+    name = next((n for n in names if n in _CONVERTERS), None)
+    if name is None:
+        raise ValueError(
+            f"{path}: architectures={names} (model_type={meta.get('model_type')!r}) is not "
+            f"supported; supported: {list(SUPPORTED)}"
+        )
+    return name, meta, folder_classes
 
 
 def _checked_config(hf_cls: Any, module: ModuleType, path: Path, options: dict) -> Any:
