@@ -35,8 +35,8 @@ FLOORS: list[tuple[str, ...]] = [
     ("circuits", "data", "finetune", "generation", "interop", "presets"),  # what uses a model
     ("inspect", "training"),
     ("explore", "runs"),
-    ("examples",),  # worked examples, end to end: they may train through runs
     ("cli",),
+    ("examples",),  # worked examples, end to end: commands that train through runs, as cli's
     ("__main__", "glassformer"),
 ]
 

@@ -2,9 +2,9 @@
 
     <run>/checkpoints/step-000500/   one complete checkpoint per saved step (training/state.py)
 
-This module is the one place that names the checkpoints folder (``CHECKPOINTS``). Nothing here
-imports torch or the models, so the model loader (``load_pretrained`` accepts a run folder), the
-trainer and ``glassformer.runs`` can all use it.
+This module is the one place that names the checkpoints folder (``CHECKPOINTS``) and the run
+file (``RUN_FILE``). Nothing here imports torch or the models, so the model loader
+(``load_pretrained`` accepts a run folder), the trainer and ``glassformer.runs`` can all use it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from .structured import loads_json
 
 CHECKPOINTS, PREFIX = "checkpoints", "step-"
+RUN_FILE = "run.json"  # the run's plan and settings (runs/record.py)
 
 
 def checkpoints(run_dir: Path) -> list[Path]:

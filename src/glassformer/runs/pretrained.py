@@ -43,7 +43,7 @@ import torch
 from ..models.checkpoint import CONFIG_FILE, load_pretrained
 from ..models.config import GRAPH_FIELDS, ModelConfig
 from ..models.registry import model_class
-from ..run_layout import CHECKPOINTS, best_or_latest
+from ..run_layout import CHECKPOINTS, RUN_FILE, best_or_latest
 from ..tasks import TASKS
 from .errors import RunError
 from .model_folders import is_huggingface_dir, peek_huggingface, read_huggingface
@@ -99,8 +99,6 @@ def check_init_path(name: str) -> str:
 
 def _check_run_has_checkpoint(name: str, path: Path) -> None:
     """Refuse a run folder (run.json or checkpoints/) that has saved no checkpoint yet."""
-    from .record import RUN_FILE  # record imports plan, which imports this module
-
     is_run = (path / RUN_FILE).is_file() or (path / CHECKPOINTS).is_dir()
     if is_run and best_or_latest(path) is None:
         raise RunError(

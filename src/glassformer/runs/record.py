@@ -24,7 +24,7 @@ from typing import Any
 
 from ..models import GlassformerModel, load_model
 from ..models.config import ModelConfig
-from ..run_layout import CHECKPOINTS, best_or_latest, checkpoints
+from ..run_layout import CHECKPOINTS, RUN_FILE, best_or_latest, checkpoints
 from ..safe_write import write_text
 from ..structured import loads_json
 from ..training import resolve_device
@@ -43,7 +43,7 @@ __all__ = [
     "write_run",
 ]
 
-RUN_FILE, FORMAT, VERSION = "run.json", "glassformer-run", 1
+FORMAT, VERSION = "glassformer-run", 1
 # what a run writes into its folder
 WRITTEN = (
     RUN_FILE,
