@@ -19,7 +19,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from glassformer.cli import build_parser, config_cmd
+from glassformer.cli import build_parser, config_args, config_cmd
 from glassformer.cli.train_args import DEMO, gather_settings
 from glassformer.presets import PRESETS
 from glassformer.runs.settings import DERIVED, SECTIONS, builtin_config_names, builtin_config_path
@@ -270,7 +270,7 @@ def config_page() -> str:
     flags = table(["Option", "Sets"], [[code(f), code(k)] for f, k in flag_keys()])
     setting = [
         "## Setting a key",
-        text(" ".join(config_cmd.DESCRIPTION.split())),
+        text(" ".join(config_args.DESCRIPTION.split())),
         "`--set` reads VALUE as a TOML literal, then as JSON (so `null` gives None), and "
         "otherwise keeps it as a string. A TOML file holds the tables below; `--config NAME` "
         "takes a built-in config instead of a file: "

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from glassformer import DecoderLM, EncoderDecoder, EncoderMLM
-from glassformer.cli import inspect_cmd
+from glassformer.cli import inspect_args
 from glassformer.cli.errors import ArgumentParser, guarded
 from glassformer.inspect import plots
 from glassformer.tokenizers import get_tokenizer
@@ -20,7 +20,7 @@ from glassformer.tokenizers import get_tokenizer
 def run_cli(*argv) -> tuple[int, str, str]:
     """(exit status, stdout, stderr) of ``glassformer argv...`` with inspect and trace."""
     parser = ArgumentParser(prog="glassformer")
-    inspect_cmd.add_parser(parser.add_subparsers(dest="command", parser_class=ArgumentParser))
+    inspect_args.add_parser(parser.add_subparsers(dest="command", parser_class=ArgumentParser))
 
     def command() -> int:
         args = parser.parse_args([str(a) for a in argv])

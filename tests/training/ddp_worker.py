@@ -1,6 +1,7 @@
 """Run by tests/training/test_torchrun.py under torchrun (or alone): train a tiny GPT on a
 fixed text; the test compares its final checkpoint, its losses and the examples it saw."""
 
+import contextlib
 import faulthandler
 import json
 import os
@@ -47,20 +48,36 @@ trainer.train_stream.batch = recording
 save = trainer.save
 
 
+class Stopped(BaseException):
+    """Raised right after the checkpoint at ``stop_at``: it leaves ``fit`` as ``sys.exit``
+    would (past its ``except Exception``; its ``finally`` releases the run lock)."""
+
+
 def save_then_maybe_stop():
-    path = save()
+    path = save()  # ends at a barrier: every process has the checkpoint's step
     if trainer.step == stop_at:  # like a kill right after this checkpoint
-        torch.save(torch.cat(seen), out / f"seen-{trainer.cluster.rank}.pt")
-        sys.exit(0)
+        raise Stopped
     return path
 
 
 trainer.save = save_then_maybe_stop
-trainer.fit(resume=resume == "resume")
-rank = trainer.cluster.rank
-torch.save(torch.cat(seen), out / f"seen-{rank}.pt")
-if trainer.cluster.is_main:  # the parameters are in the final checkpoint
+with contextlib.suppress(Stopped):
+    trainer.fit(resume=resume == "resume")
+cluster = trainer.cluster
+torch.save(torch.cat(seen), out / f"seen-{cluster.rank}.pt")
+if cluster.is_main and trainer.step == steps:  # the parameters are in the final checkpoint
     (out / "done.json").write_text(json.dumps({"step": trainer.step}))
-if trainer.cluster.distributed:
-    torch.distributed.barrier()  # neither process tears its connections down before the other
+# Every process ends the same way, whether it stopped at stop_at or not: it meets the others,
+# ends the process group, and leaves without the interpreter's shutdown (os._exit). At
+# shutdown a gloo worker thread may still be releasing a finished collective whose tensors
+# belong to Python objects; it needs the GIL, Python ends such a thread with pthread_exit, and
+# unwinding it through a C++ destructor calls std::terminate ("terminate called without an
+# active exception", SIGABRT). destroy_process_group does not join gloo's threads (gloo has no
+# shutdown of its own, and the sharded model still holds the group). Everything the test reads
+# is written and closed above.
+if cluster.distributed:
+    torch.distributed.barrier()
     torch.distributed.destroy_process_group()
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)

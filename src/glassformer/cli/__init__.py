@@ -11,10 +11,12 @@
     glassformer explore --checkpoint DIR   a local web page to look inside the model
     glassformer config                    every setting of train: type, default, allowed values
 
-Each subcommand lives in its own module (train, evaluate, generate, predict, inspect_cmd);
+Each subcommand's options live in a light module (train_args, evaluate_args, generate_args,
+predict_args, inspect_args, explore_args, config_args), the code that runs it in its own module
+(train, evaluate, generate, predict, inspect_cmd, explore_cmd, config_cmd), imported only when
+the command runs: ``--help`` and the refusal of a bad option answer without loading PyTorch,
+and ``glassformer --version`` answers before the parser is built.
 errors.py says how the command fails (one line on stderr; exit status 2 for user mistakes).
-The modules are imported when the parser is built: ``glassformer --version`` answers before
-that, without loading PyTorch.
 """
 
 from __future__ import annotations
@@ -29,7 +31,17 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import config_cmd, evaluate, explore_cmd, generate, inspect_cmd, predict, train
+    """The parser of every command, built from light modules (``*_args.py``): ``--help`` and
+    the refusal of a bad option load no PyTorch; a command's module is imported when it runs."""
+    from . import (
+        config_args,
+        evaluate_args,
+        explore_args,
+        generate_args,
+        inspect_args,
+        predict_args,
+        train_args,
+    )
     from .errors import ArgumentParser
 
     parser = ArgumentParser(
@@ -39,7 +51,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"glassformer {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
-    for module in (train, evaluate, generate, predict, inspect_cmd, explore_cmd, config_cmd):
+    for module in (
+        train_args,
+        evaluate_args,
+        generate_args,
+        predict_args,
+        inspect_args,
+        explore_args,
+        config_args,
+    ):
         module.add_parser(commands)
     return parser
 

@@ -27,7 +27,7 @@ from ..runs.datasets import DEFAULT_OVERFLOW
 from ..runs.plan import VAL_FRACTION
 from ..runs.settings import DERIVED, SECTIONS, _toml_value
 
-__all__ = ["Key", "add_parser", "data_keys", "run", "section_keys"]
+__all__ = ["Key", "data_keys", "run", "section_keys"]
 
 HEADINGS = {
     "run": "what to train on, and where",
@@ -36,12 +36,6 @@ HEADINGS = {
     "data": "options of the dataset, checked by the dataset that receives them",
     "sample": "the sample printed after a language-model run",
 }
-DESCRIPTION = """\
-Every key of the settings tables of `glassformer train`: in a TOML file (--config FILE.toml)
-or one at a time (--set SECTION.KEY=VALUE, VALUE read as TOML: 64, 1e-3, true, "text").
-Later layers win: the config file, then --set, then the flags. With none of --config, --task,
---data, --val-data, --tokenizer, --vocab-size and --model, `glassformer train` starts from
-the built-in config shakespeare-char instead of these defaults."""
 
 
 @dataclass(frozen=True)
@@ -54,25 +48,6 @@ class Key:
     default: Any
     allowed: Any = None
     note: str = ""
-
-
-def add_parser(commands) -> None:
-    p = commands.add_parser(
-        "config",
-        help="list every setting of train (--set SECTION.KEY=VALUE) with its type, default "
-        "and allowed values",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("section", nargs="?", choices=tuple(SECTIONS), help="only this table")
-    p.add_argument(
-        "--model",
-        metavar="PRESET",
-        choices=sorted(PRESETS),
-        default="tiny",
-        help="show the [model] defaults of this preset (default: tiny)",
-    )
-    p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,8 +25,6 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-from ..training import TrainingError
-
 __all__ = [
     "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
@@ -98,6 +96,8 @@ def exit_status(err: BaseException) -> int:
     if isinstance(err, UsageError):
         say_error(str(err))
         return EXIT_USAGE
+    from ..training.errors import TrainingError  # here: refusing an option loads no PyTorch
+
     if isinstance(err, TrainingError):
         say_error(str(err))
         return EXIT_RUN_FAILED

@@ -31,42 +31,11 @@ from ..inspect import circuit_plots as plots
 from ..models import EncoderDecoder, EncoderModel
 from ..models.heads import ClassificationHead
 from .inspect_answer import Prediction, analysed, answer_pair, chosen_tokens
-from .options import utf8_text
 
-__all__ = ["add_arguments", "check_arguments", "check_model", "chosen_tokens", "draw_circuits"]
+__all__ = ["check_arguments", "check_model", "chosen_tokens", "draw_circuits"]
 
 SHUFFLE_SEED = 0
 TOP_TERMS = 8  # the largest shares listed in index.md
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """--circuits and its options on the ``inspect`` parser."""
-    p.add_argument(
-        "--circuits",
-        action="store_true",
-        help="also the circuits view of the prediction at --position: each head's direct logit "
-        "attribution, the logit lens, the OV/QK singular values, activation patching",
-    )
-    p.add_argument(
-        "--answer",
-        type=utf8_text,
-        metavar="TOKEN",
-        help="with --circuits: the token (or class) whose logit is analysed (default: the "
-        "model's prediction)",
-    )
-    p.add_argument(
-        "--wrong",
-        type=utf8_text,
-        metavar="TOKEN",
-        help="with --circuits: analyse the logit difference --answer minus this token's",
-    )
-    p.add_argument(
-        "--corrupt",
-        type=utf8_text,
-        metavar="TEXT",
-        help="with --circuits: the corrupted input for patching, as many tokens as --text "
-        "(default: the input's tokens shuffled, seed 0)",
-    )
 
 
 def check_arguments(args: argparse.Namespace) -> None:

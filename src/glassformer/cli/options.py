@@ -1,19 +1,20 @@
-"""Option types and options shared by the subcommands."""
+"""Option types and options shared by the subcommands, and ``handler``, which names the
+function that runs a command. Like every module the parsers are built from, it imports nothing
+heavy: ``--help`` and the refusal of a bad option answer without importing PyTorch."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Callable
 from pathlib import Path
-
-from ..runs.claim import output_dir, output_file
 
 __all__ = [
     "DEVICES",
     "add_checkpoint",
     "add_device",
+    "handler",
     "non_negative",
-    "output_dir",
-    "output_file",
     "positive",
     "positive_up_to",
     "utf8_text",
@@ -90,3 +91,13 @@ def add_checkpoint(parser: argparse.ArgumentParser) -> None:
         "(GPT-2, BERT, BART, Llama; its tokenizer.json of any kind, or vocab.json and "
         "merges.txt)",
     )
+
+
+def handler(module: str, function: str = "run") -> Callable[[argparse.Namespace], int]:
+    """The function ``function`` of ``glassformer.cli.<module>``, which runs a command; the
+    module is imported when the command runs, not when the parser is built."""
+
+    def run(args: argparse.Namespace) -> int:
+        return getattr(importlib.import_module(f"{__package__}.{module}"), function)(args)
+
+    return run

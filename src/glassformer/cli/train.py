@@ -37,16 +37,11 @@ from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Interrupted, UsageError
 from .textgen import continue_text
 from .threads import use_free_cores
 from .train_args import DEFINES_RUN, DEMO, gather_settings
-from .train_args import add_parser as _add_parser
 
-__all__ = ["add_parser", "run"]
+__all__ = ["run"]
 
 # how torch says an allocation failed: CUDA / MPS, and the CPU allocator
 OOM_WORDS = ("out of memory", "can't allocate memory", "not enough memory")
-
-
-def add_parser(commands) -> None:
-    _add_parser(commands, run)
 
 
 def run(args: argparse.Namespace) -> int:

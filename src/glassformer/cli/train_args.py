@@ -1,7 +1,9 @@
-"""The options of ``glassformer train`` and the settings they give.
+"""The options of ``glassformer train`` (train.py runs it) and the settings they give.
 
 Settings are layered: a config (the built-in demo's when none of the options in CHOOSES_RUN is
 given, or --config), then --set, then the flags (--task, --data, ..., --steps, --seed).
+The parser is built from modules that import nothing heavy (names.py, preset_shapes.py,
+tasks.py); ``gather_settings`` imports the settings machinery, which loads PyTorch, when called.
 """
 
 from __future__ import annotations
@@ -9,12 +11,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..presets import PRESETS
-from ..runs.plan import RUN_OPTIONS, TRAIN_OPTIONS, option_tables
-from ..runs.settings import builtin_config_names, load_config, merge, parse_assignment
+from ..names import STRATEGIES, builtin_config_names
+from ..preset_shapes import SHAPES
 from ..tasks import TASKS
-from ..training.config import STRATEGIES
-from .options import add_device, non_negative, positive
+from .options import add_device, handler, non_negative, positive
 
 __all__ = ["CHOOSES_RUN", "DEFINES_RUN", "DEMO", "add_parser", "gather_settings"]
 
@@ -59,8 +59,8 @@ environment:
 """
 
 
-def add_parser(commands, run) -> None:
-    """Add ``train`` to the subcommands; ``run`` handles it."""
+def add_parser(commands) -> None:
+    """Add ``train`` to the subcommands; train.py's ``run`` handles it."""
     p = commands.add_parser(
         "train",
         help="train a model (no arguments: the built-in Shakespeare demo)",
@@ -101,7 +101,7 @@ def add_parser(commands, run) -> None:
     p.add_argument(
         "--model",
         metavar="PRESET",
-        help=f"a model preset ({', '.join(PRESETS)}), resized to the tokenizer; default: "
+        help=f"a model preset ({', '.join(SHAPES)}), resized to the tokenizer; default: "
         f"{_default_presets()}",
     )
     p.add_argument(
@@ -156,7 +156,7 @@ def add_parser(commands, run) -> None:
         "(parameters, gradients, optimizer state); ignored in a single process",
     )
     p.add_argument("--seed", type=non_negative, metavar="N", help="seed of the whole run")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler("train"))
 
 
 def gather_settings(
@@ -164,6 +164,9 @@ def gather_settings(
 ) -> tuple[dict[str, dict[str, Any]], str | None]:
     """The layered settings of the command (on top of ``base``, e.g. a resumed run's, when
     given), and the name of the built-in config used, if any."""
+    from ..runs.plan import RUN_OPTIONS, TRAIN_OPTIONS, option_tables
+    from ..runs.settings import load_config, merge, parse_assignment
+
     demo = base is None and not any(getattr(args, k) not in (None, []) for k in CHOOSES_RUN)
     config_name = args.config or (DEMO if demo else None)
     layers = [base or {}, load_config(config_name) if config_name else {}]

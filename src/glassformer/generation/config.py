@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..names import MAX_BEAMS
+
 __all__ = ["EARLY_STOPPING", "MAX_BEAMS", "GenerationConfig"]
 
 EARLY_STOPPING = (True, False, "never")
-MAX_BEAMS = 256  # beam search holds num_beams copies of the KV cache for every prompt
 
 
 @dataclass

@@ -27,12 +27,12 @@ import copy
 import dataclasses
 import json
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ..limits import Range, check_fields
 from ..models.config import GRAPH_FIELDS, ModelConfig
+from ..names import SETTINGS_TABLES, builtin_config_names, builtin_configs
 from ..structured import NestingError, loads_json, loads_toml
 from ..tasks import TASK_NAMES
 from ..training import TrainConfig
@@ -110,13 +110,10 @@ DERIVED = {
     "model.extra": "extra holds the class labels, taken from the data",
     "train.task": "set the task with --task or run.task",
 }
-SECTIONS: dict[str, type | None] = {
-    "run": RunSettings,
-    "model": ModelConfig,
-    "train": TrainConfig,
-    "data": None,  # any keys: the dataset checks them
-    "sample": SampleSettings,
-}
+# each table's class (its fields are its keys); [data] has none: the dataset checks its keys
+SECTIONS: dict[str, type | None] = dict(
+    zip(SETTINGS_TABLES, (RunSettings, ModelConfig, TrainConfig, None, SampleSettings), strict=True)
+)
 
 
 def allowed_keys(section: str) -> list[str]:
@@ -126,24 +123,15 @@ def allowed_keys(section: str) -> list[str]:
 
 
 # Reading --------------------------------------------------------------------------------------
-def _configs():
-    return resources.files(__package__) / "configs"
-
-
-def builtin_config_names() -> list[str]:
-    """Configs shipped in glassformer/runs/configs/ (usable as ``--config NAME``)."""
-    return sorted(p.name[: -len(".toml")] for p in _configs().iterdir() if p.name.endswith(".toml"))
-
-
 def builtin_config_path(name: str) -> str:
     """Where the built-in config ``name`` lives (for messages)."""
-    return str(_configs() / f"{name}.toml")
+    return str(builtin_configs() / f"{name}.toml")
 
 
 def load_config(name_or_path: str) -> Settings:
     """A built-in config by name, or a TOML file; checked (see ``check_settings``)."""
     if name_or_path in builtin_config_names():
-        source = _configs() / f"{name_or_path}.toml"
+        source = builtin_configs() / f"{name_or_path}.toml"
     else:
         source = Path(name_or_path)
         if not source.is_file():

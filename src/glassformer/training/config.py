@@ -10,12 +10,12 @@ from typing import Any, ClassVar
 from ..finetune.lora import DEFAULT_TARGETS
 from ..finetune.paths import check_pattern
 from ..limits import Range, check_fields
+from ..names import STRATEGIES
 from ..tasks import TASK_NAMES
 
 __all__ = ["TrainConfig"]
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
-STRATEGIES = ("ddp", "fsdp")
 EG = '["embed", "blocks.0-3"]'
 OPTIMIZERS = ("adamw", "adam", "sgd", "rmsprop")  # torch.optim's classes, see optim.py
 MOMENTUM = {"sgd": 0.9, "rmsprop": 0.0}  # the momentum of each when train.momentum is unset

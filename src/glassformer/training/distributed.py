@@ -26,9 +26,9 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-__all__ = ["STRATEGIES", "Cluster", "wrap_model"]
+from ..names import STRATEGIES
 
-STRATEGIES = ("ddp", "fsdp")
+__all__ = ["STRATEGIES", "Cluster", "wrap_model"]
 
 
 @dataclass(frozen=True)
