@@ -24,7 +24,7 @@ def run_cli(*argv) -> tuple[int, str, str]:
 
     def command() -> int:
         args = parser.parse_args([str(a) for a in argv])
-        return args.handler(args)
+        return args.handler.load()(args)
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

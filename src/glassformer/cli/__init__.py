@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "(see --help)"
             )
         args.free_cores = argv is None  # a command, not a Python caller: threads.py
-        code = args.handler(args)
+        code = args.handler.load()(args)  # the command's module, imported now
         sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
         return code
     except (Exception, KeyboardInterrupt) as err:  # one line and an exit status (errors.py)

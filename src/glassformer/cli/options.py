@@ -7,10 +7,12 @@ from __future__ import annotations
 import argparse
 import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
     "DEVICES",
+    "Handler",
     "add_checkpoint",
     "add_device",
     "handler",
@@ -93,11 +95,18 @@ def add_checkpoint(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def handler(module: str, function: str = "run") -> Callable[[argparse.Namespace], int]:
-    """The function ``function`` of ``glassformer.cli.<module>``, which runs a command; the
-    module is imported when the command runs, not when the parser is built."""
+@dataclass(frozen=True)
+class Handler:
+    """The function ``function`` of ``glassformer.cli.<module>``, which runs a command: the
+    module is imported when the command runs (``load()``), not when the parser is built."""
 
-    def run(args: argparse.Namespace) -> int:
-        return getattr(importlib.import_module(f"{__package__}.{module}"), function)(args)
+    module: str
+    function: str = "run"
 
-    return run
+    def load(self) -> Callable[[argparse.Namespace], int]:
+        return getattr(importlib.import_module(f"{__package__}.{self.module}"), self.function)
+
+
+def handler(module: str, function: str = "run") -> Handler:
+    """The command's :class:`Handler` (``parser.set_defaults(handler=...)``)."""
+    return Handler(module, function)

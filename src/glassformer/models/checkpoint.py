@@ -206,10 +206,9 @@ def read_weights(model: Checkpointable, path: Path) -> dict[str, torch.Tensor]:
             missing = sorted(set(expected) - names)
             unexpected = sorted(stored[name] for name in names - set(expected))  # as in the file
             if missing or unexpected:
-                raise ValueError(
-                    f"{path}: weights do not match the config: missing {_few(missing)}, "
-                    f"unexpected {_few(unexpected)}"
-                )
+                found = [f"{kind} {_few(names)}" for kind, names in
+                         (("missing", missing), ("unexpected", unexpected)) if names]
+                raise ValueError(f"{path}: weights do not match the config: {', '.join(found)}")
             for name, want in expected.items():
                 got = f.get_slice(stored[name])
                 shape, dtype = tuple(got.get_shape()), got.get_dtype()

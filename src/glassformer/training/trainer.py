@@ -25,7 +25,7 @@ import contextlib
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -174,31 +174,32 @@ class Trainer:
         """
         if not resume:
             self._check_start()
-        with self._run_lock(resume, lock):
-            try:
-                return self._train()
-            except DivergedError as err:
-                self._log({"step": err.step, "event": "diverged"})
-                raise
-
-    def _train(self) -> dict[str, Any]:
-        """``fit``'s steps, its last evaluation and save, inside the run lock."""
         c, last = self.config, {}
-        self.interrupted, self.stop_signal = False, None
-        self._shown = Progress(self.progress, c.steps, self.step)
-        window = {"tokens": 0, "since": time.perf_counter()}  # the steps since the last log
-        with stop_requests(self._stop), contextlib.closing(self._shown):
-            while self.step < c.steps and not self.interrupted:
-                loss, tokens = self.train_step()
-                self.step += 1
-                last = self._after_step(loss, tokens, window)
-        if stop := self.interrupted:
-            self._log({"step": self.step, "event": "interrupted"})
-        elif self.val_stream is not None and (not c.eval_every or self.step % c.eval_every):
-            last.update(self._evaluate())
-        if self.run_dir is not None and (not c.save_every or self.step % c.save_every or stop):
-            self.save()
+        with self._run_lock(resume, lock), self._divergence_logged():
+            self.interrupted, self.stop_signal = False, None
+            self._shown = Progress(self.progress, c.steps, self.step)
+            window = {"tokens": 0, "since": time.perf_counter()}  # the steps since the last log
+            with stop_requests(self._stop), contextlib.closing(self._shown):
+                while self.step < c.steps and not self.interrupted:
+                    loss, tokens = self.train_step()
+                    self.step += 1
+                    last = self._after_step(loss, tokens, window)
+            if stop := self.interrupted:
+                self._log({"step": self.step, "event": "interrupted"})
+            elif self.val_stream is not None and (not c.eval_every or self.step % c.eval_every):
+                last.update(self._evaluate())
+            if self.run_dir is not None and (not c.save_every or self.step % c.save_every or stop):
+                self.save()
         return last
+
+    @contextlib.contextmanager
+    def _divergence_logged(self) -> Iterator[None]:
+        """A run that diverges ends its metrics.jsonl with ``{"step": N, "event": "diverged"}``."""
+        try:
+            yield
+        except DivergedError as err:
+            self._log({"step": err.step, "event": "diverged"})
+            raise
 
     def _after_step(self, loss: float, tokens: int, window: dict[str, Any]) -> dict[str, Any]:
         """Show and log the step, evaluate and save when due; the step's metrics (``window``:
