@@ -124,6 +124,22 @@ def test_a_changed_file_or_another_tokenizer_gets_a_new_token_file(corpus, cache
     assert len(encodings) == 3 and len(list(cache.iterdir())) == 3
 
 
+def test_a_file_edited_while_it_is_encoded_is_refused_and_leaves_nothing(corpus, cache):
+    train, _ = splits(corpus)
+    tokenizer = trained("char", train)
+    editing = get_tokenizer("char").train(list(train.texts()))
+
+    def encode_and_edit(text, **kw):
+        with corpus.open("a") as f:
+            f.write("x")
+        return tokenizer.encode(text, **kw)
+
+    editing.encode = encode_and_edit
+    with pytest.raises(ValueError, match=rf"^file '{corpus}' changed while it was encoded: "):
+        token_file(train.part, editing)
+    assert list(cache.iterdir()) == []
+
+
 def test_a_half_written_token_file_is_never_read_and_stale_ones_are_deleted(
     corpus, cache, encodings
 ):
