@@ -174,6 +174,17 @@ def test_a_half_written_token_file_is_never_read_and_stale_ones_are_deleted(
     )
 
 
+@pytest.mark.parametrize("damage", [b"\x01\x00\x05", b"\x01\x00\x05\x00"])
+def test_a_damaged_token_file_is_encoded_again(damage, corpus, cache, encodings):
+    train, _ = splits(corpus)
+    tokenizer = trained("char", train)
+    tokens = token_file(train.part, tokenizer).tolist()
+    [file] = cache.iterdir()
+    file.write_bytes(damage)  # half an id; or ids without the closing <EOS>
+    assert token_file(train.part, tokenizer).tolist() == tokens
+    assert len(encodings) == 2 and file.stat().st_size == 2 * len(tokens)
+
+
 def test_a_full_disk_keeps_the_tokens_in_memory_with_a_note(corpus, cache, monkeypatch, capsys):
     train, _ = splits(corpus)
     tokenizer = trained("char", train)

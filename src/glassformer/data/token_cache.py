@@ -17,8 +17,9 @@ memory map instead of encoding again, so no process holds the corpus as Python o
 * **Safe writing**: the tokens are written to a temporary file beside the token file and renamed
   into place when complete (``safe_write.replace_file``), so a run killed while encoding, or a
   full disk, leaves no token file that a later run would read; temporary files not written to
-  for ``STALE_SECONDS`` are deleted. A cache folder that cannot be written is noted and the
-  tokens are kept in memory for the run.
+  for ``STALE_SECONDS`` are deleted, and a token file damaged otherwise (not a whole number of
+  ids, or not framed by <BOS> ... <EOS>) is encoded again. A cache folder that cannot be
+  written is noted and the tokens are kept in memory for the run.
 * **Streaming**: the file is read ``READ_BYTES`` at a time and decoded incrementally (UTF-8, a
   byte-order mark removed, ``\\r\\n`` read as ``\\n``, as ``user_files`` reads it); the text is
   encoded about ``ENCODE_CHARS`` characters at a time, cut before a single space (else a single
@@ -111,8 +112,8 @@ def token_file(
     what = f"{path.name}, characters {part.start:,}..{part.end:,}"
     if part.end - part.start < SHOWN_CHARS:
         progress = "none"
-    if target.is_file():
-        tokens = np.memmap(target, dtype=dtype, mode="r")
+    tokens = _read(target, dtype, tokenizer, add_bos)
+    if tokens is not None:
         if progress != "none":
             _say(f"{what}: {len(tokens):,} tokens read from the token cache {target}")
         return tokens
@@ -133,6 +134,21 @@ def token_file(
         encode(kept.append)
         return np.concatenate(kept)
     return np.memmap(target, dtype=dtype, mode="r")
+
+
+def _read(path: Path, dtype: np.dtype, tokenizer: Tokenizer, add_bos: bool) -> np.ndarray | None:
+    """The memory map of the token file ``path``; None when there is none, or when it is not
+    a whole number of ids framed by <BOS> (with ``add_bos``) and <EOS> (damaged: replaced)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    if size == 0 or size % dtype.itemsize:
+        return None
+    tokens = np.memmap(path, dtype=dtype, mode="r")
+    if tokens[-1] != tokenizer.eos_id or (add_bos and tokens[0] != tokenizer.bos_id):
+        return None
+    return tokens
 
 
 def _key(part: TextPart, digest: dict, tokenizer: Tokenizer, add_bos: bool) -> str:
