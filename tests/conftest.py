@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 
 import pytest
 import torch
@@ -16,6 +17,14 @@ def pytest_configure(config):
     their own."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         torch.set_num_threads(1)
+    # token files (glassformer/data/token_cache.py) go to a folder of the session's own, which
+    # the processes the tests start inherit, never to the user's cache
+    config._token_cache = tempfile.mkdtemp(prefix="glassformer-tokens-")
+    os.environ["GLASSFORMER_CACHE"] = config._token_cache
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(getattr(config, "_token_cache", ""), ignore_errors=True)
 
 
 # A browser that makes no request of its own, so a page's request log is the page's.

@@ -83,6 +83,7 @@ def data_keys() -> list[tuple[list[str], list[Key]]]:
         keys = [Key(p.name, str(p.annotation), p.default) for p in params]
         if name == "file":  # the command line's default, not the loader's
             keys = [_val_fraction(k) if k.name == "val_fraction" else k for k in keys]
+            keys = [_cache(k) if k.name == "cache" else k for k in keys]
         keys = [_num_examples(k) if k.name == "num_examples" else k for k in keys]
         groups.setdefault(tuple(keys), ([], keys))[0].append(name)
     overflow = Key(
@@ -100,6 +101,14 @@ def _num_examples(key: Key) -> Key:
 def _val_fraction(key: Key) -> Key:
     note = "held out of the file for validation when --val-data is not given"
     return dataclasses.replace(key, default=VAL_FRACTION, allowed="in [0, 1)", note=note)
+
+
+def _cache(key: Key) -> Key:
+    note = (
+        "the folder of the token files of a text (default: $GLASSFORMER_CACHE, else "
+        "~/.cache/glassformer/tokens)"
+    )
+    return dataclasses.replace(key, allowed="a folder", note=note)
 
 
 # Showing --------------------------------------------------------------------------------------

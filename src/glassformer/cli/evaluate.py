@@ -62,14 +62,14 @@ def run(args: argparse.Namespace) -> int:
         dataset = align_labels(dataset, tuple(model.class_names()))
     if args.data is not None and not is_builtin(args.data):
         check_dataset(dataset, task, model.tokenizer)
-    stream, available = _stream(model, dataset, task, args, _train_config(folder))
+    shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
+    stream, available = _stream(model, dataset, task, args, _train_config(folder), shown)
     n_batches = scaled_batches(min(args.batches or len(stream), len(stream)))
     examples = min(n_batches * stream.batch_size, len(stream.dataset))
     n_generate = examples if "exact_match" in TASKS[task].metrics else 0
     device = next(model.parameters()).device
     if getattr(args, "free_cores", False):  # run as a command: threads.py
         use_free_cores()
-    shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
     metrics = evaluate(
         model, task, stream, n_batches, device, generate_examples=n_generate, progress=shown
     )
@@ -157,10 +157,11 @@ def _train_config(folder: Path) -> dict[str, Any]:
 
 
 def _stream(
-    model, dataset, task: str, args, train_config: dict[str, Any]
+    model, dataset, task: str, args, train_config: dict[str, Any], progress: str
 ) -> tuple[BatchStream, int]:
     """The batches to evaluate, of the first ``--limit`` examples (all without it), and how
-    many examples the data holds (windows of ``max_len`` tokens for lm and mlm)."""
+    many examples the data holds (windows of ``max_len`` tokens for lm and mlm); ``progress``
+    shows the encoding of a text file into the token cache."""
     stream = BatchStream.for_task(
         dataset,
         model.tokenizer,
@@ -172,6 +173,7 @@ def _stream(
         drop_last=False,
         mlm_probability=train_config.get("mlm_probability", 0.15),
         decoder_start_id=model.config.decoder_start_id,  # seq2seq only (BART: </s>)
+        progress=progress,
     )
     available = len(stream.dataset)
     if args.limit is None or args.limit >= available:

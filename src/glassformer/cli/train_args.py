@@ -46,13 +46,16 @@ settings tables (for --config FILE.toml and --set SECTION.KEY=VALUE):
   [model]   ModelConfig fields applied to the preset (d_model, n_layer, max_len, dropout, ...)
   [train]   TrainConfig fields (steps, batch_size, lr, warmup, eval_every, save_every, ...)
   [data]    options of the dataset (num_examples, max_length, ... of a synthetic task;
-            one_per_line for a .txt file; val_fraction of a file, default 0.1; overflow of
-            seq2seq and classification data: truncate (default), drop or error)
+            one_per_line for a .txt file; val_fraction of a file, default 0.1; cache, the
+            folder of a text's token files; overflow of seq2seq and classification data:
+            truncate (default), drop or error)
   [sample]  the sample printed after a language-model run (prompt, max_new_tokens,
             temperature, top_k, top_p, seed)
 every key with its type, default and allowed values: glassformer config
 
 environment:
+  GLASSFORMER_CACHE=DIR  the folder of the token cache: a text file's tokens, encoded once
+            (default ~/.cache/glassformer/tokens; data.cache names another for one run)
   GLASSFORMER_TEST_SCALE=F  a test aid (0 < F <= 1): steps, evaluations, generated examples
             and the sample times F, rounded up (and the batches of glassformer eval), so that
             a documented command runs in seconds

@@ -14,8 +14,9 @@ attention_mask, labels}.
 
 Modules: examples (TextDataset, the three example shapes), corpora (Shakespeare), synthetic
 (reverse, sort, addition, is_sorted, induction), files (user .txt/.tsv/.csv), registry
-(list_datasets, load_dataset), encoding (token datasets and chunking), collate (padding),
-masking (MLM), loader (make_loader).
+(list_datasets, load_dataset), encoding (token datasets and chunking), token_cache (a text
+file's tokens encoded once, read from a memory map), collate (padding), masking (MLM), loader
+(make_loader).
 """
 
 from .collate import (

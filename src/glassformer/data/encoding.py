@@ -15,6 +15,9 @@ tensors, padded into batches by the collate functions of ``collate.py``:
   every document may be shorter). Either way the windows, concatenated, are exactly the
   stream. Windows do not overlap, so the next-token target of a window's last token is not
   scored (the model shifts the labels inside a window).
+* :class:`PackedWindows` — the same windows as ``LMDataset(pack=True)`` over one stream of ids
+  held elsewhere, e.g. a memory map of a token file (token_cache.py); a window is made when it
+  is read, so memory does not grow with the stream.
 * :class:`Seq2SeqDataset` — ``{"input_ids": source ids + <EOS>, "labels": target ids +
   <EOS>}``; the decoder input ``<BOS> + target ids`` is made by ``collate`` from the labels.
 * :class:`ClassificationDataset` — ``{"input_ids": <BOS> ids <EOS>, "labels": class index}``
@@ -35,6 +38,7 @@ import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 from torch.utils.data import Dataset
 
@@ -81,6 +85,27 @@ class LMDataset(Dataset):
 
     def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
         return {"input_ids": self.stream[self.starts[i] : self.ends[i]]}
+
+
+class PackedWindows(Dataset):
+    """Consecutive windows of ``max_len`` ids of ``stream`` (the last may be shorter): the
+    windows of ``LMDataset(pack=True)`` when ``stream`` is its stream."""
+
+    def __init__(self, stream: np.ndarray, max_len: int) -> None:
+        _check_max_len(max_len, 2)
+        if len(stream) == 0:
+            raise ValueError("stream is empty: allowed at least one token")
+        self.stream, self.max_len = stream, max_len  # (N,) ids, any integer dtype
+
+    def __len__(self) -> int:
+        return -(-len(self.stream) // self.max_len)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"window {i} of {len(self)}")
+        start = (i % len(self)) * self.max_len
+        window = np.array(self.stream[start : start + self.max_len], dtype=np.int64)  # (<= l,)
+        return {"input_ids": torch.from_numpy(window)}
 
 
 class Seq2SeqDataset(Dataset):

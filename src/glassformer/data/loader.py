@@ -24,9 +24,10 @@ from torch.utils.data import DataLoader, Dataset
 
 from ..tasks import TASKS, Task, get_task, task_for_data
 from .collate import Collator
-from .encoding import ClassificationDataset, LMDataset, Seq2SeqDataset
+from .encoding import ClassificationDataset, LMDataset, PackedWindows, Seq2SeqDataset
 from .examples import TextDataset
 from .masking import MLMCollator
+from .token_cache import token_file
 
 if TYPE_CHECKING:
     from glassformer.tokenizers.base import Tokenizer
@@ -55,13 +56,19 @@ def encode_dataset(
     *,
     max_len: int = 128,
     overflow: str | None = None,
+    progress: str = "none",
 ) -> Dataset:
     """The token dataset of ``dataset`` for ``task`` (see encoding.py): LMDataset (packed
     windows, <BOS> per document) for "lm"/"mlm", Seq2SeqDataset, ClassificationDataset.
+    The one document of a text file (``dataset.part``) is encoded once into the token cache
+    and read from its memory map (PackedWindows: the same windows; token_cache.py), its
+    encoding shown as ``progress`` says ("bar", "lines", "none").
     ``overflow`` None: the dataset's own (``dataset.overflow``, "error" unless it was loaded
     with another); messages name an example by ``dataset.where(i)`` (file and line)."""
     kind = resolve_task(dataset, task).data
     overflow = dataset.overflow if overflow is None else overflow
+    if kind == "lm" and dataset.part is not None:
+        return PackedWindows(token_file(dataset.part, tokenizer, progress=progress), max_len)
     if kind == "lm":
         return LMDataset(dataset.examples, tokenizer, max_len)
     if kind == "seq2seq":

@@ -57,6 +57,7 @@ from pathlib import Path
 from ..tasks import check_data_kind
 from .examples import TextDataset
 from .text_bytes import decode_text
+from .token_cache import TextPart
 
 COLUMNS: dict[str, tuple[str, str]] = {
     "seq2seq": ("source", "target"),
@@ -78,14 +79,19 @@ def read_file(
     *,
     one_per_line: bool = False,
     val_fraction: float = 0.0,
+    cache: str | None = None,
 ) -> TextDataset:
     """Read ``path`` in the format of ``task`` (see the module docstring) as one split; with
-    ``val_fraction`` > 0, the part of the file for ``split`` (the module docstring)."""
+    ``val_fraction`` > 0, the part of the file for ``split`` (the module docstring). ``cache``:
+    the folder of the token cache for a whole text (lm without ``one_per_line``; None: the
+    default, see token_cache.py)."""
     p = Path(path)
     check_data_kind(task)
     if one_per_line and task != "lm":
         raise ValueError(f"one_per_line is {one_per_line!r}: allowed only for task 'lm'")
     fraction = _check_fraction(val_fraction)
+    if cache is not None and (not isinstance(cache, str) or not cache.strip()):
+        raise ValueError(f"cache is {cache!r}: allowed the path of a folder for token files")
     if p.suffix.lower() in NOT_TEXT:
         raise ValueError(
             f"file {str(p)!r}: a {p.suffix} file is not plain text: allowed UTF-8 text, read "
@@ -97,7 +103,7 @@ def read_file(
     if task == "lm":
         text = text.replace("\r\n", "\n")
         if not one_per_line:
-            return _whole_text(p, text, split, fraction)
+            return _whole_text(p, text, split, fraction, cache)
         dataset = _read_lines(p, text, split)
     else:
         dataset = _read_records(p, text, task, split)
@@ -241,14 +247,22 @@ def _held_out(n: int, fraction: Fraction, unit: str, path: str) -> int:
     return k
 
 
-def _whole_text(p: Path, text: str, split: str, fraction: Fraction) -> TextDataset:
-    """The whole text as one document, or its first or last part (the module docstring)."""
+def _whole_text(
+    p: Path, text: str, split: str, fraction: Fraction, cache: str | None
+) -> TextDataset:
+    """The whole text as one document, or its first or last part (the module docstring),
+    with where it lies in the file (``TextDataset.part``, for the token cache)."""
+    where = str(p.resolve())
     if not fraction:
-        return TextDataset(str(p), "lm", split, [text], description=f"text file {p}", lines=[1])
+        part = TextPart(where, 0, len(text), cache)
+        return TextDataset(
+            str(p), "lm", split, [text], description=f"text file {p}", lines=[1], part=part
+        )
     cut = len(text) - _held_out(len(text), fraction, "characters", str(p))
     if split == "train":
+        part = TextPart(where, 0, cut, cache)
         return TextDataset(
-            str(p), "lm", split, [text[:cut]], description=f"text file {p}", lines=[1]
+            str(p), "lm", split, [text[:cut]], description=f"text file {p}", lines=[1], part=part
         )
     return TextDataset(
         str(p),
@@ -257,6 +271,7 @@ def _whole_text(p: Path, text: str, split: str, fraction: Fraction) -> TextDatas
         [text[cut:]],
         description=f"the last {percent(fraction)} of text file {p}",
         lines=[text.count("\n", 0, cut) + 1],
+        part=TextPart(where, cut, len(text), cache),
     )
 
 

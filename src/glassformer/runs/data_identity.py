@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from ..data import TextDataset
+from ..data.token_cache import file_digest
 from .errors import RunError
 from .plan import RunPlan, is_builtin
 
 __all__ = ["ACCEPT_FLAG", "check_same_data", "data_identity"]
 
 ACCEPT_FLAG = "--data-changed-ok"
-CHUNK = 1 << 20
 PARTS = {"training": "train", "validation": "validation"}
 
 
@@ -55,7 +55,7 @@ def data_identity(
                 "sha256": hashlib.sha256(data).hexdigest(),
             }
         else:
-            found[part] = {"file": source, **_file_digest(Path(source))}
+            found[part] = {"file": source, **file_digest(Path(source))}
     return found
 
 
@@ -84,15 +84,6 @@ def check_same_data(plan: RunPlan, now: dict[str, Any], accept: bool) -> None:
             f"{what}; to train on it, start a new run with another --out, or continue "
             f"{plan.out} on the changed data with --resume {ACCEPT_FLAG}"
         )
-
-
-def _file_digest(path: Path) -> dict[str, Any]:
-    digest, size = hashlib.sha256(), 0
-    with path.open("rb") as f:
-        while chunk := f.read(CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return {"bytes": size, "sha256": digest.hexdigest()}
 
 
 def _describe(part: str, before: Any, after: Any) -> str:

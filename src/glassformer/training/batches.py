@@ -62,12 +62,14 @@ class BatchStream:
         drop_last: bool,
         mlm_probability: float = 0.15,
         decoder_start_id: int | None = None,
+        progress: str = "none",
     ) -> BatchStream:
         """The batches of ``task`` (glassformer/tasks.py) on ``data``: its examples encoded
         for the task (windows of ``max_len`` tokens for lm and mlm) and collated; the masks of
         a masked LM come from a generator that ``batch(k)`` seeds for batch k; seq2seq's
-        decoder inputs start with ``decoder_start_id`` (default the tokenizer's <BOS>)."""
-        encoded = encode_dataset(data, tokenizer, task, max_len=max_len)
+        decoder inputs start with ``decoder_start_id`` (default the tokenizer's <BOS>);
+        ``progress`` shows the encoding of a text file into the token cache (encode_dataset)."""
+        encoded = encode_dataset(data, tokenizer, task, max_len=max_len, progress=progress)
         generator = torch.Generator()  # drawn from by the masked LM's collate only
         collate = make_collate(
             task, tokenizer, generator=generator, mlm_probability=mlm_probability,

@@ -148,6 +148,7 @@ class Trainer:
             drop_last=shuffle,
             mlm_probability=self.config.mlm_probability,
             decoder_start_id=self.model.config.decoder_start_id,  # seq2seq only (BART: </s>)
+            progress=self.progress,
         )
 
     def window(self) -> int:
