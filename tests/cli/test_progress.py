@@ -8,7 +8,7 @@ import io
 import re
 import sys
 
-from glassformer.training.progress import Progress
+from glassformer.progress import Progress
 
 STEP_LINE = re.compile(
     r"step (\d+)/10: loss (\d+\.\d{4}), lr (\S+), ([\d,]+) tokens/s, (\d+s|\d+m \d\ds) left"

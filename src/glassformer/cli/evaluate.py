@@ -9,7 +9,7 @@ smaller). An example is a pair or labelled text; for lm and mlm it is a window o
 ``max_len`` tokens of the concatenated text (``glassformer.data.encoding``). The loss is the
 mean over every scored token (every example for a classifier). While it runs, the examples
 scored and then those decoded are shown on stderr as ``train`` shows its steps (a bar in a
-terminal, a line at each tenth in a pipe or log; training/progress.py).
+terminal, a line at each tenth in a pipe or log; progress.py).
 
 A ``--data`` file is checked against the checkpoint's task first (``evaldata``: another
 task's header row, seq2seq pairs that look like labelled texts, text that is mostly

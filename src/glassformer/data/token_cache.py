@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..progress import Work
 from ..safe_write import replace_file
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def token_file(
 ) -> np.ndarray:
     """The tokens ``[<BOS>] ids <EOS>`` of ``part`` as a read-only memory map of its token file,
     encoded and written first when the cache lacks it (the module docstring). ``progress``
-    ("bar", "lines", "none"; training/progress.py) shows the encoding, or says in one line that
+    ("bar", "lines", "none"; progress.py) shows the encoding, or says in one line that
     the tokens come from the cache, for a part of at least ``SHOWN_CHARS`` characters."""
     path = Path(part.path)
     digest = file_digest(path)
@@ -182,8 +183,6 @@ def _encode(
 ) -> None:
     """Encode ``part`` a piece at a time, handing each piece's ids to ``write``; a
     ``ValueError`` when the file's bytes no longer match ``digest``."""
-    from ..training.progress import Work  # here: training imports this package
-
     path = Path(part.path)
     hasher = hashlib.sha256()
     shown = Work(progress, part.end - part.start, f"encoding {path.name}", "character")

@@ -13,10 +13,10 @@ import math
 import torch
 
 from ..models import IGNORE_INDEX, GlassformerModel
+from ..progress import Work
 from ..tasks import get_task
 from .batches import BatchStream
 from .distributed import Cluster
-from .progress import Work
 
 __all__ = ["evaluate"]
 

@@ -33,6 +33,7 @@ import torch
 
 from ..data import TextDataset
 from ..models import GlassformerModel
+from ..progress import Progress, progress_mode
 from ..safe_write import append_text, write_text
 from ..tasks import get_task
 from ..tokenizers import Tokenizer
@@ -45,7 +46,6 @@ from .evaluate import evaluate
 from .lock import RunLock, holding_run_dir
 from .memory import reuse_freed_memory
 from .optim import build_optimizer, build_scheduler
-from .progress import Progress, progress_mode
 from .runtime import autocast, resolve_device, truncate_metrics, warn_if_slow_bf16
 from .signals import stop_requests
 from .state import (
