@@ -125,6 +125,7 @@ def test_smollm2_fine_tunes_though_its_tokenizer_has_no_mask(smollm2, smollm2_fo
     out, printed = smollm2[0], smollm2[2]
     start = next(line for line in printed.splitlines() if line.startswith("init from"))
     assert start.startswith(f"init from {smollm2_folder.resolve()}: 134.52M parameters from it")
+    assert "pretrained tokenizer (49152 tokens)" in printed  # its ids; <MASK> has no row
     model = load_model(out)
     assert model.config.vocab_size == model.tokenizer.file_vocab_size == 49152
     assert model.tokenizer.mask_id == 49152

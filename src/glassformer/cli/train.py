@@ -167,6 +167,12 @@ def _rerun_of_demo(args: argparse.Namespace, builtin, settings) -> bool:
     return holds_run(plan.out) and differences(plan) == []
 
 
+def _usable_ids(trainer) -> int:
+    """The ids a run can use: the tokenizer's, less a role placed past the model's rows (a
+    pretrained decoder's ``<MASK>``, which no LM task uses)."""
+    return min(trainer.tokenizer.vocab_size, trainer.model.config.vocab_size)
+
+
 def _print_header(run: Run, builtin, settings) -> None:
     plan, trainer, train_data, val_data = run.plan, run.trainer, run.train_data, run.val_data
     if builtin is not None:
@@ -178,7 +184,7 @@ def _print_header(run: Run, builtin, settings) -> None:
     print(
         f"{plan.task} on {Path(plan.data).name}: {_count(len(train_data), f'training {unit}')}, "
         f"{val or 'no validation'}; "
-        f"{plan.tokenizer} tokenizer ({trainer.tokenizer.vocab_size} tokens); "
+        f"{plan.tokenizer} tokenizer ({_usable_ids(trainer)} tokens); "
         f"{plan.preset} model ({model.num_parameters() / 1e6:.2f}M parameters"
         f"{_trained(trainer)}, context {trainer.window()}) on {trainer.device}"
     )
