@@ -144,6 +144,7 @@ class HFTokenizer(Tokenizer):
             raise ValueError(f"{where} is not a readable {kind} tokenizer ({reason})") from None
         self._data, self._hf = data, hf
         self._hf_ids = frozenset(hf.get_vocab(with_added_tokens=True).values())
+        self._file_ids = 1 + max(self._hf_ids, default=-1)  # read per generated token: kept
 
     def _place_roles(self, roles: dict[str, int | None]) -> None:
         """Install the special-token table: the file's special tokens, the roles found in the
@@ -194,13 +195,13 @@ class HFTokenizer(Tokenizer):
     # ---- the vocabulary -----------------------------------------------------------------
     @property
     def vocab_size(self) -> int:
-        return 1 + max(max(self._hf_ids, default=-1), max(self._special.values()))
+        return max(self._file_ids, 1 + max(self._special.values()))
 
     @property
     def file_vocab_size(self) -> int:
         """The ids the Hugging Face file defines (``vocab_size`` less the roles added past
         them): every id that encoding a text can give is below it."""
-        return 1 + max(self._hf_ids, default=-1)
+        return self._file_ids
 
     @property
     def model_type(self) -> str:
