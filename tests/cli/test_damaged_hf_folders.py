@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 import torch
+import transformers  # a test requirement: a missing one fails, never skips
 from safetensors.torch import load_file, save_file
 
 from glassformer.interop.huggingface import from_huggingface_dir
 from glassformer.interop.huggingface.folder_checks import WeightsNote
 from glassformer.tokenizers import BPETokenizer
 
-transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
 
 TEXT = "the cat sat on the mat. a dog ran in the park.\n" * 20
