@@ -13,10 +13,12 @@ import numpy as np
 import pytest
 import torch
 
+import glassformer.data.documents as documents
 import glassformer.data.token_cache as tc
 from glassformer.data import load_dataset
+from glassformer.data.documents import TextPart, read_chars
 from glassformer.data.encoding import PackedWindows
-from glassformer.data.token_cache import TextPart, cache_folder, token_dtype, token_file
+from glassformer.data.token_cache import cache_folder, token_dtype, token_file
 from glassformer.tokenizers import get_tokenizer
 from glassformer.training.batches import BatchStream
 
@@ -33,7 +35,7 @@ def cache(tmp_path, monkeypatch):
     read and encoded in many pieces."""
     folder = tmp_path / "tokens"
     monkeypatch.setenv(tc.CACHE_ENV, str(folder))
-    monkeypatch.setattr(tc, "READ_BYTES", 13)
+    monkeypatch.setattr(documents, "READ_BYTES", 13)
     monkeypatch.setattr(tc, "ENCODE_CHARS", 37)
     return folder
 
@@ -77,7 +79,7 @@ def test_the_token_file_holds_the_tokens_of_encoding_the_whole_part_at_once(
         assert tokens.tolist() == expected
         [file] = [p for p in cache.iterdir() if p.stat().st_size == 2 * len(expected)]
         assert file.suffix == ".uint16"  # 2 bytes a token
-    pieces = list(tc._pieces(tc._chars(corpus, 0, 2772, tc.hashlib.sha256())))
+    pieces = list(tc._pieces(read_chars(corpus, 0, 2772)))
     assert len(pieces) > 50 and "".join(pieces) == train.examples[0]
 
 
@@ -170,7 +172,7 @@ def test_a_half_written_token_file_is_never_read_and_stale_ones_are_deleted(
     tokens = token_file(train.part, tokenizer)
     assert len(encodings) == 2 and len(tokens) == 2774
     assert sorted(p.name for p in cache.iterdir()) == sorted(
-        [recent.name, f"{tc._key(train.part, tc.file_digest(corpus), tokenizer, True)}.uint16"]
+        [recent.name, f"{tc._key(train.part, tokenizer, True)}.uint16"]
     )
 
 

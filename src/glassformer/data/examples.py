@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ..tasks import check_data_kind
-from .token_cache import TextPart
+from .documents import Documents
 
 SPLITS: tuple[str, ...] = ("train", "validation")
 # What encoding does with a seq2seq / classification example longer than max_len (encoding.py).
@@ -48,9 +48,9 @@ class TextDataset(Sequence):
         overflow: what encoding does with a seq2seq / classification example longer than
             ``max_len``: "error" (the default), "truncate" or "drop" (see encoding.py); an
             "lm" text is cut into windows instead, so it stays "error" there.
-        part: for an lm split that is one document of a text file, where the document lies
-            in the file: its tokens are then encoded once into the token cache and read from
-            there (token_cache.py); None otherwise.
+        part: for an lm split read from disk, its documents there (documents.py: e.g. the
+            part of a text file the split holds): their tokens are then encoded once into the
+            token cache and read from there (token_cache.py); None otherwise.
     """
 
     name: str
@@ -61,7 +61,7 @@ class TextDataset(Sequence):
     description: str = ""
     lines: tuple[int, ...] = ()
     overflow: str = "error"
-    part: TextPart | None = field(default=None, compare=False)
+    part: Documents | None = field(default=None, compare=False)
     _label_index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -55,9 +55,9 @@ from fractions import Fraction
 from pathlib import Path
 
 from ..tasks import check_data_kind
+from .documents import TextPart
 from .examples import TextDataset
 from .text_bytes import decode_text
-from .token_cache import TextPart
 
 COLUMNS: dict[str, tuple[str, str]] = {
     "seq2seq": ("source", "target"),

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import TextDataset
-from ..data.token_cache import file_digest
+from ..data.documents import file_digest
 from .errors import RunError
 from .plan import RunPlan, is_builtin
 
