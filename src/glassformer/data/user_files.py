@@ -29,17 +29,9 @@ Files of formats that are not plain text (``.json``, ``.jsonl``, ``.parquet``, `
 
 Held-out validation (``val_fraction``, e.g. 0.1): a file is one split, unless ``val_fraction``
 holds part of it out. Then ``split="train"`` reads the rest and ``split="validation"`` the part
-held out, the same part every time:
-
-* a whole text (``"lm"``): its last ``val_fraction`` of characters, as nanoGPT's data
-  preparation does (windows are cut from one stream, so the held-out part is one piece);
-* records (lines of ``one_per_line`` text, pairs, labelled texts): ``val_fraction`` of them,
-  spread evenly through the file (for 0.1: records 10, 20, 30, ... of 100), so that a file
-  sorted by label or by length still gives a validation set like the rest.
-
-The count held out is ``floor(n * val_fraction)`` of n characters or records; a file too
-short to hold out one is refused. Classification keeps the whole file's class list in both
-parts, so class indices agree.
+held out, the same part every time: the last ``val_fraction`` of a whole text's characters, or
+``val_fraction`` of the records spread evenly (splits.py). Classification keeps the whole file's
+class list in both parts, so class indices agree.
 
 Anything else raises ``ValueError`` naming the file, the line and what is allowed. Every
 example keeps the line it starts on (``TextDataset.lines``), so later messages name it too.
@@ -49,7 +41,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import os
 from fractions import Fraction
 from pathlib import Path
@@ -57,6 +48,7 @@ from pathlib import Path
 from ..tasks import check_data_kind
 from .documents import TextPart
 from .examples import TextDataset
+from .splits import check_fraction, held_out_count, is_held_out, percent
 from .text_bytes import decode_text
 
 COLUMNS: dict[str, tuple[str, str]] = {
@@ -89,7 +81,7 @@ def read_file(
     check_data_kind(task)
     if one_per_line and task != "lm":
         raise ValueError(f"one_per_line is {one_per_line!r}: allowed only for task 'lm'")
-    fraction = _check_fraction(val_fraction)
+    fraction = check_fraction(val_fraction)
     if cache is not None and (not isinstance(cache, str) or not cache.strip()):
         raise ValueError(f"cache is {cache!r}: allowed the path of a folder for token files")
     if p.suffix.lower() in NOT_TEXT:
@@ -217,36 +209,6 @@ def read_two_columns(path: Path, text: str, task: str) -> list[tuple[int, tuple[
     return rows
 
 
-# Held-out validation --------------------------------------------------------------------------
-def _check_fraction(val_fraction: float) -> Fraction:
-    """``val_fraction`` as an exact fraction (0.1 -> 1/10, so counts are not off by rounding)."""
-    ok = isinstance(val_fraction, int | float) and not isinstance(val_fraction, bool)
-    if not ok or not 0 <= val_fraction < 1:
-        raise ValueError(
-            f"val_fraction is {val_fraction!r}: allowed a number in [0, 1), e.g. 0.1 (0: no "
-            "part held out)"
-        )
-    return Fraction(repr(float(val_fraction)))
-
-
-def percent(fraction: float | Fraction) -> str:
-    """0.1 -> '10%', 0.125 -> '12.5%'."""
-    return f"{float(fraction) * 100:g}%"
-
-
-def _held_out(n: int, fraction: Fraction, unit: str, path: str) -> int:
-    """How many of ``n`` characters / records are held out; refuses a file too short."""
-    k = math.floor(n * fraction)
-    if k == 0:
-        raise ValueError(
-            f"file {path!r}: {n} {unit} are too few to hold out val_fraction="
-            f"{float(fraction)} for validation (none would be held out): allowed a file of at "
-            f"least {math.ceil(1 / fraction)} {unit}, or a separate validation file (command "
-            "line: --val-data FILE, or --val-data none to train on the whole file)"
-        )
-    return k
-
-
 def _whole_text(
     p: Path, text: str, split: str, fraction: Fraction, cache: str | None
 ) -> TextDataset:
@@ -258,7 +220,7 @@ def _whole_text(
         return TextDataset(
             str(p), "lm", split, [text], description=f"text file {p}", lines=[1], part=part
         )
-    cut = len(text) - _held_out(len(text), fraction, "characters", str(p))
+    cut = len(text) - held_out_count(len(text), fraction, "characters", str(p))
     if split == "train":
         part = TextPart(where, 0, cut, cache)
         return TextDataset(
@@ -276,11 +238,10 @@ def _whole_text(
 
 
 def _split_records(dataset: TextDataset, fraction: Fraction, split: str) -> TextDataset:
-    """The records of ``split``: those held out, spread evenly, or the others."""
+    """The records of ``split``: those held out, spread evenly (splits.py), or the others."""
     n = len(dataset)
-    k = _held_out(n, fraction, "lines" if dataset.task == "lm" else "rows", dataset.name)
-    held = {(j + 1) * n // k - 1 for j in range(k)}  # k indices, one in every n/k records
-    keep = [i for i in range(n) if (i in held) == (split == "validation")]
+    held_out_count(n, fraction, "lines" if dataset.task == "lm" else "rows", dataset.name)
+    keep = [i for i in range(n) if is_held_out(i, fraction) == (split == "validation")]
     description = dataset.description
     if split == "validation":
         description = f"{percent(fraction)} of the records of {description}, held out"

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..data import TextDataset, load_dataset
+from ..data.splits import percent
 from ..data.synthetic import DEFAULT_SIZES
-from ..data.user_files import percent
 from ..tasks import TASKS
 from ..tokenizers import Tokenizer, get_tokenizer
 from .evaldata import short_list
