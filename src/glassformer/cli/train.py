@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     main = int(os.environ.get("RANK", "0")) == 0
     built: dict[str, Any] = {}  # the plan and the model's config and class, once known
     quiet = contextlib.nullcontext() if main else contextlib.redirect_stdout(io.StringIO())
-    with _memory_advice(built), quiet:
+    command = getattr(args, "free_cores", False)  # run as the glassformer command
+    with _memory_advice(built, command), quiet:
         run, builtin, settings = _the_run(args)
         if run is None:  # a resumed run that has reached its steps
             return 0
@@ -81,9 +82,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _memory_advice(built: dict[str, Any]):
+def _memory_advice(built: dict[str, Any], command: bool = False):
     """Out of memory: one line with advice for the plan in ``built``; under torchrun, the
-    process group ends with the run."""
+    process group ends with the run, and a ``command`` that trained to the end leaves at once
+    (``_leave``)."""
     try:
         yield
     except RuntimeError as err:
@@ -91,9 +93,25 @@ def _memory_advice(built: dict[str, Any]):
             raise
         first = str(err).strip().splitlines()[0][:160] if str(err).strip() else type(err).__name__
         raise UsageError(f"out of memory ({first}); {memory_advice(**built)}") from None
+    else:
+        if command and torch.distributed.is_initialized():
+            _leave()
     finally:
         if torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()
+
+
+def _leave() -> None:
+    """End a distributed run that reached its end: every process meets the others, ends the
+    process group and exits with status 0 without the interpreter's shutdown. At shutdown a
+    gloo worker thread may still be releasing a finished collective; Python ends such a thread
+    with pthread_exit, and unwinding it through a C++ destructor aborts the process
+    ("terminate called without an active exception"). Everything is written and closed by now."""
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _the_run(args: argparse.Namespace) -> tuple[Run | None, str | None, dict[str, Any]]:
