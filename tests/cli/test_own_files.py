@@ -138,7 +138,8 @@ def test_a_header_row_text_label_trains_the_right_classes(cli, tmp_path):
              "is the first column the text?"],
         ),
         ("data.json", '{"text": "hello"}\n', ["data.json", ".json file is not plain text"]),
-        ("data.csv.gz", "x", ["data.csv.gz", ".gz file is not plain text"]),
+        ("data.json.gz", "x", ["data.json.gz", ".json file is not plain text"]),
+        ("data.csv.gz", "x", ["data.csv.gz", "not gzip data", "allowed a whole gzip file"]),
         (
             "tiny.txt",
             "hello",

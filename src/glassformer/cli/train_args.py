@@ -47,8 +47,9 @@ settings tables (for --config FILE.toml and --set SECTION.KEY=VALUE):
   [train]   TrainConfig fields (steps, batch_size, lr, warmup, eval_every, save_every, ...)
   [data]    options of the dataset (num_examples, max_length, ... of a synthetic task;
             one_per_line for a .txt file; val_fraction of a file, default 0.1; cache, the
-            folder of a text's token files; overflow of seq2seq and classification data:
-            truncate (default), drop or error)
+            folder of a text's token files; text_field, label_field, source_field,
+            target_field: a JSON Lines, Parquet or datasets record's fields; overflow of
+            seq2seq and classification data: truncate (default), drop or error)
   [sample]  the sample printed after a language-model run (prompt, max_new_tokens,
             temperature, top_k, top_p, seed)
 every key with its type, default and allowed values: glassformer config
@@ -82,7 +83,8 @@ def add_parser(commands) -> None:
         metavar="NAME|PATH",
         help="a built-in dataset (shakespeare, reverse, sort, addition, is_sorted, induction, "
         "interleaved) or a file: .txt (text), .tsv (source<TAB>target or label<TAB>text), .csv "
-        "(label,text)",
+        "(label,text), each also .gz; .jsonl or .parquet ({\"text\"}, {\"label\", \"text\"} or "
+        "{\"source\", \"target\"} records); a folder of .txt files or a datasets folder",
     )
     p.add_argument(
         "--val-data",

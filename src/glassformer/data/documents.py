@@ -14,10 +14,10 @@ import abc
 import codecs
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 __all__ = ["READ_BYTES", "Documents", "TextPart", "file_digest", "read_chars"]
 
@@ -96,6 +96,10 @@ class TextPart(Documents):
         return Path(self.path).name
 
 
+def _open_bytes(path: Path) -> BinaryIO:
+    return path.open("rb")
+
+
 def file_digest(path: Path) -> dict[str, int | str]:
     """``{"bytes": size, "sha256": hex digest}`` of the file, read a chunk at a time."""
     digest, size = hashlib.sha256(), 0
@@ -107,14 +111,20 @@ def file_digest(path: Path) -> dict[str, int | str]:
 
 
 def read_chars(
-    path: str | os.PathLike[str], start: int, end: int, hasher: Any | None = None
+    path: str | os.PathLike[str],
+    start: int,
+    end: int,
+    hasher: Any | None = None,
+    *,
+    opener: Callable[[Path], BinaryIO] | None = None,
 ) -> Iterator[str]:
     """The characters ``start`` .. ``end`` of the file's text (UTF-8 without its byte-order
     mark, ``\\r\\n`` read as ``\\n``), a block at a time; every byte of the file goes through
-    ``hasher`` when one is given (then the whole file is read)."""
+    ``hasher`` when one is given (then the whole file is read). ``opener``: how the file's
+    bytes are read (default ``Path.open("rb")``; e.g. ``gzip.open`` for a compressed text)."""
     decoder = codecs.getincrementaldecoder("utf-8-sig")()
     at, held = 0, ""  # characters of the text passed; a "\r" that may start a "\r\n"
-    with Path(path).open("rb") as f:
+    with (opener or _open_bytes)(Path(path)) as f:
         while True:
             data = f.read(READ_BYTES)
             if hasher is not None:

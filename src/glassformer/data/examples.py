@@ -43,14 +43,18 @@ class TextDataset(Sequence):
         labels: classification only: the class names, in the order that defines the class
             indices (``labels.index(label)``); ``()`` for the other tasks.
         description: one line saying what the data is.
-        lines: for data read from a file, the line on which each example starts (1-based);
-            ``()`` otherwise.
+        lines: for data read from a file, the line on which each example starts (1-based),
+            or its row in a Parquet file or a datasets folder (``unit``); ``()`` otherwise.
         overflow: what encoding does with a seq2seq / classification example longer than
             ``max_len``: "error" (the default), "truncate" or "drop" (see encoding.py); an
             "lm" text is cut into windows instead, so it stays "error" there.
         part: for an lm split read from disk, its documents there (documents.py: e.g. the
             part of a text file the split holds): their tokens are then encoded once into the
-            token cache and read from there (token_cache.py); None otherwise.
+            token cache and read from there (token_cache.py); None otherwise. With a ``part``,
+            ``examples`` may be a lazy sequence of the documents' texts (read from disk when
+            iterated; formats/texts.py): it is kept as it is, not copied or checked.
+        unit: what ``lines`` count: ``"line"`` (of a text or JSON Lines file), ``"row"`` (of a
+            Parquet file or a datasets folder) or ``"file"`` (of a folder).
     """
 
     name: str
@@ -62,11 +66,14 @@ class TextDataset(Sequence):
     lines: tuple[int, ...] = ()
     overflow: str = "error"
     part: Documents | None = field(default=None, compare=False)
+    unit: str = field(default="line", compare=False)
     _label_index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_data_kind(self.task)
-        object.__setattr__(self, "examples", tuple(self.examples))
+        lazy = self.part is not None and not isinstance(self.examples, list | tuple)
+        if not lazy:  # a lazy sequence of texts on disk stays lazy (the docstring)
+            object.__setattr__(self, "examples", tuple(self.examples))
         object.__setattr__(self, "labels", tuple(self.labels))
         object.__setattr__(self, "lines", tuple(self.lines))
         if self.lines and len(self.lines) != len(self.examples):
@@ -83,7 +90,7 @@ class TextDataset(Sequence):
                 f"overflow is {self.overflow!r}: allowed only for seq2seq and classification "
                 "data (an lm text is cut into windows of max_len, never truncated)"
             )
-        for i, ex in enumerate(self.examples):
+        for i, ex in enumerate(() if lazy else self.examples):
             _check_example(self.task, ex, i)
         if self.task == "classification":
             if not self.labels or len(set(self.labels)) != len(self.labels):
@@ -110,10 +117,11 @@ class TextDataset(Sequence):
         return iter(self.examples)
 
     def where(self, i: int) -> str:
-        """Where example ``i`` comes from, for messages: ``file 'sms.tsv', line 245`` for
-        data read from a file, else ``dataset 'reverse', examples[243]``."""
+        """Where example ``i`` comes from, for messages: ``file 'sms.tsv', line 245`` (``row
+        245`` of a Parquet file) for data read from a file, else ``dataset 'reverse',
+        examples[243]``."""
         if self.lines:
-            return f"file {self.name!r}, line {self.lines[i]}"
+            return f"file {self.name!r}, {self.unit} {self.lines[i]}"
         return f"dataset {self.name!r}, examples[{i}]"
 
     def label_id(self, label: str) -> int:

@@ -17,9 +17,11 @@ from typing import Any
 from ..tasks import DATA_KINDS, check_data_kind
 from . import corpora, genres, synthetic
 from .examples import SPLITS, TextDataset
+from .formats import FORMAT_SUFFIXES, guess_kind
 from .user_files import read_file
 
 FILE_SUFFIXES: dict[str, str | None] = {".txt": "lm", ".csv": "classification", ".tsv": None}
+FIELD_OPTIONS = ("text_field", "label_field", "source_field", "target_field")
 
 
 @dataclass(frozen=True)
@@ -86,18 +88,20 @@ def load_dataset(
     """Load one split of a built-in dataset (by name) or of a user file (by path).
 
     Args:
-        name_or_path: a name from ``list_datasets()``, or a path to a file: anything that is an
-            existing file, a ``PathLike``, contains a path separator or ends in .txt/.tsv/.csv.
+        name_or_path: a name from ``list_datasets()``, or a path to a file or folder: anything
+            that exists, a ``PathLike``, contains a path separator or ends in
+            .txt/.tsv/.csv/.jsonl/.ndjson/.parquet/.gz.
         split: "train" | "validation". A file is one split: load the validation file
             separately; ``split`` only labels it.
         task: for a file, the format to parse ("lm" | "seq2seq" | "classification"; default
-            by suffix: .txt -> "lm", .csv -> "classification", a .tsv needs it). For a
-            built-in dataset it may only repeat the dataset's own task.
+            by suffix: .txt -> "lm", .csv -> "classification", a .tsv needs it; a JSON Lines,
+            Parquet or datasets folder by its fields, see formats/; a folder of .txt files
+            "lm"). For a built-in dataset it may only repeat the dataset's own task.
         **options: a built-in dataset's options (e.g. ``num_examples``, ``min_length``,
-            ``seed`` of the synthetic tasks) or a file's (``one_per_line``, ``val_fraction``;
-            see user_files.py); and for any seq2seq or classification data ``overflow``: what
-            encoding does with an example longer than ``max_len`` ("error", "truncate",
-            "drop"; see ``TextDataset.overflow``).
+            ``seed`` of the synthetic tasks) or a file's (``one_per_line``, ``val_fraction``,
+            ``cache``, ``text_field``, ...; see user_files.py); and for any seq2seq or
+            classification data ``overflow``: what encoding does with an example longer than
+            ``max_len`` ("error", "truncate", "drop"; see ``TextDataset.overflow``).
     """
     if split not in SPLITS:
         raise ValueError(f"split is {split!r}: allowed {', '.join(map(repr, SPLITS))}")
@@ -120,7 +124,8 @@ def _load(name_or_path, split: str, task: str | None, options: dict[str, Any]) -
     if _looks_like_path(name_or_path):
         path = Path(name_or_path)
         if task is None:
-            task = FILE_SUFFIXES.get(path.suffix.lower())
+            fields = {k.removesuffix("_field"): options.get(k) for k in FIELD_OPTIONS}
+            task = guess_kind(path, fields)
         if task is None:
             raise ValueError(
                 f"task is None for file {str(path)!r}: allowed {', '.join(map(repr, DATA_KINDS))} "
@@ -131,7 +136,7 @@ def _load(name_or_path, split: str, task: str | None, options: dict[str, Any]) -
     names = ", ".join(_BUILTINS)
     raise ValueError(
         f"dataset is {name_or_path!r}: allowed one of {names}, or a path to a "
-        f".txt, .tsv or .csv file"
+        f".txt, .tsv, .csv, .jsonl or .parquet file (or one gzipped, .gz), or a folder"
     )
 
 
@@ -140,7 +145,11 @@ def _looks_like_path(x: object) -> bool:
         return True
     if not isinstance(x, str):
         return False
-    return os.path.isfile(x) or os.sep in x or "/" in x or Path(x).suffix.lower() in FILE_SUFFIXES
+    suffix = Path(x).suffix.lower()
+    return (
+        os.path.exists(x) or os.sep in x or "/" in x
+        or suffix in FILE_SUFFIXES or suffix in FORMAT_SUFFIXES
+    )  # fmt: skip
 
 
 def dataset_options() -> dict[str, list[inspect.Parameter]]:

@@ -15,10 +15,15 @@ one is refused (``held_out_count``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-__all__ = ["check_fraction", "held_out_count", "is_held_out", "percent"]
+if TYPE_CHECKING:
+    from .examples import TextDataset
+
+__all__ = ["check_fraction", "held_out_count", "is_held_out", "percent", "split_records"]
 
 
 def check_fraction(val_fraction: float) -> Fraction:
@@ -53,3 +58,20 @@ def held_out_count(n: int, fraction: Fraction, unit: str, path: str) -> int:
             "line: --val-data FILE, or --val-data none to train on the whole file)"
         )
     return k
+
+
+def split_records(dataset: TextDataset, fraction: Fraction, split: str) -> TextDataset:
+    """The records of ``split``: those held out, spread evenly (splits.py), or the others."""
+    n = len(dataset)
+    held_out_count(n, fraction, "lines" if dataset.task == "lm" else "rows", dataset.name)
+    keep = [i for i in range(n) if is_held_out(i, fraction) == (split == "validation")]
+    description = dataset.description
+    if split == "validation":
+        description = f"{percent(fraction)} of the records of {description}, held out"
+    return dataclasses.replace(
+        dataset,
+        split=split,
+        examples=[dataset.examples[i] for i in keep],
+        description=description,
+        lines=[dataset.lines[i] for i in keep],
+    )

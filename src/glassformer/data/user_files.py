@@ -24,8 +24,11 @@ rows (in a file of at least ``MIN_ROWS_CHECKED`` rows) a class has fewer than tw
 average, too few to learn it or to score it, and such a column is almost always the text (the
 columns swapped, with no header to say so) or an id.
 
-Files of formats that are not plain text (``.json``, ``.jsonl``, ``.parquet``, ``.zip``,
-``.gz``, ``.pdf``, ...; see ``NOT_TEXT``) are refused rather than read as text.
+JSON Lines and Parquet files, Hugging Face ``datasets`` folders and folders of ``.txt`` files
+are read by formats/ (the fields a record gives each task, ``text_field``, ``label_field``,
+``source_field`` and ``target_field`` naming others); a ``.gz`` file is the text of its name
+without ``.gz``, decompressed as it is read. Files of formats that are not plain text
+(``.json``, ``.zip``, ``.pdf``, ...; see ``NOT_TEXT``) are refused rather than read as text.
 
 Held-out validation (``val_fraction``, e.g. 0.1): a file is one split, unless ``val_fraction``
 holds part of it out. Then ``split="train"`` reads the rest and ``split="validation"`` the part
@@ -46,9 +49,12 @@ from fractions import Fraction
 from pathlib import Path
 
 from ..tasks import check_data_kind
+from . import formats
 from .documents import TextPart
 from .examples import TextDataset
-from .splits import check_fraction, held_out_count, is_held_out, percent
+from .formats.common import MIN_ROWS_CHECKED
+from .formats.compressed import gzip_bytes
+from .splits import check_fraction, held_out_count, percent, split_records
 from .text_bytes import decode_text
 
 COLUMNS: dict[str, tuple[str, str]] = {
@@ -56,12 +62,11 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "classification": ("label", "text"),
 }
 NOT_TEXT: frozenset[str] = frozenset({
-    ".json", ".jsonl", ".ndjson", ".parquet", ".arrow", ".feather", ".avro", ".orc", ".pkl",
-    ".pickle", ".npy", ".npz", ".pt", ".pth", ".safetensors", ".bin", ".h5", ".hdf5", ".gz",
-    ".bz2", ".xz", ".zst", ".zip", ".tar", ".tgz", ".7z", ".rar", ".pdf", ".doc", ".docx", ".xls",
-    ".xlsx", ".ods", ".odt", ".rtf", ".png", ".jpg", ".jpeg", ".gif", ".mp3", ".wav", ".mp4",
+    ".json", ".arrow", ".feather", ".avro", ".orc", ".pkl", ".pickle", ".npy", ".npz", ".pt",
+    ".pth", ".safetensors", ".bin", ".h5", ".hdf5", ".bz2", ".xz", ".zst", ".zip", ".tar",
+    ".tgz", ".7z", ".rar", ".pdf", ".doc", ".docx", ".xls", ".xlsx", ".ods", ".odt", ".rtf",
+    ".png", ".jpg", ".jpeg", ".gif", ".mp3", ".wav", ".mp4",
 })  # fmt: skip
-MIN_ROWS_CHECKED = 10  # the label-column check applies from this many rows
 
 
 def read_file(
@@ -72,25 +77,45 @@ def read_file(
     one_per_line: bool = False,
     val_fraction: float = 0.0,
     cache: str | None = None,
+    text_field: str | None = None,
+    label_field: str | None = None,
+    source_field: str | None = None,
+    target_field: str | None = None,
 ) -> TextDataset:
     """Read ``path`` in the format of ``task`` (see the module docstring) as one split; with
     ``val_fraction`` > 0, the part of the file for ``split`` (the module docstring). ``cache``:
-    the folder of the token cache for a whole text (lm without ``one_per_line``; None: the
-    default, see token_cache.py)."""
+    the folder of the token cache for lm documents on disk (a whole text, a folder, records;
+    None: the default, see token_cache.py). ``text_field`` ... ``target_field``: the fields of
+    a JSON Lines, Parquet or datasets record that hold the text, label, source and target
+    (None: ``"text"``, ``"label"``, ``"source"``, ``"target"``)."""
     p = Path(path)
+    fields = {"text": text_field, "label": label_field, "source": source_field,
+              "target": target_field}  # fmt: skip
     check_data_kind(task)
     if one_per_line and task != "lm":
         raise ValueError(f"one_per_line is {one_per_line!r}: allowed only for task 'lm'")
     fraction = check_fraction(val_fraction)
     if cache is not None and (not isinstance(cache, str) or not cache.strip()):
         raise ValueError(f"cache is {cache!r}: allowed the path of a folder for token files")
-    if p.suffix.lower() in NOT_TEXT:
-        raise ValueError(
-            f"file {str(p)!r}: a {p.suffix} file is not plain text: allowed UTF-8 text, read "
-            "as .txt (or any other text file) for lm and .tsv or .csv for seq2seq and "
-            "classification; convert it first (e.g. JSON Lines: one text per line of a .txt, "
-            "read with one_per_line)"
+    if formats.is_records(p):
+        return formats.read_format(
+            p, task, split, fraction, fields, one_per_line=one_per_line, cache=cache
         )
+    given = {f"{role}_field": name for role, name in fields.items() if name is not None}
+    if given:
+        raise ValueError(
+            f"{', '.join(f'{k}={v!r}' for k, v in given.items())} for file {str(p)!r}: allowed "
+            "only for JSON Lines, Parquet and datasets folders (a text file has no fields)"
+        )
+    suffix = formats.text_suffix(p)
+    if suffix in NOT_TEXT or (formats.is_gzip(p) and suffix in formats.FORMAT_SUFFIXES):
+        raise ValueError(
+            f"file {str(p)!r}: a {suffix} file is not plain text: allowed UTF-8 text (.txt for "
+            "lm, .tsv or .csv for seq2seq and classification, each also gzipped as .gz), JSON "
+            "Lines (.jsonl), Parquet (.parquet), a folder of .txt files or a datasets folder"
+        )
+    if formats.is_gzip(p) and task == "lm" and not one_per_line:
+        return formats.read_gzip_text(p, split, fraction, cache)
     text = read_utf8(p)
     if task == "lm":
         text = text.replace("\r\n", "\n")
@@ -99,7 +124,7 @@ def read_file(
         dataset = _read_lines(p, text, split)
     else:
         dataset = _read_records(p, text, task, split)
-    return _split_records(dataset, fraction, split) if fraction else dataset
+    return split_records(dataset, fraction, split) if fraction else dataset
 
 
 def _read_lines(p: Path, text: str, split: str) -> TextDataset:
@@ -124,7 +149,7 @@ def _read_records(p: Path, text: str, task: str, split: str) -> TextDataset:
     examples = [(label.strip(), txt) for _, (label, txt) in rows]
     labels = sorted({label for label, _ in examples})
     if len(rows) >= MIN_ROWS_CHECKED and len(labels) > len(rows) / 2:
-        sep = "," if p.suffix.lower() == ".csv" else "<TAB>"
+        sep = "," if _is_csv(p) else "<TAB>"
         raise ValueError(
             f"file {str(p)!r}: the label column has {len(labels)} distinct values in "
             f"{len(rows)} rows; is the first column the text? allowed label{sep}text rows, "
@@ -143,11 +168,12 @@ def _read_records(p: Path, text: str, task: str, split: str) -> TextDataset:
 
 def read_utf8(path: Path) -> str:
     """The text of ``path``, which must exist, be UTF-8 (no NUL bytes, no UTF-16; see
-    ``text_bytes``), and not be empty or blank."""
+    ``text_bytes``), and not be empty or blank; a ``.gz`` file is decompressed first."""
     if not path.is_file():
         what = "is a directory" if path.is_dir() else "does not exist"
         raise ValueError(f"file {str(path)!r} {what}: allowed a path to an existing text file")
-    text = decode_text(path.read_bytes(), path)
+    data = gzip_bytes(path) if path.suffix.lower() == ".gz" else path.read_bytes()
+    text = decode_text(data, path)
     if not text.strip():
         raise ValueError(
             f"file {str(path)!r}, line 1: the file is empty: allowed a file with some text"
@@ -160,7 +186,7 @@ def read_two_columns(path: Path, text: str, task: str) -> list[tuple[int, tuple[
     order of ``COLUMNS[task]`` (a header row naming the columns the other way round swaps
     them)."""
     first, second = COLUMNS[task]
-    if path.suffix.lower() == ".csv":
+    if _is_csv(path):
         sep, sep_name = ",", ","
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=",", strict=True)
     else:
@@ -237,20 +263,7 @@ def _whole_text(
     )
 
 
-def _split_records(dataset: TextDataset, fraction: Fraction, split: str) -> TextDataset:
-    """The records of ``split``: those held out, spread evenly (splits.py), or the others."""
-    n = len(dataset)
-    held_out_count(n, fraction, "lines" if dataset.task == "lm" else "rows", dataset.name)
-    keep = [i for i in range(n) if is_held_out(i, fraction) == (split == "validation")]
-    description = dataset.description
-    if split == "validation":
-        description = f"{percent(fraction)} of the records of {description}, held out"
-    return TextDataset(
-        dataset.name,
-        dataset.task,
-        split,
-        [dataset.examples[i] for i in keep],
-        labels=dataset.labels,
-        description=description,
-        lines=[dataset.lines[i] for i in keep],
-    )
+def _is_csv(path: Path) -> bool:
+    """A ``.csv`` file, or one gzipped (``.csv.gz``)."""
+    name = path.name.lower()
+    return name.endswith(".csv") or name.endswith(".csv.gz")

@@ -7,6 +7,9 @@ Each part, training and validation, is recorded by its size and SHA-256:
     a file              {"file": "/abs/train.txt", "bytes": 1440, "sha256": "..."}
                         the bytes of the file (a part held out of the training file is
                         that file again)
+    a folder            {"file": "/abs/texts", "bytes": 91234, "sha256": "...", "files": 12}
+                        the SHA-256 of its files' paths, sizes and SHA-256s (the .txt files
+                        of a folder of texts, every file of a datasets folder)
     a built-in dataset  {"dataset": "reverse", "split": "train", "bytes": 812345,
                         "sha256": "..."}: its examples as UTF-8 JSON, which catches a change
                         of the dataset's generator or corpus between versions
@@ -26,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import TextDataset
-from ..data.documents import file_digest
+from ..data.formats import data_digest
 from .errors import RunError
 from .plan import RunPlan, is_builtin
 
@@ -55,7 +58,7 @@ def data_identity(
                 "sha256": hashlib.sha256(data).hexdigest(),
             }
         else:
-            found[part] = {"file": source, **file_digest(Path(source))}
+            found[part] = {"file": source, **data_digest(Path(source))}
     return found
 
 
@@ -91,7 +94,8 @@ def _describe(part: str, before: Any, after: Any) -> str:
     sha256 3f2a... then; 1,512 bytes, sha256 9b01... now)``."""
     shown = after or before or {}
     if "file" in shown:
-        source = f"the {part} file {shown['file']}"
+        kind = "folder" if "files" in shown else "file"
+        source = f"the {part} {kind} {shown['file']}"
     else:
         source = f"the {part} data of the built-in dataset {shown.get('dataset')}"
     return (

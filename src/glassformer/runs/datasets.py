@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import TextDataset, load_dataset
+from ..data.documents import TextPart
 from ..data.splits import percent
 from ..data.synthetic import DEFAULT_SIZES
 from ..tasks import TASKS
@@ -108,10 +109,12 @@ def held_out_line(plan: RunPlan, validation: TextDataset | None) -> str | None:
     if validation is None or not fraction or plan.validation != plan.data:
         return None
     name = Path(plan.data).name
-    if validation.task == "lm" and not plan.data_options.get("one_per_line"):
-        chars = sum(len(text) for text in validation.examples)
+    if isinstance(validation.part, TextPart):  # a whole text: its last part
+        chars = validation.part.chars
         return f"validation: the last {percent(fraction)} of {name} ({chars:,} characters)"
-    unit = "lines" if validation.task == "lm" else "rows"
+    unit = "lines" if validation.task == "lm" and validation.unit == "line" else "rows"
+    if validation.unit == "file":
+        unit = "files"
     return (
         f"validation: {percent(fraction)} of the {unit} of {name}, spread evenly "
         f"({len(validation):,} {unit})"

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import list_datasets
-from ..data.registry import FILE_SUFFIXES
+from ..data.formats import guess_kind
 from ..models.config import ModelConfig
 from ..presets import PRESETS
 from ..tasks import TASKS, task_for_data
@@ -102,9 +102,9 @@ def is_builtin(name: str) -> bool:
 def make_plan(settings: Settings) -> RunPlan:
     """Resolve ``settings`` (already checked) into a plan; errors are UsageErrors."""
     run = RunSettings(**settings.get("run", {}))
-    task = run.task or _task_of(run.data)
-    data = run.data if is_builtin(run.data) else _path(run.data, "--data")
     data_options = dict(settings.get("data", {}))
+    task = run.task or _task_of(run.data, data_options)
+    data = run.data if is_builtin(run.data) else _path(run.data, "--data")
     if run.val_data is None and is_builtin(run.data):
         validation = run.data
     elif run.val_data is None:  # a part of the file, held out (data/user_files.py)
@@ -179,13 +179,20 @@ def _tokens(run: RunSettings, init_from: str | None) -> str:
     return run.tokenizer if init_from is None else Path(init_from).name
 
 
-def _task_of(data: str) -> str:
+def _task_of(data: str, options: dict[str, Any]) -> str:
     """The task of the data's kind of examples: a built-in dataset's, or a file's by its
-    suffix (data/registry.py; any other suffix: plain text)."""
+    suffix or its fields (data/formats/: the [data] options name other fields; any other
+    suffix: plain text)."""
     for info in list_datasets():
         if info.name == data:
             return task_for_data(info.task).name
-    kind = FILE_SUFFIXES.get(Path(data).suffix.lower(), "lm")
+    path = Path(data).expanduser()
+    if not path.exists():
+        _path(data, "--data")  # refused, naming what is allowed
+    roles = ("text", "label", "source", "target")
+    kind = guess_kind(path, {role: options.get(f"{role}_field") for role in roles})
+    if kind is None and path.suffix.lower() != ".tsv" and not path.name.endswith(".tsv.gz"):
+        kind = "lm"
     if kind is None:
         raise RunError(
             f"--data {data}: a .tsv file holds seq2seq pairs or labelled texts; "
@@ -196,12 +203,12 @@ def _task_of(data: str) -> str:
 
 def _path(name: str, option: str) -> str:
     path = Path(name).expanduser()
-    if not path.is_file():
+    if not path.is_file() and not path.is_dir():
         names = ", ".join(info.name for info in list_datasets())
-        what = "is a directory" if path.is_dir() else "does not exist"
         raise RunError(
-            f"{option} {name}: the file {what}; allowed a built-in dataset ({names}) "
-            "or a .txt, .tsv or .csv file"
+            f"{option} {name}: the file does not exist; allowed a built-in dataset ({names}), "
+            "a .txt, .tsv, .csv, .jsonl or .parquet file (or one gzipped, .gz), a folder of "
+            ".txt files or a datasets folder"
         )
     return str(path.resolve())
 

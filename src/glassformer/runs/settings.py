@@ -8,7 +8,9 @@ command's flags each give some of them; later layers win)::
     [train]   TrainConfig fields (steps, batch_size, lr, ...)
     [data]    options of the dataset: num_examples, ... of a synthetic task; one_per_line
               and val_fraction (default 0.1 when no --val-data is given: that part of the file
-              validates) of a file; overflow of seq2seq and classification data ("truncate",
+              validates) of a file; text_field, label_field, source_field, target_field: the
+              fields of a JSON Lines, Parquet or datasets record (data/formats/); overflow of
+              seq2seq and classification data ("truncate",
               the default at the command line, "drop" or "error": what happens to an example
               longer than model.max_len)
     [sample]  the text sampled at the end of a language-model run
@@ -52,7 +54,7 @@ class RunSettings:
     """What to train on, and where: the [run] table."""
 
     task: str | None = None  # lm | mlm | seq2seq | classify (None: the data's own task)
-    data: str = "shakespeare"  # a built-in dataset name or a path to a .txt/.tsv/.csv file
+    data: str = "shakespeare"  # a built-in dataset name, or a path to a file or folder
     val_data: str | None = None  # a file or "none" (None: built-in split, or part of the file)
     tokenizer: str = "char"  # char | word | bpe
     vocab_size: int | None = None  # bpe: the vocabulary to learn; word: the most kept
