@@ -48,8 +48,11 @@ from pathlib import Path
 from ..tasks import check_data_kind
 from .documents import TextPart
 from .examples import TextDataset
+from .on_disk import OnDisk
 from .splits import check_fraction, held_out_count, is_held_out, percent
 from .text_bytes import decode_text
+from .text_lines import read_lines
+from .text_scan import TextScan, scan_text
 
 COLUMNS: dict[str, tuple[str, str]] = {
     "seq2seq": ("source", "target"),
@@ -75,8 +78,9 @@ def read_file(
 ) -> TextDataset:
     """Read ``path`` in the format of ``task`` (see the module docstring) as one split; with
     ``val_fraction`` > 0, the part of the file for ``split`` (the module docstring). ``cache``:
-    the folder of the token cache for a whole text (lm without ``one_per_line``; None: the
-    default, see token_cache.py)."""
+    the folder of the token cache for an lm file (its tokens, and its scan: text_scan.py;
+    None: the default, see token_cache.py). An lm file is never read whole: it is scanned
+    once (text_scan.py) and its text read from disk when asked (on_disk.py)."""
     p = Path(path)
     check_data_kind(task)
     if one_per_line and task != "lm":
@@ -91,26 +95,30 @@ def read_file(
             "classification; convert it first (e.g. JSON Lines: one text per line of a .txt, "
             "read with one_per_line)"
         )
-    text = read_utf8(p)
     if task == "lm":
-        text = text.replace("\r\n", "\n")
-        if not one_per_line:
-            return _whole_text(p, text, split, fraction, cache)
-        dataset = _read_lines(p, text, split)
-    else:
-        dataset = _read_records(p, text, task, split)
+        scan = scan_text(p, cache)
+        if one_per_line:
+            return _lines(p, scan, split, fraction, cache)
+        return _whole_text(p, scan, split, fraction, cache)
+    dataset = _read_records(p, read_utf8(p), task, split)
     return _split_records(dataset, fraction, split) if fraction else dataset
 
 
-def _read_lines(p: Path, text: str, split: str) -> TextDataset:
-    docs = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
+def _lines(p: Path, scan: TextScan, split: str, fraction: Fraction, cache: str | None):
+    """The non-blank lines of the text file, each a document, or those of ``split``
+    (text_lines.py); read from the file when asked (on_disk.py)."""
+    source = read_lines(p, split, fraction, scan.chars, scan.digest, cache)
+    description = f"text lines {p}"
+    if fraction and split == "validation":
+        description = f"{percent(fraction)} of the records of {description}, held out"
     return TextDataset(
         str(p),
         "lm",
         split,
-        [d for _, d in docs],
-        description=f"text lines {p}",
-        lines=[n for n, _ in docs],
+        OnDisk(source),
+        description=description,
+        lines=OnDisk(source, "lines"),
+        part=source,
     )
 
 
@@ -210,30 +218,23 @@ def read_two_columns(path: Path, text: str, task: str) -> list[tuple[int, tuple[
 
 
 def _whole_text(
-    p: Path, text: str, split: str, fraction: Fraction, cache: str | None
+    p: Path, scan: TextScan, split: str, fraction: Fraction, cache: str | None
 ) -> TextDataset:
     """The whole text as one document, or its first or last part (the module docstring),
-    with where it lies in the file (``TextDataset.part``, for the token cache)."""
-    where = str(p.resolve())
-    if not fraction:
-        part = TextPart(where, 0, len(text), cache)
-        return TextDataset(
-            str(p), "lm", split, [text], description=f"text file {p}", lines=[1], part=part
-        )
-    cut = len(text) - held_out_count(len(text), fraction, "characters", str(p))
-    if split == "train":
-        part = TextPart(where, 0, cut, cache)
-        return TextDataset(
-            str(p), "lm", split, [text[:cut]], description=f"text file {p}", lines=[1], part=part
-        )
+    with where it lies in the file (``TextDataset.part``, for the token cache); the text is
+    read from the file when asked (on_disk.py)."""
+    where, n = str(p.resolve()), scan.chars
+    start, end, description = 0, n, f"text file {p}"
+    if fraction:
+        cut = n - held_out_count(n, fraction, "characters", str(p))
+        if split == "train":
+            end = cut
+        else:
+            start, description = cut, f"the last {percent(fraction)} of text file {p}"
+    part = TextPart(where, start, end, cache, digest=scan.digest, seek=scan.mark(start))
+    lines = [scan.line_at(where, start)]
     return TextDataset(
-        str(p),
-        "lm",
-        split,
-        [text[cut:]],
-        description=f"the last {percent(fraction)} of text file {p}",
-        lines=[text.count("\n", 0, cut) + 1],
-        part=TextPart(where, cut, len(text), cache),
+        str(p), "lm", split, OnDisk(part), description=description, lines=lines, part=part
     )
 
 

@@ -109,7 +109,8 @@ def held_out_line(plan: RunPlan, validation: TextDataset | None) -> str | None:
         return None
     name = Path(plan.data).name
     if validation.task == "lm" and not plan.data_options.get("one_per_line"):
-        chars = sum(len(text) for text in validation.examples)
+        part = validation.part
+        chars = part.chars if part is not None else sum(map(len, validation.examples))
         return f"validation: the last {percent(fraction)} of {name} ({chars:,} characters)"
     unit = "lines" if validation.task == "lm" else "rows"
     return (
@@ -137,6 +138,7 @@ def overflow_line(splits: dict[str, tuple[TextDataset, Any]], max_len: int) -> s
 
 
 def train_tokenizer(plan: RunPlan, train: TextDataset) -> Tokenizer:
-    """A tokenizer of the plan's kind, trained on the texts of the training split."""
+    """A tokenizer of the plan's kind, trained on the texts of the training split as they are
+    read (a text file's in pieces, never whole: the tokenizer keeps only its counts)."""
     tokenizer = get_tokenizer(plan.tokenizer)
-    return tokenizer.train(list(train.texts()), **plan.tokenizer_options)
+    return tokenizer.train(train.texts(), **plan.tokenizer_options)
