@@ -116,7 +116,7 @@ def _scan(path: Path) -> TextScan:
     bad: ValueError | None = None  # the first bytes that are not UTF-8
     with path.open("rb") as f:
         while True:
-            data = f.read(documents.READ_BYTES)
+            data = f.read(documents.READ_BYTES if size else max(documents.READ_BYTES, 4))
             skip = 0
             if size == 0:
                 check_start(data, path)
