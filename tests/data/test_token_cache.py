@@ -56,6 +56,12 @@ def encodings(monkeypatch):
     return calls
 
 
+def stored(folder):
+    """The token files (and temporary files) of a cache folder, not the scans of the text
+    files (text_scan.py) in its folder scans/."""
+    return sorted(p for p in folder.iterdir() if p.name != "scans")
+
+
 def splits(path):
     return [load_dataset(path, s, task="lm", val_fraction=0.1) for s in ("train", "validation")]
 
@@ -77,7 +83,7 @@ def test_the_token_file_holds_the_tokens_of_encoding_the_whole_part_at_once(
         expected = tokenizer.encode(dataset.examples[0], add_bos=True, add_eos=True)
         assert isinstance(tokens, np.memmap) and tokens.dtype == np.uint16
         assert tokens.tolist() == expected
-        [file] = [p for p in cache.iterdir() if p.stat().st_size == 2 * len(expected)]
+        [file] = [p for p in stored(cache) if p.stat().st_size == 2 * len(expected)]
         assert file.suffix == ".uint16"  # 2 bytes a token
     pieces = list(tc._pieces(read_chars(corpus, 0, 2772)))
     assert len(pieces) > 50 and "".join(pieces) == train.examples[0]
@@ -96,7 +102,7 @@ def test_a_second_read_comes_from_the_cache_and_says_so(
     monkeypatch.setattr(tc, "SHOWN_CHARS", 100)  # parts from 100 characters on are shown
     token_file(train.part, tokenizer, progress="lines")
     assert len(encodings) == 1
-    [file] = cache.iterdir()
+    [file] = stored(cache)
     assert capsys.readouterr().err == (
         f"corpus.txt, characters 0..2,772: 2,774 tokens read from the token cache {file}\n"
     )
@@ -123,7 +129,7 @@ def test_a_changed_file_or_another_tokenizer_gets_a_new_token_file(corpus, cache
     assert token_file(changed.part, word).tolist() == word.encode(
         changed.examples[0], add_bos=True, add_eos=True
     )
-    assert len(encodings) == 3 and len(list(cache.iterdir())) == 3
+    assert len(encodings) == 3 and len(stored(cache)) == 3
 
 
 def test_a_file_edited_while_it_is_encoded_is_refused_and_leaves_nothing(corpus, cache):
@@ -139,7 +145,7 @@ def test_a_file_edited_while_it_is_encoded_is_refused_and_leaves_nothing(corpus,
     editing.encode = encode_and_edit
     with pytest.raises(ValueError, match=rf"^file '{corpus}' changed while it was encoded: "):
         token_file(train.part, editing)
-    assert list(cache.iterdir()) == []
+    assert stored(cache) == []
 
 
 def test_a_half_written_token_file_is_never_read_and_stale_ones_are_deleted(
@@ -160,7 +166,7 @@ def test_a_half_written_token_file_is_never_read_and_stale_ones_are_deleted(
     failing.encode = encode_then_fail
     with pytest.raises(KeyboardInterrupt):
         token_file(train.part, failing)
-    assert list(cache.iterdir()) == []  # the temporary file went with the error
+    assert stored(cache) == []  # the temporary file went with the error
 
     # a writer killed outright (kill -9) leaves its temporary file: never read; deleted once
     # untouched for STALE_SECONDS, while a writer's recent one is left alone
@@ -171,7 +177,7 @@ def test_a_half_written_token_file_is_never_read_and_stale_ones_are_deleted(
     os.utime(stale, (old, old))
     tokens = token_file(train.part, tokenizer)
     assert len(encodings) == 2 and len(tokens) == 2774
-    assert sorted(p.name for p in cache.iterdir()) == sorted(
+    assert sorted(p.name for p in stored(cache)) == sorted(
         [recent.name, f"{tc._key(train.part, tokenizer, True)}.uint16"]
     )
 
@@ -181,7 +187,7 @@ def test_a_damaged_token_file_is_encoded_again(damage, corpus, cache, encodings)
     train, _ = splits(corpus)
     tokenizer = trained("char", train)
     tokens = token_file(train.part, tokenizer).tolist()
-    [file] = cache.iterdir()
+    [file] = stored(cache)
     file.write_bytes(damage)  # half an id; or ids without the closing <EOS>
     assert token_file(train.part, tokenizer).tolist() == tokens
     assert len(encodings) == 2 and file.stat().st_size == 2 * len(tokens)
@@ -198,7 +204,7 @@ def test_a_full_disk_keeps_the_tokens_in_memory_with_a_note(corpus, cache, monke
     monkeypatch.setattr(tc, "_write_tokens", full)
     tokens = token_file(train.part, tokenizer)
     assert tokens.tolist() == tokenizer.encode(train.examples[0], add_bos=True, add_eos=True)
-    assert list(cache.iterdir()) == []
+    assert stored(cache) == []
     assert capsys.readouterr().err == (
         f"glassformer: note: the token cache {cache} cannot be written (No space left on "
         "device); the tokens of corpus.txt are kept in memory for this run\n"
@@ -228,7 +234,7 @@ def test_the_data_cache_setting_names_the_folder_and_is_checked(corpus, cache, t
     train = load_dataset(str(corpus), task="lm", cache=str(tmp_path / "mine"))
     assert train.part == TextPart(str(corpus), 0, 3080, str(tmp_path / "mine"))
     token_file(train.part, trained("char", train))
-    assert len(list((tmp_path / "mine").iterdir())) == 1 and not cache.exists()
+    assert len(stored(tmp_path / "mine")) == 1 and not cache.exists()
     with pytest.raises(ValueError, match=r"^cache is 3: allowed the path of a folder"):
         load_dataset(str(corpus), task="lm", cache=3)
 

@@ -15,11 +15,11 @@ import codecs
 import hashlib
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["READ_BYTES", "Documents", "TextPart", "file_digest", "read_chars"]
+__all__ = ["READ_BYTES", "Documents", "TextPart", "changed", "file_digest", "read_chars"]
 
 READ_BYTES = 1 << 20  # bytes read from a file at a time
 
@@ -35,9 +35,16 @@ class Documents(abc.ABC):
         the characters read): the token cache's key, with the tokenizer's."""
 
     @abc.abstractmethod
-    def documents(self) -> Iterator[Iterator[str]]:
-        """Each document, in order, as blocks of its text; a ``ValueError`` when the data on
-        disk no longer match ``identity`` (changed while it was read)."""
+    def documents(self, check: bool = True) -> Iterator[Iterator[str]]:
+        """Each document, in order, as blocks of its text; with ``check``, a ``ValueError``
+        when the data on disk no longer match ``identity`` (changed while it was read: the
+        token cache checks; a tokenizer's training and a reader of ``TextDataset.examples``
+        need not)."""
+
+    @property
+    def count(self) -> int:
+        """How many documents there are (``len`` of a TextDataset of them)."""
+        raise NotImplementedError(f"{type(self).__name__} does not count its documents")
 
     @property
     @abc.abstractmethod
@@ -59,29 +66,41 @@ class Documents(abc.ABC):
 class TextPart(Documents):
     """Characters ``start`` .. ``end`` (of the text read as ``user_files`` reads it) of the text
     file ``path``: the one document of an lm split; ``cache``: the cache folder (None: the
-    default, ``token_cache.cache_folder``)."""
+    default, ``token_cache.cache_folder``); ``digest``: the file's ``{"bytes", "sha256"}``
+    when known (text_scan.py; None: hashed when asked); ``seek``: where a reader may start
+    (text_scan.py's ``TextScan.mark(start)``; (0, 0): the start of the file)."""
 
     path: str
     start: int
     end: int
     cache: str | None = None
+    digest: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    seek: tuple[int, int] = field(default=(0, 0), compare=False, repr=False)
 
     def identity(self) -> dict[str, Any]:
-        return {"file": file_digest(Path(self.path)), "start": self.start, "end": self.end}
+        return {"file": self.file(), "start": self.start, "end": self.end}
 
-    def documents(self) -> Iterator[Iterator[str]]:
-        yield self._chars()
+    def file(self) -> dict[str, Any]:
+        """The file's ``{"bytes": size, "sha256": hex digest}``."""
+        return self.digest or file_digest(Path(self.path))
+
+    def documents(self, check: bool = True) -> Iterator[Iterator[str]]:
+        if check:
+            yield self._chars()
+        else:
+            yield read_chars(self.path, self.start, self.end, seek=self.seek)
 
     def _chars(self) -> Iterator[str]:
         path = Path(self.path)
-        digest = file_digest(path)
+        digest = self.file()
         hasher = hashlib.sha256()
         yield from read_chars(path, self.start, self.end, hasher)
         if hasher.hexdigest() != digest["sha256"]:
-            raise ValueError(
-                f"file {str(path)!r} changed while it was encoded: allowed a file that stays the "
-                "same while a run reads it"
-            )
+            raise changed(path)
+
+    @property
+    def count(self) -> int:
+        return 1
 
     @property
     def chars(self) -> int:
@@ -100,6 +119,14 @@ def _open_bytes(path: Path) -> BinaryIO:
     return path.open("rb")
 
 
+def changed(path: Path) -> ValueError:
+    """The refusal of a file that changed while it was read for the token cache."""
+    return ValueError(
+        f"file {str(path)!r} changed while it was encoded: allowed a file that stays the "
+        "same while a run reads it"
+    )
+
+
 def file_digest(path: Path) -> dict[str, int | str]:
     """``{"bytes": size, "sha256": hex digest}`` of the file, read a chunk at a time."""
     digest, size = hashlib.sha256(), 0
@@ -115,16 +142,23 @@ def read_chars(
     start: int,
     end: int,
     hasher: Any | None = None,
+    seek: tuple[int, int] = (0, 0),
     *,
     opener: Callable[[Path], BinaryIO] | None = None,
 ) -> Iterator[str]:
     """The characters ``start`` .. ``end`` of the file's text (UTF-8 without its byte-order
     mark, ``\\r\\n`` read as ``\\n``), a block at a time; every byte of the file goes through
-    ``hasher`` when one is given (then the whole file is read). ``opener``: how the file's
-    bytes are read (default ``Path.open("rb")``; e.g. ``gzip.open`` for a compressed text)."""
-    decoder = codecs.getincrementaldecoder("utf-8-sig")()
-    at, held = 0, ""  # characters of the text passed; a "\r" that may start a "\r\n"
+    ``hasher`` when one is given (then the whole file is read). ``seek``: (byte offset,
+    characters before it) of a place where no character or ``\\r\\n`` is cut in two
+    (text_scan.py's marks), at or before ``start``, to read from instead of the start (not
+    with a ``hasher``). ``opener``: how the file's bytes are read (default ``Path.open("rb")``;
+    e.g. ``gzip.open`` for a compressed text)."""
+    byte, at = (0, 0) if hasher is not None else seek  # characters of the text passed
+    decoder = codecs.getincrementaldecoder("utf-8" if byte else "utf-8-sig")()
+    held = ""  # a "\r" that may start a "\r\n"
     with (opener or _open_bytes)(Path(path)) as f:
+        if byte:
+            f.seek(byte)
         while True:
             data = f.read(READ_BYTES)
             if hasher is not None:

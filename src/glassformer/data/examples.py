@@ -13,6 +13,11 @@ read-only sequence (``len``, indexing, iteration), so it also works as a
 ``torch.utils.data.Dataset`` of raw examples. A dataset read from a file keeps the line of
 each example, so that every message about an example names the file and the line
 (``where(i)``).
+
+The examples of an lm split read from a text file are not held: ``examples`` (and, for its
+lines, ``lines``) is then an ``OnDisk`` sequence (on_disk.py) that reads the file only when
+asked, and ``texts()`` streams the text in pieces; the built-in corpora and tasks, and
+seq2seq and classification files, hold their examples.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass, field
 
 from ..tasks import check_data_kind
 from .documents import Documents
+from .on_disk import OnDisk
 
 SPLITS: tuple[str, ...] = ("train", "validation")
 # What encoding does with a seq2seq / classification example longer than max_len (encoding.py).
@@ -39,20 +45,22 @@ class TextDataset(Sequence):
         task: ``"lm"`` | ``"seq2seq"`` | ``"classification"``.
         split: ``"train"`` | ``"validation"`` (for a user file, the label it was loaded under).
         examples: ``str`` (lm), ``(source, target)`` (seq2seq) or ``(label, text)``
-            (classification).
+            (classification); for an lm split of a text file, an ``OnDisk`` sequence of its
+            documents, read when asked (the module docstring).
         labels: classification only: the class names, in the order that defines the class
             indices (``labels.index(label)``); ``()`` for the other tasks.
         description: one line saying what the data is.
         lines: for data read from a file, the line on which each example starts (1-based),
-            or its row in a Parquet file or a datasets folder (``unit``); ``()`` otherwise.
+            or its row in a Parquet file or a datasets folder (``unit``); ``()`` otherwise (an
+            ``OnDisk`` sequence for the lines of a text file read with ``one_per_line``).
         overflow: what encoding does with a seq2seq / classification example longer than
             ``max_len``: "error" (the default), "truncate" or "drop" (see encoding.py); an
             "lm" text is cut into windows instead, so it stays "error" there.
         part: for an lm split read from disk, its documents there (documents.py: e.g. the
             part of a text file the split holds): their tokens are then encoded once into the
-            token cache and read from there (token_cache.py); None otherwise. With a ``part``,
-            ``examples`` may be a lazy sequence of the documents' texts (read from disk when
-            iterated; formats/texts.py): it is kept as it is, not copied or checked.
+            token cache and read from there (token_cache.py); None otherwise. ``examples``
+            is then an ``OnDisk`` sequence of the documents' texts (on_disk.py: read from disk
+            when asked), kept as it is, not copied or checked.
         unit: what ``lines`` count: ``"line"`` (of a text or JSON Lines file), ``"row"`` (of a
             Parquet file or a datasets folder) or ``"file"`` (of a folder).
     """
@@ -60,10 +68,10 @@ class TextDataset(Sequence):
     name: str
     task: str
     split: str
-    examples: tuple[Example, ...]
+    examples: tuple[Example, ...] | OnDisk
     labels: tuple[str, ...] = ()
     description: str = ""
-    lines: tuple[int, ...] = ()
+    lines: tuple[int, ...] | OnDisk = ()
     overflow: str = "error"
     part: Documents | None = field(default=None, compare=False)
     unit: str = field(default="line", compare=False)
@@ -71,11 +79,14 @@ class TextDataset(Sequence):
 
     def __post_init__(self) -> None:
         check_data_kind(self.task)
-        lazy = self.part is not None and not isinstance(self.examples, list | tuple)
-        if not lazy:  # a lazy sequence of texts on disk stays lazy (the docstring)
+        on_disk = isinstance(self.examples, OnDisk)
+        if on_disk and self.task != "lm":
+            raise ValueError(f"examples on disk are for task 'lm', not {self.task!r}")
+        if not on_disk:
             object.__setattr__(self, "examples", tuple(self.examples))
         object.__setattr__(self, "labels", tuple(self.labels))
-        object.__setattr__(self, "lines", tuple(self.lines))
+        if not isinstance(self.lines, OnDisk):
+            object.__setattr__(self, "lines", tuple(self.lines))
         if self.lines and len(self.lines) != len(self.examples):
             raise ValueError(
                 f"lines has {len(self.lines)} entries: allowed one per example "
@@ -90,7 +101,7 @@ class TextDataset(Sequence):
                 f"overflow is {self.overflow!r}: allowed only for seq2seq and classification "
                 "data (an lm text is cut into windows of max_len, never truncated)"
             )
-        for i, ex in enumerate(() if lazy else self.examples):
+        for i, ex in enumerate(() if on_disk else self.examples):
             _check_example(self.task, ex, i)
         if self.task == "classification":
             if not self.labels or len(set(self.labels)) != len(self.labels):
@@ -133,7 +144,11 @@ class TextDataset(Sequence):
 
     def texts(self) -> Iterator[str]:
         """Every text in the split (both sides of a pair; not the labels): for training a
-        tokenizer, e.g. ``CharTokenizer().train(ds.texts())``."""
+        tokenizer, e.g. ``CharTokenizer().train(ds.texts())``; the text of a file is read as
+        it goes, in pieces (on_disk.py)."""
+        if isinstance(self.examples, OnDisk):
+            yield from self.examples.texts()
+            return
         for ex in self.examples:
             if self.task == "lm":
                 yield ex  # type: ignore[misc]

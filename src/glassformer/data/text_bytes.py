@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-__all__ = ["decode_text"]
+__all__ = ["SAMPLE_BYTES", "check_start", "decode_text", "nul_error", "utf8_error"]
 
 BOMS: tuple[tuple[bytes, str, str], ...] = (  # UTF-32 first: its LE mark starts like UTF-16's
     (b"\xff\xfe\x00\x00", "UTF-32 (little-endian)", "UTF-32"),
@@ -30,40 +30,57 @@ MIN_SAMPLE_BYTES = 16
 def decode_text(data: bytes, path: Path) -> str:
     """``data`` (the bytes of ``path``) decoded as UTF-8 without its byte-order mark; a
     ``ValueError`` naming ``path`` when it is not UTF-8 text (module docstring)."""
-    name = repr(str(path))
-    for bom, encoding, iconv_name in BOMS:
-        if data.startswith(bom):
-            raise ValueError(
-                f"file {name}, line 1: a {encoding} byte-order mark at byte offset 0 (bytes "
-                f"{bom!r}): allowed UTF-8 text only; convert it with {_iconv(iconv_name, path)}"
-            )
+    check_start(data, path)
     nul = data.find(b"\x00")
     if nul >= 0:
+        start = nul - nul % 4  # keeps the alignment of the code units
         line = data.count(b"\n", 0, nul) + 1
-        where = f"file {name}, line {line}"
-        guess = _wide_encoding(data, nul)
-        if guess:
-            pattern, encoding, iconv_name = guess
-            raise ValueError(
-                f"{where}: {pattern} from byte offset {nul} on: the file looks like {encoding} "
-                f"without a byte-order mark: allowed UTF-8 text only; convert it with "
-                f"{_iconv(iconv_name, path)}"
-            )
-        raise ValueError(
-            f"{where}: a NUL byte (0x00) at byte offset {nul}: the file holds binary data, not "
-            "text: allowed UTF-8 text without NUL bytes"
-        )
+        raise nul_error(data[start : start + SAMPLE_BYTES], nul, line, path)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        bad = e.object[e.start : e.end]
         start = len(data) - len(e.object) + e.start  # e.object lacks a UTF-8 byte-order mark
         line = data.count(b"\n", 0, start) + 1
-        raise ValueError(
-            f"file {name}, line {line}: bytes {bad!r} at byte offset {start} are not valid "
-            f"UTF-8: allowed UTF-8 text only; re-save the file as UTF-8 (from Windows-1252 or "
-            f"Latin-1: {_iconv('WINDOWS-1252', path)})"
-        ) from None
+        raise utf8_error(e.object[e.start : e.end], start, line, path) from None
+
+
+def check_start(head: bytes, path: Path) -> None:
+    """Refuse a file whose first bytes ``head`` are a UTF-16 or UTF-32 byte-order mark."""
+    for bom, encoding, iconv_name in BOMS:
+        if head.startswith(bom):
+            raise ValueError(
+                f"file {str(path)!r}, line 1: a {encoding} byte-order mark at byte offset 0 "
+                f"(bytes {bom!r}): allowed UTF-8 text only; convert it with "
+                f"{_iconv(iconv_name, path)}"
+            )
+
+
+def nul_error(sample: bytes, nul: int, line: int, path: Path) -> ValueError:
+    """The refusal of a NUL byte at byte offset ``nul`` (on ``line``) of ``path``: UTF-16 or
+    UTF-32 without a byte-order mark when the NULs of ``sample`` (the ``SAMPLE_BYTES`` bytes
+    of the file from ``nul - nul % 4``) say so, else binary data."""
+    where = f"file {str(path)!r}, line {line}"
+    guess = _wide_encoding(sample, nul % 4)
+    if guess:
+        pattern, encoding, iconv_name = guess
+        return ValueError(
+            f"{where}: {pattern} from byte offset {nul} on: the file looks like {encoding} "
+            f"without a byte-order mark: allowed UTF-8 text only; convert it with "
+            f"{_iconv(iconv_name, path)}"
+        )
+    return ValueError(
+        f"{where}: a NUL byte (0x00) at byte offset {nul}: the file holds binary data, not "
+        "text: allowed UTF-8 text without NUL bytes"
+    )
+
+
+def utf8_error(bad: bytes, offset: int, line: int, path: Path) -> ValueError:
+    """The refusal of the bytes ``bad``, not UTF-8, at byte offset ``offset`` (on ``line``)."""
+    return ValueError(
+        f"file {str(path)!r}, line {line}: bytes {bad!r} at byte offset {offset} are not valid "
+        f"UTF-8: allowed UTF-8 text only; re-save the file as UTF-8 (from Windows-1252 or "
+        f"Latin-1: {_iconv('WINDOWS-1252', path)})"
+    )
 
 
 def _wide_encoding(data: bytes, nul: int) -> tuple[str, str, str] | None:

@@ -46,6 +46,7 @@ import numpy as np
 from ..progress import Work
 from ..safe_write import replace_file
 from .documents import Documents
+from .text_pieces import pieces
 
 if TYPE_CHECKING:
     from glassformer.tokenizers.base import Tokenizer
@@ -55,7 +56,6 @@ __all__ = ["CACHE_ENV", "cache_folder", "token_dtype", "token_file"]
 CACHE_ENV = "GLASSFORMER_CACHE"
 FORMAT = 2  # bumped when the token files' layout or key changes
 ENCODE_CHARS = 1 << 20  # characters encoded at a time (about; cut at a space or newline)
-MAX_PENDING = 8  # without a place to cut, at most this many ENCODE_CHARS wait
 STALE_SECONDS = 3600  # a temporary file untouched this long is a dead writer's
 SHOWN_CHARS = 1 << 20  # a shorter part is encoded in about a second: nothing is shown
 
@@ -174,31 +174,8 @@ def _encode(
 
 
 def _pieces(blocks: Iterator[str]) -> Iterator[str]:
-    """``blocks`` joined and cut again into pieces of about ``ENCODE_CHARS`` characters, each cut
-    before a single space (else newline) between two other characters (``_cut``)."""
-    pending = ""
-    for block in blocks:
-        pending += block
-        while len(pending) >= ENCODE_CHARS:
-            cut = _cut(pending)
-            if cut == 0 and len(pending) < MAX_PENDING * ENCODE_CHARS:
-                break  # no place to cut yet: read on
-            cut = cut or len(pending)  # none in MAX_PENDING pieces' worth: cut anywhere
-            yield pending[:cut]
-            pending = pending[cut:]
-    if pending:
-        yield pending
-
-
-def _cut(text: str) -> int:
-    """The last index i with ``text[i]`` a space (else a newline) and ``text[i - 1]``,
-    ``text[i + 1]`` not whitespace; 0 when there is none."""
-    for sep in (" ", "\n"):
-        i = len(text) - 1
-        while (i := text.rfind(sep, 1, i)) > 0:
-            if not text[i - 1].isspace() and not text[i + 1].isspace():
-                return i
-    return 0
+    """``blocks`` cut into pieces of about ``ENCODE_CHARS`` characters (text_pieces.py)."""
+    return pieces(blocks, ENCODE_CHARS)
 
 
 def _clean_stale(folder: Path) -> None:

@@ -54,8 +54,11 @@ from .documents import TextPart
 from .examples import TextDataset
 from .formats.common import MIN_ROWS_CHECKED
 from .formats.compressed import gzip_bytes
+from .on_disk import OnDisk
 from .splits import check_fraction, held_out_count, percent, split_records
 from .text_bytes import decode_text
+from .text_lines import read_lines
+from .text_scan import TextScan, scan_text
 
 COLUMNS: dict[str, tuple[str, str]] = {
     "seq2seq": ("source", "target"),
@@ -84,10 +87,12 @@ def read_file(
 ) -> TextDataset:
     """Read ``path`` in the format of ``task`` (see the module docstring) as one split; with
     ``val_fraction`` > 0, the part of the file for ``split`` (the module docstring). ``cache``:
-    the folder of the token cache for lm documents on disk (a whole text, a folder, records;
-    None: the default, see token_cache.py). ``text_field`` ... ``target_field``: the fields of
-    a JSON Lines, Parquet or datasets record that hold the text, label, source and target
-    (None: ``"text"``, ``"label"``, ``"source"``, ``"target"``)."""
+    the folder of the token cache for lm documents on disk (a whole text, its lines, a folder,
+    records; None: the default, see token_cache.py). ``text_field`` ... ``target_field``: the
+    fields of a JSON Lines, Parquet or datasets record that hold the text, label, source and
+    target (None: ``"text"``, ``"label"``, ``"source"``, ``"target"``). An lm text file is never
+    read whole: it is scanned once (text_scan.py) and its text read from disk when asked
+    (on_disk.py)."""
     p = Path(path)
     fields = {"text": text_field, "label": label_field, "source": source_field,
               "target": target_field}  # fmt: skip
@@ -114,20 +119,22 @@ def read_file(
             "lm, .tsv or .csv for seq2seq and classification, each also gzipped as .gz), JSON "
             "Lines (.jsonl), Parquet (.parquet), a folder of .txt files or a datasets folder"
         )
-    if formats.is_gzip(p) and task == "lm" and not one_per_line:
-        return formats.read_gzip_text(p, split, fraction, cache)
-    text = read_utf8(p)
-    if task == "lm":
-        text = text.replace("\r\n", "\n")
+    if task == "lm" and formats.is_gzip(p):
         if not one_per_line:
-            return _whole_text(p, text, split, fraction, cache)
-        dataset = _read_lines(p, text, split)
-    else:
-        dataset = _read_records(p, text, task, split)
+            return formats.read_gzip_text(p, split, fraction, cache)
+        dataset = _read_lines(p, read_utf8(p).replace("\r\n", "\n"), split)
+        return split_records(dataset, fraction, split) if fraction else dataset
+    if task == "lm":
+        scan = scan_text(p, cache)
+        if one_per_line:
+            return _lines(p, scan, split, fraction, cache)
+        return _whole_text(p, scan, split, fraction, cache)
+    dataset = _read_records(p, read_utf8(p), task, split)
     return split_records(dataset, fraction, split) if fraction else dataset
 
 
 def _read_lines(p: Path, text: str, split: str) -> TextDataset:
+    """The non-blank lines of a gzipped text (decompressed whole), each a document."""
     docs = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
     return TextDataset(
         str(p),
@@ -136,6 +143,24 @@ def _read_lines(p: Path, text: str, split: str) -> TextDataset:
         [d for _, d in docs],
         description=f"text lines {p}",
         lines=[n for n, _ in docs],
+    )
+
+
+def _lines(p: Path, scan: TextScan, split: str, fraction: Fraction, cache: str | None):
+    """The non-blank lines of the text file, each a document, or those of ``split``
+    (text_lines.py); read from the file when asked (on_disk.py)."""
+    source = read_lines(p, split, fraction, scan.chars, scan.digest, cache)
+    description = f"text lines {p}"
+    if fraction and split == "validation":
+        description = f"{percent(fraction)} of the records of {description}, held out"
+    return TextDataset(
+        str(p),
+        "lm",
+        split,
+        OnDisk(source),
+        description=description,
+        lines=OnDisk(source, "lines"),
+        part=source,
     )
 
 
@@ -236,30 +261,23 @@ def read_two_columns(path: Path, text: str, task: str) -> list[tuple[int, tuple[
 
 
 def _whole_text(
-    p: Path, text: str, split: str, fraction: Fraction, cache: str | None
+    p: Path, scan: TextScan, split: str, fraction: Fraction, cache: str | None
 ) -> TextDataset:
     """The whole text as one document, or its first or last part (the module docstring),
-    with where it lies in the file (``TextDataset.part``, for the token cache)."""
-    where = str(p.resolve())
-    if not fraction:
-        part = TextPart(where, 0, len(text), cache)
-        return TextDataset(
-            str(p), "lm", split, [text], description=f"text file {p}", lines=[1], part=part
-        )
-    cut = len(text) - held_out_count(len(text), fraction, "characters", str(p))
-    if split == "train":
-        part = TextPart(where, 0, cut, cache)
-        return TextDataset(
-            str(p), "lm", split, [text[:cut]], description=f"text file {p}", lines=[1], part=part
-        )
+    with where it lies in the file (``TextDataset.part``, for the token cache); the text is
+    read from the file when asked (on_disk.py)."""
+    where, n = str(p.resolve()), scan.chars
+    start, end, description = 0, n, f"text file {p}"
+    if fraction:
+        cut = n - held_out_count(n, fraction, "characters", str(p))
+        if split == "train":
+            end = cut
+        else:
+            start, description = cut, f"the last {percent(fraction)} of text file {p}"
+    part = TextPart(where, start, end, cache, digest=scan.digest, seek=scan.mark(start))
+    lines = [scan.line_at(where, start)]
     return TextDataset(
-        str(p),
-        "lm",
-        split,
-        [text[cut:]],
-        description=f"the last {percent(fraction)} of text file {p}",
-        lines=[text.count("\n", 0, cut) + 1],
-        part=TextPart(where, cut, len(text), cache),
+        str(p), "lm", split, OnDisk(part), description=description, lines=lines, part=part
     )
 
 

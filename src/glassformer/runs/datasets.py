@@ -140,6 +140,7 @@ def overflow_line(splits: dict[str, tuple[TextDataset, Any]], max_len: int) -> s
 
 
 def train_tokenizer(plan: RunPlan, train: TextDataset) -> Tokenizer:
-    """A tokenizer of the plan's kind, trained on the texts of the training split."""
+    """A tokenizer of the plan's kind, trained on the texts of the training split as they are
+    read (a text file's in pieces, never whole: the tokenizer keeps only its counts)."""
     tokenizer = get_tokenizer(plan.tokenizer)
-    return tokenizer.train(list(train.texts()), **plan.tokenizer_options)
+    return tokenizer.train(train.texts(), **plan.tokenizer_options)

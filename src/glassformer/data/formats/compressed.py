@@ -19,8 +19,8 @@ from typing import BinaryIO
 
 from ..documents import TextPart, read_chars
 from ..examples import TextDataset
+from ..on_disk import OnDisk
 from ..splits import held_out_count, percent
-from .texts import DocumentTexts
 
 __all__ = ["GZIP_ERRORS", "GzipText", "gzip_bytes", "gzip_problem", "open_bytes", "read_gzip_text"]
 
@@ -60,6 +60,9 @@ def gzip_bytes(path: Path) -> bytes:
 class GzipText(TextPart):
     """Characters ``start`` .. ``end`` of the decompressed text of the ``.gz`` file ``path``;
     its identity is that of the compressed file's bytes."""
+
+    def documents(self, check: bool = True) -> Iterator[Iterator[str]]:
+        yield self._chars()  # decompressed; a change is caught by the file's stat either way
 
     def _chars(self) -> Iterator[str]:
         before = os.stat(self.path)
@@ -118,6 +121,6 @@ def read_gzip_text(path: Path, split: str, fraction: Fraction, cache: str | None
             description = f"the last {percent(fraction)} of {description}"
     part = GzipText(where, start, end, cache)
     return TextDataset(
-        name, "lm", split, DocumentTexts(part, 1), description=description, lines=[line],
+        name, "lm", split, OnDisk(part), description=description, lines=[line],
         part=part,
     )  # fmt: skip

@@ -11,10 +11,10 @@ from typing import Any
 
 from ..documents import Documents, file_digest
 from ..examples import TextDataset
+from ..on_disk import OnDisk
 from ..splits import held_out_count, is_held_out, percent
 from .common import text_of
 from .records import Records
-from .texts import DocumentTexts
 
 __all__ = ["RecordDocuments", "read_records_lm"]
 
@@ -29,7 +29,7 @@ class RecordDocuments(Documents):
         chars: int, cache: str | None = None,
     ) -> None:  # fmt: skip
         self.records, self.field, self.split, self.fraction = records, field, split, fraction
-        self.count, self._chars, self.cache = count, chars, cache
+        self._count, self._chars, self.cache = count, chars, cache
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -39,7 +39,7 @@ class RecordDocuments(Documents):
             "split": self.split if self.fraction else None,
         }
 
-    def documents(self) -> Iterator[Iterator[str]]:
+    def documents(self, check: bool = True) -> Iterator[Iterator[str]]:
         before = _stamps(self.records)
         for held, text in texts(self.records, self.field, self.fraction):
             if held == (self.split == "validation") or not self.fraction:
@@ -49,6 +49,10 @@ class RecordDocuments(Documents):
                 f"{self.name} changed while it was encoded: allowed data that stay the same "
                 "while a run reads them"
             )
+
+    @property
+    def count(self) -> int:
+        return self._count
 
     @property
     def chars(self) -> int:
@@ -77,7 +81,7 @@ def read_records_lm(
     records: Records, split: str, fraction: Fraction, field: str, cache: str | None
 ) -> TextDataset:
     """The lm split of ``records``: checked and counted in one pass, its texts read again
-    from disk when iterated or encoded (``DocumentTexts``, the token cache)."""
+    from disk when iterated or encoded (``OnDisk``, the token cache)."""
     count, chars = [0, 0], [0, 0]  # [kept, held out]
     for held, text in texts(records, field, fraction):
         count[held] += 1
@@ -96,7 +100,7 @@ def read_records_lm(
     if k:
         description = f"{percent(fraction)} of {description}, held out"
     return TextDataset(
-        path, "lm", split, DocumentTexts(docs, count[k]), description=description, part=docs,
+        path, "lm", split, OnDisk(docs), description=description, part=docs,
         unit=records.unit,
     )  # fmt: skip
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from ..documents import Documents, file_digest, read_chars
 from ..examples import TextDataset
+from ..on_disk import OnDisk
 from ..splits import held_out_count, is_held_out, percent
 from ..text_bytes import decode_text
-from .texts import DocumentTexts
 
 __all__ = ["FolderDocuments", "folder_digest", "read_text_folder", "text_files"]
 
@@ -53,9 +53,13 @@ class FolderDocuments(Documents):
     def identity(self) -> dict[str, Any]:
         return {"folder": folder_digest(self.folder, self.files)}
 
-    def documents(self) -> Iterator[Iterator[str]]:
+    def documents(self, check: bool = True) -> Iterator[Iterator[str]]:
         for path, n in zip(self.files, self.sizes, strict=True):
             yield _unchanged(path, n)
+
+    @property
+    def count(self) -> int:
+        return len(self.files)
 
     @property
     def chars(self) -> int:
@@ -114,6 +118,6 @@ def read_text_folder(
     if want:
         description = f"{percent(fraction)} of {description}, held out"
     return TextDataset(
-        name, "lm", split, DocumentTexts(docs, len(chosen)), description=description, part=docs,
+        name, "lm", split, OnDisk(docs), description=description, part=docs,
         unit="file",
     )  # fmt: skip
