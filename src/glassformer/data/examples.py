@@ -51,6 +51,8 @@ class TextDataset(Sequence):
         part: for an lm split read from disk, its documents there (documents.py: e.g. the
             part of a text file the split holds): their tokens are then encoded once into the
             token cache and read from there (token_cache.py); None otherwise.
+        cache: the folder of the token cache for this split's tokens (token_cache.py,
+            record_cache.py); None: the default (``token_cache.cache_folder``).
     """
 
     name: str
@@ -62,6 +64,7 @@ class TextDataset(Sequence):
     lines: tuple[int, ...] = ()
     overflow: str = "error"
     part: Documents | None = field(default=None, compare=False)
+    cache: str | None = field(default=None, compare=False)
     _label_index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -75,8 +75,9 @@ def read_file(
 ) -> TextDataset:
     """Read ``path`` in the format of ``task`` (see the module docstring) as one split; with
     ``val_fraction`` > 0, the part of the file for ``split`` (the module docstring). ``cache``:
-    the folder of the token cache for a whole text (lm without ``one_per_line``; None: the
-    default, see token_cache.py)."""
+    the folder of the token cache (None: the default, see token_cache.py) for a whole text
+    (lm without ``one_per_line``) and for seq2seq and classification records
+    (record_cache.py)."""
     p = Path(path)
     check_data_kind(task)
     if one_per_line and task != "lm":
@@ -98,7 +99,7 @@ def read_file(
             return _whole_text(p, text, split, fraction, cache)
         dataset = _read_lines(p, text, split)
     else:
-        dataset = _read_records(p, text, task, split)
+        dataset = _read_records(p, text, task, split, cache)
     return _split_records(dataset, fraction, split) if fraction else dataset
 
 
@@ -114,12 +115,13 @@ def _read_lines(p: Path, text: str, split: str) -> TextDataset:
     )
 
 
-def _read_records(p: Path, text: str, task: str, split: str) -> TextDataset:
+def _read_records(p: Path, text: str, task: str, split: str, cache: str | None) -> TextDataset:
     rows = read_two_columns(p, text, task)
     lines = [n for n, _ in rows]
     if task == "seq2seq":
+        pairs = [r for _, r in rows]
         return TextDataset(
-            str(p), task, split, [r for _, r in rows], description=f"pairs {p}", lines=lines
+            str(p), task, split, pairs, description=f"pairs {p}", lines=lines, cache=cache
         )
     examples = [(label.strip(), txt) for _, (label, txt) in rows]
     labels = sorted({label for label, _ in examples})
@@ -138,6 +140,7 @@ def _read_records(p: Path, text: str, task: str, split: str) -> TextDataset:
         labels=labels,
         description=f"labelled texts {p}",
         lines=lines,
+        cache=cache,
     )
 
 
@@ -253,4 +256,5 @@ def _split_records(dataset: TextDataset, fraction: Fraction, split: str) -> Text
         labels=dataset.labels,
         description=description,
         lines=[dataset.lines[i] for i in keep],
+        cache=dataset.cache,
     )
