@@ -188,6 +188,11 @@ def test_the_key_is_the_records_the_class_list_and_the_tokenizer(sms, cache, enc
     edited = [(label, t.replace("free", "fre")) for label, t in from_file.examples]
     encode_dataset(dataclasses.replace(from_file, examples=edited), tokenizer, max_len=64)
     assert len(encodings) == 4 and len(list(cache.iterdir())) == 4
+    moved = [("ab", "c"), ("a", "bc")]  # the same characters, split otherwise
+    keys = {
+        rc._key(TextDataset("t", "seq2seq", "train", [pair]), tokenizer, False) for pair in moved
+    }
+    assert len(keys) == 2
 
 
 def test_small_splits_stay_in_memory_and_large_files_use_the_cache(sms, cache, monkeypatch):

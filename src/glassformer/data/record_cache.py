@@ -9,10 +9,11 @@ memory maps: 2 bytes a token (``token_dtype``) and 8 bytes a record for its offs
 
 * **Where**: the token cache's folder (token_cache.py: ``data.cache``, else
   ``$GLASSFORMER_CACHE``, else ``~/.cache/glassformer/tokens``), a folder ``<key>.records``.
-* **Key**: the SHA-256 of the records themselves (their text as UTF-8 JSON, a chunk at a time,
-  so the same records give the same key however they were read: a file, a built-in task, a
-  list), the task, the class list (classification: the class indices depend on it), whether a
-  <BOS> opens each text, and the SHA-256 of the tokenizer's JSON (``Tokenizer.to_dict``).
+* **Key**: the SHA-256 of the records themselves (a chunk at a time, the lengths of its fields
+  and their text as UTF-8, so the same records give the same key however they were read: a
+  file, a built-in task, a list), the task, the class list (classification: the class
+  indices depend on it), whether a <BOS> opens each text, and the SHA-256 of the tokenizer's
+  JSON (``Tokenizer.to_dict``).
 * **Layout**: for each field (``text``; or ``source`` and ``target``) ``<field>.uint16`` (or
   ``.uint32``): every record's ids ``[<BOS>] ids <EOS>``, untruncated, one record after another;
   ``<field>.offsets.int64``: where each record's ids start, then the total (n + 1 numbers); for
@@ -62,7 +63,7 @@ __all__ = ["CACHE_CHARS", "FIELDS", "RecordTokens", "record_tokens", "uses_recor
 FORMAT = 1  # bumped when the record folders' layout or key changes
 CACHE_CHARS = 1 << 20  # splits of this many characters or more go through the cache
 ENCODE_CHARS = 1 << 20  # characters of records encoded at a time (about)
-HASH_RECORDS = 1024  # records hashed at a time
+HASH_RECORDS = 8192  # records hashed at a time
 FIELDS: dict[str, tuple[str, ...]] = {"seq2seq": ("source", "target"), "classification": ("text",)}
 
 Write = Callable[[str, np.ndarray], object]  # (file name, array to append)
@@ -157,10 +158,11 @@ def record_tokens(
 
 
 def _key(dataset: TextDataset, tokenizer: Tokenizer, add_bos: bool) -> str:
-    records = hashlib.sha256()
+    records = hashlib.sha256()  # each chunk's field lengths (characters), then its text
     for start in range(0, len(dataset.examples), HASH_RECORDS):
-        chunk = dataset.examples[start : start + HASH_RECORDS]
-        records.update(json.dumps(chunk, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        texts = list(itertools.chain.from_iterable(dataset.examples[start : start + HASH_RECORDS]))
+        records.update(np.fromiter(map(len, texts), "<i8", len(texts)).tobytes())
+        records.update("".join(texts).encode("utf-8", "surrogatepass"))
     tokenizer_json = json.dumps(tokenizer.to_dict(), sort_keys=True, ensure_ascii=False)
     identity = {
         "format": FORMAT,
