@@ -81,7 +81,8 @@ def test_bytes_that_are_not_text_are_refused_as_decoding_the_whole_file_refuses_
     assert not (tmp_path / "cache").exists()  # nothing is kept of a refused file
 
 
-def test_a_second_run_reads_the_scan_and_hashes_nothing(tmp_path, scans):
+def test_a_second_run_reads_the_scan_and_hashes_nothing(tmp_path, scans, monkeypatch):
+    monkeypatch.setenv("GLASSFORMER_CACHE", str(tmp_path / "cache"))  # this test's scans only
     path = tmp_path / "notes.txt"
     path.write_text("the cat sat on the mat.\n" * 100)
 
@@ -99,7 +100,7 @@ def test_a_second_run_reads_the_scan_and_hashes_nothing(tmp_path, scans):
     assert train.part.digest == val.part.digest == file_digest(path)
     del scans[:]
     assert run() == (train, val, identity) and scans == []  # a hit: nothing read or hashed
-    [kept] = (Path(os.environ["GLASSFORMER_CACHE"]) / "scans").glob("*.json")
+    [kept] = (tmp_path / "cache" / "scans").glob("*.json")
     assert kept.stat().st_size < 1000
 
 

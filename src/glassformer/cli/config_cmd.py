@@ -105,7 +105,7 @@ def _val_fraction(key: Key) -> Key:
 
 def _cache(key: Key) -> Key:
     note = (
-        "the folder of the token files of a text (default: $GLASSFORMER_CACHE, else "
+        "the folder of the token cache, for texts and records (default: $GLASSFORMER_CACHE, else "
         "~/.cache/glassformer/tokens)"
     )
     return dataclasses.replace(key, allowed="a folder", note=note)

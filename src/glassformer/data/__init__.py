@@ -15,7 +15,8 @@ attention_mask, labels}.
 Modules: examples (TextDataset, the three example shapes), corpora (Shakespeare), synthetic
 (reverse, sort, addition, is_sorted, induction), files (user .txt/.tsv/.csv), registry
 (list_datasets, load_dataset), encoding (token datasets and chunking), token_cache (a text
-file's tokens encoded once, read from a memory map), collate (padding), masking (MLM), loader
+file's tokens encoded once, read from a memory map), record_cache and record_dataset (the same
+for seq2seq and classification records), collate (padding), masking (MLM), loader
 (make_loader).
 """
 

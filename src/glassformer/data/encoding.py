@@ -30,6 +30,9 @@ line when ``where`` says them — and how to choose another policy), ``"truncate
 first tokens, then the closing <EOS>, as Hugging Face tokenizers do with ``truncation=True``;
 ``num_truncated`` counts the examples cut) or ``"drop"`` (skip it; ``num_dropped`` counts).
 In a seq2seq pair each side longer than ``max_len`` is truncated on its own.
+
+``encode_dataset`` (loader.py) gives a split of many records ``record_dataset.RecordDataset``
+instead of the last two: the same items, made from the token cache's memory maps.
 """
 
 from __future__ import annotations

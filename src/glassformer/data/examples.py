@@ -63,6 +63,8 @@ class TextDataset(Sequence):
             when asked), kept as it is, not copied or checked.
         unit: what ``lines`` count: ``"line"`` (of a text or JSON Lines file), ``"row"`` (of a
             Parquet file or a datasets folder) or ``"file"`` (of a folder).
+        cache: the folder of the token cache for this split's records (record_cache.py); None:
+            the default (``token_cache.cache_folder``).
     """
 
     name: str
@@ -75,6 +77,7 @@ class TextDataset(Sequence):
     overflow: str = "error"
     part: Documents | None = field(default=None, compare=False)
     unit: str = field(default="line", compare=False)
+    cache: str | None = field(default=None, compare=False)
     _label_index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -27,6 +27,8 @@ from .collate import Collator
 from .encoding import ClassificationDataset, LMDataset, PackedWindows, Seq2SeqDataset
 from .examples import TextDataset
 from .masking import MLMCollator
+from .record_cache import uses_record_cache
+from .record_dataset import record_dataset
 from .token_cache import token_file
 
 if TYPE_CHECKING:
@@ -61,8 +63,10 @@ def encode_dataset(
     """The token dataset of ``dataset`` for ``task`` (see encoding.py): LMDataset (packed
     windows, <BOS> per document) for "lm"/"mlm", Seq2SeqDataset, ClassificationDataset.
     The one document of a text file (``dataset.part``) is encoded once into the token cache
-    and read from its memory map (PackedWindows: the same windows; token_cache.py), its
-    encoding shown as ``progress`` says ("bar", "lines", "none").
+    and read from its memory map (PackedWindows: the same windows; token_cache.py); so are
+    seq2seq and classification records of at least ``record_cache.CACHE_CHARS`` characters
+    (RecordDataset: the same items; record_cache.py). Encoding into the cache is shown as
+    ``progress`` says ("bar", "lines", "none").
     ``overflow`` None: the dataset's own (``dataset.overflow``, "error" unless it was loaded
     with another); messages name an example by ``dataset.where(i)`` (file and line)."""
     kind = resolve_task(dataset, task).data
@@ -71,6 +75,8 @@ def encode_dataset(
         return PackedWindows(token_file(dataset.part, tokenizer, progress=progress), max_len)
     if kind == "lm":
         return LMDataset(dataset.examples, tokenizer, max_len)
+    if uses_record_cache(dataset):
+        return record_dataset(dataset, tokenizer, max_len, overflow=overflow, progress=progress)
     if kind == "seq2seq":
         return Seq2SeqDataset(
             dataset.examples, tokenizer, max_len, overflow=overflow, where=dataset.where

@@ -88,11 +88,11 @@ def read_file(
     """Read ``path`` in the format of ``task`` (see the module docstring) as one split; with
     ``val_fraction`` > 0, the part of the file for ``split`` (the module docstring). ``cache``:
     the folder of the token cache for lm documents on disk (a whole text, its lines, a folder,
-    records; None: the default, see token_cache.py). ``text_field`` ... ``target_field``: the
-    fields of a JSON Lines, Parquet or datasets record that hold the text, label, source and
-    target (None: ``"text"``, ``"label"``, ``"source"``, ``"target"``). An lm text file is never
-    read whole: it is scanned once (text_scan.py) and its text read from disk when asked
-    (on_disk.py)."""
+    records) and for seq2seq and classification records (record_cache.py); None: the default,
+    see token_cache.py. ``text_field`` ... ``target_field``: the fields of a JSON Lines, Parquet
+    or datasets record that hold the text, label, source and target (None: ``"text"``,
+    ``"label"``, ``"source"``, ``"target"``). An lm text file is never read whole: it is scanned
+    once (text_scan.py) and its text read from disk when asked (on_disk.py)."""
     p = Path(path)
     fields = {"text": text_field, "label": label_field, "source": source_field,
               "target": target_field}  # fmt: skip
@@ -129,7 +129,7 @@ def read_file(
         if one_per_line:
             return _lines(p, scan, split, fraction, cache)
         return _whole_text(p, scan, split, fraction, cache)
-    dataset = _read_records(p, read_utf8(p), task, split)
+    dataset = _read_records(p, read_utf8(p), task, split, cache)
     return split_records(dataset, fraction, split) if fraction else dataset
 
 
@@ -164,12 +164,13 @@ def _lines(p: Path, scan: TextScan, split: str, fraction: Fraction, cache: str |
     )
 
 
-def _read_records(p: Path, text: str, task: str, split: str) -> TextDataset:
+def _read_records(p: Path, text: str, task: str, split: str, cache: str | None) -> TextDataset:
     rows = read_two_columns(p, text, task)
     lines = [n for n, _ in rows]
     if task == "seq2seq":
+        pairs = [r for _, r in rows]
         return TextDataset(
-            str(p), task, split, [r for _, r in rows], description=f"pairs {p}", lines=lines
+            str(p), task, split, pairs, description=f"pairs {p}", lines=lines, cache=cache
         )
     examples = [(label.strip(), txt) for _, (label, txt) in rows]
     labels = sorted({label for label, _ in examples})
@@ -188,6 +189,7 @@ def _read_records(p: Path, text: str, task: str, split: str) -> TextDataset:
         labels=labels,
         description=f"labelled texts {p}",
         lines=lines,
+        cache=cache,
     )
 
 

@@ -102,7 +102,7 @@ def read_format(
         raise ValueError(f"file {str(path)!r}: not a folder, JSON Lines or Parquet file")
     if task == "lm":
         return read_records_lm(records, split, fraction, names["text"], cache)
-    return read_records(records, task, split, fraction, names)
+    return read_records(records, task, split, fraction, names, cache)
 
 
 def guess_kind(path: Path, fields: dict[str, str | None]) -> str | None:

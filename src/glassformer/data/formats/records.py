@@ -51,10 +51,16 @@ def missing_field(where: str, role: str, name: str, have: list[str] | tuple[str,
 
 
 def read_records(
-    records: Records, task: str, split: str, fraction: Fraction, fields: dict[str, str]
+    records: Records,
+    task: str,
+    split: str,
+    fraction: Fraction,
+    fields: dict[str, str],
+    cache: str | None = None,
 ) -> TextDataset:
     """The seq2seq or classification examples of ``records`` (``split``'s part when
-    ``fraction`` holds some out): each field a non-empty string (a label may be an integer)."""
+    ``fraction`` holds some out): each field a non-empty string (a label may be an integer);
+    ``cache``: the token cache's folder for their tokens (record_cache.py)."""
     roles = ROLES[task]
     examples: list[tuple[str, str]] = []
     lines: list[int] = []
@@ -92,6 +98,6 @@ def read_records(
     what = "pairs" if task == "seq2seq" else "labelled texts"
     dataset = TextDataset(
         path, task, split, examples, labels=labels, description=f"{what} {path}", lines=lines,
-        unit=records.unit,
+        unit=records.unit, cache=cache,
     )  # fmt: skip
     return split_records(dataset, fraction, split) if fraction else dataset
