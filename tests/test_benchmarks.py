@@ -664,3 +664,55 @@ def test_nanogpt_path_without_its_model_is_a_usage_error(tmp_path, capsys, conte
         expected = message if path == checkout else "not a directory"
         assert f"error: --nanogpt {path}: " in err and expected in err, err
         assert "Traceback" not in err and not out.exists()
+
+
+def test_data_smoke_token_files_hold_two_bytes_a_token(tmp_path):
+    from benchmarks import bench_data
+
+    out = tmp_path / "data.json"
+    argv = ["--sizes", "200KB", "--peers", "glassformer-char", "--tmp", str(tmp_path)]
+    bench_data.main([*argv, "--out", str(out)])
+    data = json.loads(out.read_text())
+    assert {"environment", "argv", "settings", "peers", "rows"} <= set(data)
+    assert data["environment"]["cpu"] and data["settings"]["sizes"] == ["200KB"]
+    (row,) = data["rows"]
+    assert (row["size"], row["bytes"], row["peer"]) == ("200KB", 200_000, "glassformer-char")
+    for run in ("first", "second"):
+        r = row[run]
+        assert positive(r["ready_s"]) and r["ready_s"] == r["first_step_s"] <= r["wall_s"]
+        assert positive(r["peak_rss_mb"]) and positive(r["max_process_rss_mb"])
+    # an ASCII corpus, one char token a character: the training part (90%) and the held-out
+    # part (10%), each framed by <BOS> ... <EOS>, in uint16 token files
+    assert all(name.endswith(".uint16") for name in row["cache_files"])
+    assert row["cache_bytes"] == 2 * (200_000 + 4)
+    assert [p.name for p in tmp_path.iterdir()] == ["data.json"]  # corpus and caches deleted
+
+
+def test_data_corpus_is_the_same_text_for_the_same_seed(tmp_path):
+    from benchmarks.data_corpus import write_corpus
+
+    a = write_corpus(tmp_path / "a.txt", 20_000).read_bytes()
+    b = write_corpus(tmp_path / "b.txt", 20_000).read_bytes()
+    c = write_corpus(tmp_path / "c.txt", 20_000, seed=1).read_bytes()
+    assert len(a) == 20_000 and a.endswith(b"\n") and a.isascii()
+    assert a == b and a != c
+    words = a.split()
+    assert len(set(words)) < len(words) / 2  # Zipf: frequent words repeat
+
+
+def test_nanogpt_prepare_encodes_as_the_tokenizer_json(tmp_path):
+    from benchmarks.data_corpus import hf_folder, write_corpus
+    from benchmarks.nanogpt_prepare import edited, tiktoken_encoding
+    from tokenizers import Tokenizer
+
+    corpus = write_corpus(tmp_path / "c.txt", 100_000)
+    folder = hf_folder(corpus, tmp_path / "hf", vocab_size=600)
+    enc = tiktoken_encoding(folder / "tokenizer.json")
+    hf = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    text = corpus.read_text() + " Ünïcödé 123, don't\n\n"
+    assert enc.encode_ordinary(text) == hf.encode(text).ids
+    assert enc.eot_token == hf.token_to_id("<|endoftext|>")
+    source = "num_proc = 8\nx = 1\n    total_batches = 1024\n"
+    assert edited(source, 2) == "num_proc = 2\nx = 1\n    total_batches = min(1024, len(dset))\n"
+    with pytest.raises(ValueError, match="expected the line 'num_proc = 8' once"):
+        edited("num_proc = 4\n", 2)

@@ -140,6 +140,8 @@ SUMMARY: dict[str, tuple[str, tuple[str, ...], Callable[[str], bool]]] = {
                    lambda r: r.endswith((" T 64", " T 4096")) or "projection" in r),
     "patching": ("patching grids, TransformerLens time / glassformer time",
                  ("TL / glassformer",), lambda r: True),
+    "data": ("data at real size, time to the first step, nanoGPT's way / glassformer's, "
+             "first run", ("first run",), lambda r: "nanoGPT" in r),
 }  # fmt: skip
 
 
@@ -158,7 +160,8 @@ def summary(results: Path) -> str:
     ]
     for name, (what, prefer, keep) in SUMMARY.items():
         src = results / f"{name}.json"
-        if not src.exists():
+        if not src.exists():  # a benchmark not run yet: its line says so
+            lines.append(f"| {what} | to be measured | `{BENCHMARKS[name][1]}` |")
             continue
         _, chart = BENCHMARKS[name][2](json.loads(src.read_text(encoding="utf-8")))
         cells = []

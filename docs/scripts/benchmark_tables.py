@@ -439,6 +439,12 @@ def recurrence(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return tables(d)
 
 
+def data(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    from benchmark_data import tables  # in a file of its own, as recurrence's
+
+    return tables(d)
+
+
 def patching(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     from benchmark_patching import tables  # in a file of its own, as recurrence's
 
@@ -469,4 +475,5 @@ BENCHMARKS: dict[str, tuple[str, str, Callable]] = {  # name: (title, command, t
         recurrence,
     ),
     "patching": ("Patching grids", "python -m benchmarks.bench_patching", patching),
+    "data": ("Data at real size", "python -m benchmarks.bench_data", data),
 }

@@ -206,3 +206,19 @@ def test_the_summary_carries_each_benchmarks_ratios(tmp_path):
     assert readme.read_text(encoding="utf-8") == (
         f"# x\n\n{pages.BEGIN}\n{summary}{pages.END}\n\nafter\n"
     )
+
+
+def test_the_data_table_carries_each_run_and_checks_the_goals(out, tmp_path):
+    d = load("data")
+    r = next(r for r in d["rows"] if r["peer"] == "glassformer-char")
+    row = row_with(out, "data", r["label"])
+    expected = []
+    for run in (r["first"], r["second"]):
+        expected += [f"{run['ready_s']:.1f}", f"{run['peak_rss_mb'] / 1024:.2f}"]
+    assert row[2:6] == expected
+    text = (out / "data.md").read_text(encoding="utf-8")
+    assert "**Goals**:" in text and f"- {r['label']}: peak memory " in text
+    results = tmp_path / "results"  # not measured yet: the README says so, with no figure
+    results.mkdir()
+    line = next(x for x in pages.summary(results).splitlines() if "data at real size" in x)
+    assert "| to be measured | `python -m benchmarks.bench_data` |" in line
