@@ -97,7 +97,9 @@ def glassformer(peer: str, corpus: Path, folder: Path, shared: dict[str, Any]) -
     first = once("first")
     if "error" in first:
         return {"error": "first run: " + first["error"]}
-    cache_bytes, files = folder_bytes(cache), sorted(p.name for p in cache.iterdir())
+    tokens_on_disk = [p for p in cache.iterdir() if p.suffix in (".uint16", ".uint32")]
+    files = sorted(p.name for p in tokens_on_disk)  # the token files (not scans/: the checks)
+    cache_bytes = sum(p.stat().st_size for p in tokens_on_disk)
     second = once("second")
     if "error" in second:
         return {"error": "second run: " + second["error"]}
