@@ -28,6 +28,19 @@ memory map instead of encoding again, so no process holds the corpus as Python o
   encoded about ``ENCODE_CHARS`` characters at a time, cut before a single space (else a single
   newline) between two other characters, where the char, word, GPT-2 and cl100k BPE tokenizers
   split the text anyway, so the tokens equal those of encoding the whole text at once.
+* **Cores**: documents of at least ``PARALLEL_PIECES`` pieces are encoded on several cores, at
+  most ``workers`` (``token_file``'s argument, else ``$GLASSFORMER_WORKERS``, else every CPU
+  the process may use): a char, word or BPE tokenizer in worker processes, each sent the
+  tokenizer once and a batch of about ``ENCODE_CHARS`` characters at a time, the batches'
+  ids written in order (tokenizers/parallel.py); a tokenizer.json through its library's batch
+  encoder, ``workers`` pieces a call. Memory stays bounded: a batch a worker. The tokens are
+  those of one process; an error in a worker, or Ctrl-C, stops the workers and leaves no
+  token file.
+* **One process encodes**: processes that want the same token file (the ranks of a torchrun,
+  two runs started together) take turns on an exclusive lock, ``<key>.lock`` in the cache
+  folder (cache_lock.py): the first encodes; the others say that they wait (one line, when
+  progress is shown) and then read its token file. The system releases the lock of a process
+  that ends, killed or not, so a lock file left behind never blocks.
 """
 
 from __future__ import annotations
