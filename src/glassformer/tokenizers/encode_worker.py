@@ -1,9 +1,10 @@
-"""A worker process of ``parallel.EncodePool``: ``python -m glassformer.tokenizers.encode_worker``.
+"""A worker process of ``parallel.EncodePool`` (``main``).
 
 It reads pickled messages on stdin and answers each on stdout: first a tokenizer's JSON dict
 and a numpy type (answered with nothing), then batches (lists of texts and ids), each answered
 with ``("ids", array)`` (``parallel.encode_parts``) or ``("error", exception)``. It ends when
-stdin closes. Ctrl-C is ignored here: the process that started the worker stops it.
+stdin closes, or stdout does (the process that started it has ended). Ctrl-C is ignored here:
+the process that started the worker stops it.
 """
 
 from __future__ import annotations
@@ -35,8 +36,11 @@ def main() -> None:
             answer = ("ids", encode_parts(tokenizer, batch, dtype))
         except Exception as err:
             answer = ("error", _picklable(err))
-        pickle.dump(answer, write, protocol=pickle.HIGHEST_PROTOCOL)
-        write.flush()
+        try:
+            pickle.dump(answer, write, protocol=pickle.HIGHEST_PROTOCOL)
+            write.flush()
+        except BrokenPipeError:
+            return
 
 
 def _picklable(err: Exception) -> Exception:
@@ -45,7 +49,3 @@ def _picklable(err: Exception) -> Exception:
     except Exception:
         return RuntimeError(f"{type(err).__name__}: {err}")
     return err
-
-
-if __name__ == "__main__":
-    main()

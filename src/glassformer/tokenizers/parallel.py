@@ -166,15 +166,21 @@ class EncodePool:
             proc.stdout.close()  # type: ignore[union-attr]
 
 
+# a worker's first lines: glassformer is imported from where this process imported it (a source
+# folder put on sys.path by the caller too), then encode_worker runs
+BOOT = (
+    "import os, sys\n"
+    "root = sys.argv[1]\n"
+    "if root not in map(os.path.realpath, sys.path):\n"
+    "    sys.path.insert(0, root)\n"
+    "from glassformer.tokenizers.encode_worker import main\n"
+    "main()\n"
+)
+
+
 def _start_worker() -> subprocess.Popen[bytes]:
-    """A new Python process running ``encode_worker`` (it imports glassformer from where this
-    process did, whatever ``sys.path`` the caller set up)."""
+    """A new Python process running ``encode_worker.main``."""
     root = str(Path(__file__).resolve().parents[2])  # the folder that holds glassformer/
-    paths = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     return subprocess.Popen(
-        [sys.executable, "-m", "glassformer.tokenizers.encode_worker"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
+        [sys.executable, "-c", BOOT, root], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
