@@ -97,7 +97,10 @@ class EncodePool:
         self._procs: list[subprocess.Popen[bytes]] = []
         try:
             for _ in range(workers):
-                self._procs.append(_start_worker())
+                try:
+                    self._procs.append(_start_worker())
+                except OSError as err:  # not a cache folder's error (token_cache.py)
+                    raise RuntimeError(f"an encoding worker process cannot start ({err})") from err
             start = (tokenizer.to_dict(), np.dtype(dtype).str)
             for proc in self._procs:
                 self._send(proc, start)
