@@ -32,9 +32,10 @@ TRAINING = {"char": {}, "word": {}, "bpe": {"vocab_size": 300}}
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     """A cache folder of the test's own, and small blocks and pieces, so that a tiny file is
-    read and encoded in many pieces."""
+    read and encoded in many pieces, in this process (test_parallel_encode.py: in several)."""
     folder = tmp_path / "tokens"
     monkeypatch.setenv(tc.CACHE_ENV, str(folder))
+    monkeypatch.setenv(tc.WORKERS_ENV, "1")
     monkeypatch.setattr(documents, "READ_BYTES", 13)
     monkeypatch.setattr(tc, "ENCODE_CHARS", 37)
     return folder

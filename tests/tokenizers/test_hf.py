@@ -374,3 +374,35 @@ def test_a_regex_past_the_engines_retry_limit_is_a_value_error():
         tok.encode("a" * 30 + "!")
     assert "cannot encode the text 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!'" in one_line(err)
     assert "retry-limit-in-match" in one_line(err)
+
+
+def test_a_batch_is_one_call_of_the_librarys_batch_encoder_with_the_ids_of_each_text(pair):
+    ref, tok = pair
+    texts = [*HARD, *SENTENCES[:4], "[PAD] <pad> <|endoftext|> <MASK> [MASK]"]
+    calls = []
+
+    class Counted:  # the library's tokenizer, its batch calls counted
+        def __init__(self, hf):
+            self.hf = hf
+
+        def __getattr__(self, name):
+            found = getattr(self.hf, name)
+            if not name.startswith("encode_batch"):
+                return found
+            return lambda *args, **kw: calls.append(name) or found(*args, **kw)
+
+    counted = HFTokenizer.from_str(ref.to_str())
+    counted._hf_enc = Counted(counted._hf_enc)
+    assert counted.encode_batch(texts) == [tok.encode(t) for t in texts]
+    assert calls == ["encode_batch_fast"]
+    special = tok.encode_batch(texts, allowed_special=True)
+    assert special == [tok.encode(t, allowed_special=True) for t in texts]
+
+
+def test_a_text_the_library_cannot_encode_in_a_batch_is_named():
+    t = Tokenizer(models.WordLevel({"a": 0, "[UNK]": 1}, unk_token="[UNK]"))
+    t.pre_tokenizer = pre_tokenizers.Split(Regex(r"(\w+\s?)+$"), "isolated")
+    tok = HFTokenizer.from_str(t.to_str())
+    with pytest.raises(ValueError) as err:
+        tok.encode_batch(["a", "a" * 30 + "!", "a"])
+    assert "cannot encode the text 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!'" in one_line(err)

@@ -1,5 +1,6 @@
 """Run by tests/training/test_torchrun.py under torchrun (or alone): train a tiny GPT on a
-fixed text; the test compares its final checkpoint, its losses and the examples it saw."""
+fixed text file, whose tokens the processes share through one token cache; the test compares
+its final checkpoint, its losses and the examples it saw, and counts who encoded the file."""
 
 import contextlib
 import faulthandler
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import torch
 
+import glassformer.data.token_cache as token_cache
 from glassformer import DecoderLM, preset
-from glassformer.data import TextDataset
+from glassformer.data import load_dataset
 from glassformer.tokenizers import CharTokenizer
 from glassformer.training import TrainConfig, Trainer
 
@@ -22,7 +24,22 @@ torch.set_num_threads(1)
 # random letters: no two 16-character windows are alike, so "who saw what" is decidable
 g = torch.Generator().manual_seed(0)
 text = "".join(chr(97 + int(i)) for i in torch.randint(0, 20, (12_000,), generator=g))
-data = TextDataset("toy", "lm", "train", [text])
+# every process writes the same file (whole, by a rename) and reads it as an lm split: the
+# first into the cache folder encodes it, the other waits for its token file (token_cache.py)
+corpus = out / "toy.txt"
+(out / f"toy.txt.{os.getpid()}").write_text(text)
+os.replace(out / f"toy.txt.{os.getpid()}", corpus)
+data = load_dataset(str(corpus), task="lm", cache=str(out / "tokens"))
+encode = token_cache._encode
+
+
+def counted(*args):
+    """Encode, leaving a file that says which process did."""
+    (out / f"encoded-by-{os.environ.get('RANK', '0')}-{os.getpid()}").touch()
+    return encode(*args)
+
+
+token_cache._encode = counted
 tok = CharTokenizer().train(text)
 torch.manual_seed(0)
 # 1031 rows: more than the tokenizer needs, as a model whose vocabulary has room to spare

@@ -100,6 +100,10 @@ def test_two_processes_equal_one(six_steps, strategy):
     rows0, rows1 = {tuple(r) for r in seen0.tolist()}, {tuple(r) for r in seen1.tolist()}
     assert not rows0 & rows1  # each process saw different examples
     assert not (two / "seen-1.pt").samefile(two / "seen-0.pt")
+    # the text's token file is encoded once, by one of the processes; the other reads it
+    for out in (one, two):
+        assert len(list(out.glob("encoded-by-*"))) == 1
+        assert [p.suffix for p in (out / "tokens").iterdir()] == [".uint16"]
 
 
 def test_sgd_with_two_processes_equals_one_under_fsdp(tmp_path):

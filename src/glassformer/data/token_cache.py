@@ -28,15 +28,30 @@ memory map instead of encoding again, so no process holds the corpus as Python o
   encoded about ``ENCODE_CHARS`` characters at a time, cut before a single space (else a single
   newline) between two other characters, where the char, word, GPT-2 and cl100k BPE tokenizers
   split the text anyway, so the tokens equal those of encoding the whole text at once.
+* **Cores**: documents of at least ``PARALLEL_PIECES`` pieces are encoded on several cores, at
+  most ``workers`` (``token_file``'s argument, else ``$GLASSFORMER_WORKERS``, else every CPU
+  the process may use): a char, word or BPE tokenizer in worker processes, each sent the
+  tokenizer once and a batch of about ``ENCODE_CHARS`` characters at a time, the batches'
+  ids written in order (tokenizers/parallel.py); a tokenizer.json through its library's batch
+  encoder, ``workers`` pieces a call. Memory stays bounded: a batch a worker. The tokens are
+  those of one process; an error in a worker, or Ctrl-C, stops the workers and leaves no
+  token file.
+* **One process encodes**: processes that want the same token file (the ranks of a torchrun,
+  two runs started together) take turns on an exclusive lock, ``<key>.lock`` in the cache
+  folder (cache_lock.py): the first encodes; the others say that they wait (one line, when
+  progress is shown) and then read its token file. The system releases the lock of a process
+  that ends, killed or not, so a lock file left behind never blocks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,19 +60,30 @@ import numpy as np
 
 from ..progress import Work
 from ..safe_write import replace_file
+from ..tokenizers.parallel import EncodePool, Part, encode_parts, shareable, worker_count
+from .cache_lock import exclusive
 from .documents import Documents
 from .text_pieces import pieces
 
 if TYPE_CHECKING:
     from glassformer.tokenizers.base import Tokenizer
 
-__all__ = ["CACHE_ENV", "cache_folder", "token_dtype", "token_file"]
+__all__ = [
+    "CACHE_ENV",
+    "WORKERS_ENV",
+    "cache_folder",
+    "encode_workers",
+    "token_dtype",
+    "token_file",
+]
 
 CACHE_ENV = "GLASSFORMER_CACHE"
+WORKERS_ENV = "GLASSFORMER_WORKERS"  # the most processes that encode (default: every CPU)
 FORMAT = 2  # bumped when the token files' layout or key changes
 ENCODE_CHARS = 1 << 20  # characters encoded at a time (about; cut at a space or newline)
 STALE_SECONDS = 3600  # a temporary file untouched this long is a dead writer's
 SHOWN_CHARS = 1 << 20  # a shorter part is encoded in about a second: nothing is shown
+PARALLEL_PIECES = 4  # documents of fewer pieces are encoded in this process alone
 
 
 def cache_folder(setting: str | os.PathLike[str] | None = None) -> Path:
@@ -77,32 +103,46 @@ def token_dtype(vocab_size: int) -> np.dtype:
 
 
 def token_file(
-    source: Documents, tokenizer: Tokenizer, *, add_bos: bool = True, progress: str = "none"
+    source: Documents,
+    tokenizer: Tokenizer,
+    *,
+    add_bos: bool = True,
+    progress: str = "none",
+    workers: int | None = None,
 ) -> np.ndarray:
     """The tokens ``[<BOS>] ids <EOS>`` of each document of ``source``, one after another, as a
     read-only memory map of their token file, encoded and written first when the cache lacks it
-    (the module docstring). ``progress`` ("bar", "lines", "none"; progress.py) shows the
-    encoding, or says in one line that the tokens come from the cache, for documents of at
-    least ``SHOWN_CHARS`` characters in all."""
+    (the module docstring), by at most ``workers`` processes (None: ``$GLASSFORMER_WORKERS``,
+    else every CPU this process may use; 1: this process alone). ``progress`` ("bar", "lines",
+    "none"; progress.py) shows the encoding, or says in one line that the tokens come from the
+    cache (or that another process is encoding them), for documents of at least
+    ``SHOWN_CHARS`` characters in all."""
+    workers = encode_workers(workers)
     dtype = token_dtype(tokenizer.vocab_size)
     key = _key(source, tokenizer, add_bos)
     folder = cache_folder(source.cache)
     target = folder / f"{key}.{dtype.name}"
     if source.chars < SHOWN_CHARS:
         progress = "none"
-    tokens = _read(target, dtype, tokenizer, add_bos)
-    if tokens is not None:
-        if progress != "none":
-            _say(f"{source.label}: {len(tokens):,} tokens read from the token cache {target}")
-        return tokens
 
     def encode(write: Callable[[np.ndarray], object]) -> None:
-        _encode(source, tokenizer, dtype, add_bos, progress, write)
+        _encode(source, tokenizer, dtype, add_bos, progress, write, workers)
 
+    def waiting() -> None:
+        if progress != "none":
+            _say(f"waiting for another process encoding {source.label} (lock file {lock})")
+
+    tokens = _read(target, dtype, tokenizer, add_bos)
+    lock = folder / f"{key}.lock"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        _clean_stale(folder)
-        replace_file(target, lambda tmp: _write_tokens(tmp, encode))
+        if tokens is None:
+            folder.mkdir(parents=True, exist_ok=True)
+            with exclusive(lock, waiting):
+                tokens = _read(target, dtype, tokenizer, add_bos)  # another process's
+                if tokens is None:
+                    _clean_stale(folder)
+                    replace_file(target, lambda tmp: _write_tokens(tmp, encode))
+                    return np.memmap(target, dtype=dtype, mode="r")
     except OSError as err:
         _say(
             f"glassformer: note: the token cache {folder} cannot be written "
@@ -112,7 +152,22 @@ def token_file(
         kept: list[np.ndarray] = []
         encode(kept.append)
         return np.concatenate(kept)
-    return np.memmap(target, dtype=dtype, mode="r")
+    if progress != "none":
+        _say(f"{source.label}: {len(tokens):,} tokens read from the token cache {target}")
+    return tokens
+
+
+def encode_workers(workers: int | None = None) -> int:
+    """The processes that encode: at most ``workers``, else ``$GLASSFORMER_WORKERS`` when set,
+    and never more than the CPUs this process may use (``usable_cpus``)."""
+    if workers is None and os.environ.get(WORKERS_ENV, "").strip():
+        text = os.environ[WORKERS_ENV].strip()
+        if not text.isdigit() or int(text) < 1:
+            raise ValueError(
+                f"{WORKERS_ENV} is {text!r}: allowed an int >= 1 (the most processes that encode)"
+            )
+        workers = int(text)
+    return worker_count(workers)
 
 
 def _read(path: Path, dtype: np.dtype, tokenizer: Tokenizer, add_bos: bool) -> np.ndarray | None:
@@ -155,27 +210,65 @@ def _encode(
     add_bos: bool,
     progress: str,
     write: Callable[[np.ndarray], object],
+    workers: int = 1,
 ) -> None:
-    """Encode each document of ``source`` a piece at a time, handing each piece's ids to
-    ``write``: ``[<BOS>] ids <EOS>`` a document."""
+    """Encode the documents of ``source``, ``[<BOS>] ids <EOS>`` a document, a batch of about
+    ``ENCODE_CHARS`` characters at a time, handing each batch's ids to ``write`` in order: in
+    ``workers`` processes (a char, word or BPE tokenizer), or in batches of ``workers`` pieces
+    that the tokenizer's ``encode_batch`` encodes at once (a tokenizer.json: on all cores);
+    in this process alone when ``workers`` is 1 or the documents hold fewer than
+    ``PARALLEL_PIECES`` pieces."""
     shown = Work(progress, source.chars, f"encoding {source.name}", "character")
-    bos = np.array([tokenizer.bos_id], dtype=dtype)
-    eos = np.array([tokenizer.eos_id], dtype=dtype)
+    if source.chars < PARALLEL_PIECES * ENCODE_CHARS:
+        workers = 1  # a few pieces: encoded sooner than processes start
+    pooled = workers > 1 and shareable(tokenizer)
+    size = ENCODE_CHARS if pooled else max(ENCODE_CHARS // workers, 1)
+    sizes: deque[int] = deque()  # the characters of the batches handed on, not yet written
+
+    def batches() -> Iterator[list[Part]]:
+        for batch, chars in _batches(source, tokenizer, add_bos, size):
+            sizes.append(chars)
+            yield batch
+
     try:
-        for document in source.documents():
-            if add_bos:
-                write(bos)
-            for piece in _pieces(document):
-                write(np.array(tokenizer.encode(piece), dtype=dtype))
-                shown.update(len(piece))
-            write(eos)
+        with EncodePool(tokenizer, workers, dtype) if pooled else contextlib.nullcontext() as pool:
+            encoded = (
+                pool.map(batches())
+                if pool is not None
+                else (encode_parts(tokenizer, batch, dtype) for batch in batches())
+            )
+            for ids in encoded:
+                write(ids)
+                shown.update(sizes.popleft())
     finally:
         shown.close()
 
 
-def _pieces(blocks: Iterator[str]) -> Iterator[str]:
-    """``blocks`` cut into pieces of about ``ENCODE_CHARS`` characters (text_pieces.py)."""
-    return pieces(blocks, ENCODE_CHARS)
+def _batches(
+    source: Documents, tokenizer: Tokenizer, add_bos: bool, size: int
+) -> Iterator[tuple[list[Part], int]]:
+    """The documents as batches of parts (``[<BOS>,] pieces of about ``size`` characters,
+    <EOS>`` a document) of about ``ENCODE_CHARS`` characters, with their characters."""
+    batch: list[Part] = []
+    chars = 0
+    for document in source.documents():
+        if add_bos:
+            batch.append(tokenizer.bos_id)
+        for piece in _pieces(document, size):
+            batch.append(piece)
+            chars += len(piece)
+            if chars >= ENCODE_CHARS:
+                yield batch, chars
+                batch, chars = [], 0
+        batch.append(tokenizer.eos_id)
+    if batch:
+        yield batch, chars
+
+
+def _pieces(blocks: Iterator[str], size: int | None = None) -> Iterator[str]:
+    """``blocks`` cut into pieces of about ``size`` (default ``ENCODE_CHARS``) characters
+    (text_pieces.py)."""
+    return pieces(blocks, size or ENCODE_CHARS)
 
 
 def _clean_stale(folder: Path) -> None:

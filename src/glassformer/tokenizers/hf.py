@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import regex
@@ -225,24 +225,57 @@ class HFTokenizer(Tokenizer):
         )
 
     def _encode_ordinary(self, text: str) -> list[int]:
+        return self._library_ids([text])[0]
+
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        *,
+        add_bos: bool = False,
+        add_eos: bool = False,
+        allowed_special: bool = False,
+    ) -> list[list[int]]:
+        """``[encode(t, ...) for t in texts]``; without ``allowed_special``, one call of the
+        library's batch encoder, which encodes the texts on all cores."""
+        if allowed_special or isinstance(texts, str):
+            return super().encode_batch(
+                texts, add_bos=add_bos, add_eos=add_eos, allowed_special=allowed_special
+            )
+        texts = list(texts)
+        for t in texts:
+            if not isinstance(t, str):
+                raise TypeError(f"text must be a str, got {type(t).__name__}")
+        head, tail = [self.bos_id] * add_bos, [self.eos_id] * add_eos
+        return [head + ids + tail for ids in self._library_ids(texts)]
+
+    def _library_ids(self, texts: list[str]) -> list[list[int]]:
+        """The library's ids of each text (special tokens' strings read as text); several texts
+        in one batch call (``encode_batch_fast``: no offsets, which nothing here reads)."""
+        hf = self._hf_enc
         try:
-            ids = self._hf_enc.encode(text, add_special_tokens=False).ids
+            if len(texts) == 1:
+                found = [hf.encode(texts[0], add_special_tokens=False).ids]
+            else:
+                batch = getattr(hf, "encode_batch_fast", hf.encode_batch)
+                found = [e.ids for e in batch(texts, add_special_tokens=False)]
         except BaseException as err:  # e.g. WordPiece whose unk_token is not in its vocabulary
             if not _library_error(err):
                 raise
+            if len(texts) > 1:  # name the text that fails
+                return [self._library_ids([t])[0] for t in texts]
             raise ValueError(
-                f"the {self.model_type} tokenizer cannot encode the text {text[:40]!r} "
+                f"the {self.model_type} tokenizer cannot encode the text {texts[0][:40]!r} "
                 f"({_reason(err)}): allowed a tokenizer.json that the tokenizers library can "
                 "apply"
             ) from None
-        if self._hf_enc is not self._hf:
-            found = (set(ids) & self._special_id_set) - {self._roles["<UNK>"]}
-            if found:
+        if hf is not self._hf:
+            unk = self._roles["<UNK>"]
+            if any((set(ids) & self._special_id_set) - {unk} for ids in found):
                 raise ValueError(
                     f"text contains {RESERVED!r} followed by a special token's string: allowed "
                     "a text without that character before a special token"
                 )
-        return ids
+        return found
 
     def decode(self, ids: Iterable[int], *, skip_special: bool = False) -> str:
         """The library's decoding (its decoder joins WordPiece's ``##`` pieces, GPT-2's bytes,
