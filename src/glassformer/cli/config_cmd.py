@@ -89,7 +89,18 @@ def data_keys() -> list[tuple[list[str], list[Key]]]:
     overflow = Key(
         "overflow", "str", DEFAULT_OVERFLOW, OVERFLOW, "an example longer than model.max_len"
     )
-    return [*groups.values(), (["any seq2seq or classification data"], [overflow])]
+    workers = Key("workers", "int | None", None, ">= 1", WORKERS_NOTE)
+    return [
+        *groups.values(),
+        (["any seq2seq or classification data"], [overflow]),
+        (["any data"], [workers]),
+    ]
+
+
+WORKERS_NOTE = (
+    "the most processes that encode the data into the token cache (default: "
+    "$GLASSFORMER_WORKERS, else every CPU the run may use; 1: the run's own process)"
+)
 
 
 def _num_examples(key: Key) -> Key:

@@ -49,7 +49,8 @@ settings tables (for --config FILE.toml and --set SECTION.KEY=VALUE):
             one_per_line for a .txt file; val_fraction of a file, default 0.1; cache, the
             folder of a text's token files; text_field, label_field, source_field,
             target_field: a JSON Lines, Parquet or datasets record's fields; overflow of
-            seq2seq and classification data: truncate (default), drop or error)
+            seq2seq and classification data: truncate (default), drop or error; workers,
+            the most processes that encode the data into the token cache)
   [sample]  the sample printed after a language-model run (prompt, max_new_tokens,
             temperature, top_k, top_p, seed)
 every key with its type, default and allowed values: glassformer config
@@ -57,6 +58,8 @@ every key with its type, default and allowed values: glassformer config
 environment:
   GLASSFORMER_CACHE=DIR  the folder of the token cache: a text file's tokens, encoded once
             (default ~/.cache/glassformer/tokens; data.cache names another for one run)
+  GLASSFORMER_WORKERS=N  the most processes that encode data into the token cache (default:
+            every CPU the run may use; data.workers sets it for one run)
   GLASSFORMER_TEST_SCALE=F  a test aid (0 < F <= 1): steps, evaluations, generated examples
             and the sample times F, rounded up (and the batches of glassformer eval), so that
             a documented command runs in seconds

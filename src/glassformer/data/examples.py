@@ -65,6 +65,9 @@ class TextDataset(Sequence):
             Parquet file or a datasets folder) or ``"file"`` (of a folder).
         cache: the folder of the token cache for this split's records (record_cache.py); None:
             the default (``token_cache.cache_folder``).
+        workers: the most processes that encode the split into the token cache (token_cache.py,
+            record_cache.py): how it is encoded, not what it holds; None: the default
+            (``$GLASSFORMER_WORKERS``, else every CPU the process may use).
     """
 
     name: str
@@ -78,10 +81,12 @@ class TextDataset(Sequence):
     part: Documents | None = field(default=None, compare=False)
     unit: str = field(default="line", compare=False)
     cache: str | None = field(default=None, compare=False)
+    workers: int | None = field(default=None, compare=False)
     _label_index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_data_kind(self.task)
+        check_workers(self.workers)
         on_disk = isinstance(self.examples, OnDisk)
         if on_disk and self.task != "lm":
             raise ValueError(f"examples on disk are for task 'lm', not {self.task!r}")
@@ -165,6 +170,17 @@ class TextDataset(Sequence):
         return (
             f"TextDataset(name={self.name!r}, task={self.task!r}, split={self.split!r}, "
             f"{len(self)} examples{extra})"
+        )
+
+
+def check_workers(workers: object) -> None:
+    """Refuse a ``workers`` that is neither None nor an int >= 1."""
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
+        raise ValueError(
+            f"workers is {workers!r}: allowed an int >= 1 (the most processes that encode the "
+            "data), or None (every CPU)"
         )
 
 

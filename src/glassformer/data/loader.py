@@ -66,17 +66,21 @@ def encode_dataset(
     and read from its memory map (PackedWindows: the same windows; token_cache.py); so are
     seq2seq and classification records of at least ``record_cache.CACHE_CHARS`` characters
     (RecordDataset: the same items; record_cache.py). Encoding into the cache is shown as
-    ``progress`` says ("bar", "lines", "none").
+    ``progress`` says ("bar", "lines", "none"), on at most ``dataset.workers`` processes.
     ``overflow`` None: the dataset's own (``dataset.overflow``, "error" unless it was loaded
     with another); messages name an example by ``dataset.where(i)`` (file and line)."""
     kind = resolve_task(dataset, task).data
     overflow = dataset.overflow if overflow is None else overflow
     if kind == "lm" and dataset.part is not None:
-        return PackedWindows(token_file(dataset.part, tokenizer, progress=progress), max_len)
+        tokens = token_file(dataset.part, tokenizer, progress=progress, workers=dataset.workers)
+        return PackedWindows(tokens, max_len)
     if kind == "lm":
         return LMDataset(dataset.examples, tokenizer, max_len)
     if uses_record_cache(dataset):
-        return record_dataset(dataset, tokenizer, max_len, overflow=overflow, progress=progress)
+        return record_dataset(
+            dataset, tokenizer, max_len, overflow=overflow, progress=progress,
+            workers=dataset.workers,
+        )  # fmt: skip
     if kind == "seq2seq":
         return Seq2SeqDataset(
             dataset.examples, tokenizer, max_len, overflow=overflow, where=dataset.where

@@ -14,12 +14,12 @@ memory maps: 2 bytes a token (``token_dtype``) and 8 bytes a record for its offs
   file, a built-in task, a list), the task, the class list (classification: the class
   indices depend on it), whether a <BOS> opens each text, and the SHA-256 of the tokenizer's
   JSON (``Tokenizer.to_dict``).
-* **Layout**: for each field (``text``; or ``source`` and ``target``) ``<field>.uint16`` (or
-  ``.uint32``): every record's ids ``[<BOS>] ids <EOS>``, untruncated, one record after another;
-  ``<field>.offsets.int64``: where each record's ids start, then the total (n + 1 numbers); for
-  classification ``labels.int32``: each record's class index. ``max_len`` and ``overflow`` are
-  applied when a dataset is made of them (record_dataset.py), so a run with another
-  ``max_len`` reads the same files.
+* **Layout** (record_files.py): for each field (``text``; or ``source`` and ``target``)
+  ``<field>.uint16`` (or ``.uint32``): every record's ids ``[<BOS>] ids <EOS>``, untruncated,
+  one record after another; ``<field>.offsets.int64``: where each record's ids start, then the
+  total (n + 1 numbers); for classification ``labels.int32``: each record's class index.
+  ``max_len`` and ``overflow`` are applied when a dataset is made of them (record_dataset.py),
+  so a run with another ``max_len`` reads the same files.
 * **Safe**: the folder is filled aside and renamed into place when complete
   (``safe_write.replace_dir``), so a run killed while encoding, or a full disk, leaves nothing
   a later run would read; temporary folders untouched for ``STALE_SECONDS`` are deleted. A
@@ -28,6 +28,17 @@ memory maps: 2 bytes a token (``token_dtype``) and 8 bytes a record for its offs
   are kept in memory for the run.
 * **Bounded memory**: records are encoded about ``ENCODE_CHARS`` characters at a time with
   ``tokenizer.encode_batch`` and appended to the files.
+* **Cores**: a split of at least ``PARALLEL_CHARS`` characters is encoded by at most
+  ``workers`` processes (``record_tokens``'s argument, else ``$GLASSFORMER_WORKERS``, else
+  every CPU the process may use; token_cache.encode_workers): with a char, word or BPE
+  tokenizer, each field of a chunk goes to a worker process (tokenizers/parallel.py:
+  ``Records``), which answers its ids and each record's count of ids, in order; a
+  tokenizer.json's ``encode_batch`` encodes a chunk on the cores itself. The files are those
+  of encoding in one process.
+* **One process encodes**: processes that want the same folder (the ranks of a torchrun, two
+  runs started together) take turns on an exclusive lock, ``<key>.lock`` in the cache folder
+  (cache_lock.py): the first encodes; the others say that they wait (one line, when progress
+  is shown) and then read its folder.
 * **When**: only splits of at least ``CACHE_CHARS`` characters (``uses_record_cache``). A
   smaller one (the built-in synthetic tasks: 10,000 examples of about ten characters; a file of
   a few thousand messages) is encoded in memory in well under a second and some megabytes,
@@ -36,6 +47,7 @@ memory maps: 2 bytes a token (``token_dtype``) and 8 bytes a record for its offs
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -43,8 +55,8 @@ import os
 import shutil
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,8 +64,11 @@ import numpy as np
 
 from ..progress import Work
 from ..safe_write import replace_dir
+from ..tokenizers.parallel import EncodePool, Records, encode_records, shareable
+from .cache_lock import exclusive
 from .examples import TextDataset
-from .token_cache import SHOWN_CHARS, STALE_SECONDS, cache_folder, token_dtype
+from .record_files import FIELDS, RecordTokens, arrays, read_folder
+from .token_cache import SHOWN_CHARS, STALE_SECONDS, cache_folder, encode_workers, token_dtype
 
 if TYPE_CHECKING:
     from glassformer.tokenizers.base import Tokenizer
@@ -64,26 +79,9 @@ FORMAT = 1  # bumped when the record folders' layout or key changes
 CACHE_CHARS = 1 << 20  # splits of this many characters or more go through the cache
 ENCODE_CHARS = 1 << 20  # characters of records encoded at a time (about)
 HASH_RECORDS = 8192  # records hashed at a time
-FIELDS: dict[str, tuple[str, ...]] = {"seq2seq": ("source", "target"), "classification": ("text",)}
+PARALLEL_CHARS = 4 << 20  # smaller splits are encoded in this process (sooner than workers start)
 
 Write = Callable[[str, np.ndarray], object]  # (file name, array to append)
-
-
-@dataclass(frozen=True)
-class RecordTokens:
-    """The ids of a split's n records: for each field (FIELDS) ``(tokens (N,), offsets
-    (n + 1,))``, record r's ids being ``tokens[offsets[r]:offsets[r + 1]]``; ``labels`` (n,)
-    int32 class indices for classification, else None."""
-
-    fields: dict[str, tuple[np.ndarray, np.ndarray]]
-    labels: np.ndarray | None
-
-    def __len__(self) -> int:
-        return len(next(iter(self.fields.values()))[1]) - 1
-
-    @property
-    def num_tokens(self) -> int:
-        return sum(len(tokens) for tokens, _ in self.fields.values())
 
 
 def record_chars(dataset: TextDataset) -> int:
@@ -97,55 +95,54 @@ def uses_record_cache(dataset: TextDataset) -> bool:
 
 
 def record_tokens(
-    dataset: TextDataset, tokenizer: Tokenizer, *, add_bos: bool = True, progress: str = "none"
+    dataset: TextDataset,
+    tokenizer: Tokenizer,
+    *,
+    add_bos: bool = True,
+    progress: str = "none",
+    workers: int | None = None,
 ) -> RecordTokens:
     """The ids of the records of ``dataset`` (seq2seq or classification) from their folder in
-    the token cache, encoded and written first when the cache lacks it (the module docstring).
-    ``add_bos``: classification only (a seq2seq source or target never has one). ``progress``
-    ("bar", "lines", "none") shows the encoding, or says in one line that the records come
-    from the cache, for splits of at least ``SHOWN_CHARS`` characters."""
+    the token cache, encoded and written first when the cache lacks it (the module docstring),
+    by at most ``workers`` processes (None: ``$GLASSFORMER_WORKERS``, else every CPU this
+    process may use; 1: this process alone). ``add_bos``: classification only (a seq2seq
+    source or target never has one). ``progress`` ("bar", "lines", "none") shows the
+    encoding, or says in one line that the records come from the cache (or that another
+    process is encoding them), for splits of at least ``SHOWN_CHARS`` characters."""
+    workers = encode_workers(workers)
     add_bos = add_bos and dataset.task == "classification"
     dtype = token_dtype(tokenizer.vocab_size)
     folder = cache_folder(dataset.cache)
-    target = folder / f"{_key(dataset, tokenizer, add_bos)}.records"
+    key = _key(dataset, tokenizer, add_bos)
+    target, lock = folder / f"{key}.records", folder / f"{key}.lock"
     chars = record_chars(dataset)
     if chars < SHOWN_CHARS:
         progress = "none"
     name = f"{Path(dataset.name).name} ({dataset.split})"
-    found = _read(target, dataset, dtype, tokenizer.eos_id)
-    if found is not None:
-        if progress != "none":
-            _say(
-                f"{name}: {len(found):,} records, {found.num_tokens:,} tokens read from the "
-                f"token cache {target}"
-            )
-        return found
 
     def encode(write: Write) -> None:
         shown = Work(progress, len(dataset), f"encoding {name}", "record")
         try:
-            _encode(dataset, tokenizer, dtype, add_bos, write, shown.update)
+            _encode(dataset, tokenizer, dtype, add_bos, write, shown.update, workers)
         finally:
             shown.close()
 
-    written: list[RecordTokens] = []
+    def waiting() -> None:
+        if progress != "none":
+            _say(f"waiting for another process encoding {name} (lock file {lock})")
 
-    def fill(tmp: Path) -> None:
-        _write_files(tmp, encode)
-        # mapped before the rename: the maps keep these files even if another process
-        # replaces the folder later
-        found = _read(tmp, dataset, dtype, tokenizer.eos_id)
-        if found is None:
-            raise RuntimeError(f"the record files written in {tmp} do not read back")
-        written.append(found)
-
+    found = read_folder(target, dataset, dtype, tokenizer.eos_id)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        _clean_stale(folder)
-        replace_dir(target, fill)
+        if found is None:
+            folder.mkdir(parents=True, exist_ok=True)
+            with exclusive(lock, waiting):
+                found = read_folder(target, dataset, dtype, tokenizer.eos_id)  # another process's
+                if found is None:
+                    _clean_stale(folder)
+                    return _write_folder(target, dataset, dtype, tokenizer.eos_id, encode)
     except OSError as err:
-        found = _read(target, dataset, dtype, tokenizer.eos_id)
-        if found is not None:  # another process wrote the same folder meanwhile
+        found = read_folder(target, dataset, dtype, tokenizer.eos_id)
+        if found is not None:  # another process wrote the same folder meanwhile (no lock)
             return found
         _say(
             f"glassformer: note: the token cache {folder} cannot be written "
@@ -153,8 +150,13 @@ def record_tokens(
         )
         kept: dict[str, list[np.ndarray]] = {}
         encode(lambda file, ids: kept.setdefault(file, []).append(ids))
-        return _arrays(dataset.task, dtype, {f: np.concatenate(a) for f, a in kept.items()})
-    return written[0]
+        return arrays(dataset.task, dtype, {f: np.concatenate(a) for f, a in kept.items()})
+    if progress != "none":
+        _say(
+            f"{name}: {len(found):,} records, {found.num_tokens:,} tokens read from the "
+            f"token cache {target}"
+        )
+    return found
 
 
 def _key(dataset: TextDataset, tokenizer: Tokenizer, add_bos: bool) -> str:
@@ -175,47 +177,28 @@ def _key(dataset: TextDataset, tokenizer: Tokenizer, add_bos: bool) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:40]
 
 
-def _files(task: str, dtype: np.dtype) -> dict[str, np.dtype]:
-    """The files of a record folder and their types (the module docstring)."""
-    files = {}
-    for field in FIELDS[task]:
-        files[f"{field}.{dtype.name}"] = dtype
-        files[f"{field}.offsets.int64"] = np.dtype(np.int64)
-    if task == "classification":
-        files["labels.int32"] = np.dtype(np.int32)
-    return files
+def _write_folder(
+    target: Path,
+    dataset: TextDataset,
+    dtype: np.dtype,
+    eos: int,
+    encode: Callable[[Write], None],
+) -> RecordTokens:
+    """Fill a temporary folder with the record files and rename it to ``target``; the memory
+    maps of its files."""
+    written: list[RecordTokens] = []
 
+    def fill(tmp: Path) -> None:
+        _write_files(tmp, encode)
+        # mapped before the rename: the maps keep these files even if the folder is
+        # replaced later
+        found = read_folder(tmp, dataset, dtype, eos)
+        if found is None:
+            raise RuntimeError(f"the record files written in {tmp} do not read back")
+        written.append(found)
 
-def _arrays(task: str, dtype: np.dtype, arrays: dict[str, np.ndarray]) -> RecordTokens:
-    fields = {f: (arrays[f"{f}.{dtype.name}"], arrays[f"{f}.offsets.int64"]) for f in FIELDS[task]}
-    return RecordTokens(fields, arrays.get("labels.int32"))
-
-
-def _read(folder: Path, dataset: TextDataset, dtype: np.dtype, eos: int) -> RecordTokens | None:
-    """The memory maps of the record folder; None when it is missing or its files disagree
-    with each other or with the ``dataset``'s count of records and classes (damaged)."""
-    arrays = {}
-    for name, kind in _files(dataset.task, dtype).items():
-        try:
-            size = (folder / name).stat().st_size
-        except OSError:
-            return None
-        if size == 0 or size % kind.itemsize:
-            return None
-        arrays[name] = np.memmap(folder / name, dtype=kind, mode="r")
-    found = _arrays(dataset.task, dtype, arrays)
-    n = len(dataset)
-    for tokens, offsets in found.fields.values():
-        if len(offsets) != n + 1 or offsets[0] != 0 or offsets[-1] != len(tokens):
-            return None
-        if np.any(offsets[1:] <= offsets[:-1]) or np.any(tokens[offsets[1:] - 1] != eos):
-            return None  # every record holds at least its <EOS>, and ends with it
-    labels = found.labels
-    if labels is not None and (
-        len(labels) != n or labels.min() < 0 or labels.max() >= len(dataset.labels)
-    ):
-        return None
-    return found
+    replace_dir(target, fill)
+    return written[0]
 
 
 def _write_files(folder: Path, encode: Callable[[Write], None]) -> None:
@@ -244,29 +227,46 @@ def _encode(
     add_bos: bool,
     write: Write,
     done: Callable[[int], object],
+    workers: int = 1,
 ) -> None:
-    """Encode the records a chunk at a time, handing each file's new part to ``write``."""
+    """Encode the records a chunk at a time, each field of a chunk a batch (``Records``),
+    handing each file's new part to ``write`` and the chunk's count of records to ``done``:
+    on ``workers`` processes (a char, word or BPE tokenizer, a split of at least
+    ``PARALLEL_CHARS`` characters), else in this process (``encode_batch``; a
+    tokenizer.json's uses the cores itself)."""
     fields = FIELDS[dataset.task]
     classify = dataset.task == "classification"
     ends = dict.fromkeys(fields, 0)
     for field in fields:
         write(f"{field}.offsets.int64", np.zeros(1, np.int64))
     index = {label: k for k, label in enumerate(dataset.labels)}
-    for chunk in _chunks(dataset.examples):
-        columns = list(zip(*chunk, strict=True))
-        if classify:
-            write("labels.int32", _label_ids(columns[0], index))
-        for field, texts in zip(fields, columns[1:] if classify else columns, strict=True):
-            ids = tokenizer.encode_batch(texts, add_bos=add_bos, add_eos=True)
-            lengths = np.fromiter(map(len, ids), np.int64, len(ids))
-            count = int(lengths.sum())
-            write(
-                f"{field}.{dtype.name}",
-                np.fromiter(itertools.chain.from_iterable(ids), dtype, count),
-            )
+    chunks: deque[tuple] = deque()  # the chunks handed on, not yet written
+
+    def batches() -> Iterator[Records]:
+        for chunk in _chunks(dataset.examples):
+            chunks.append(chunk)
+            columns = list(zip(*chunk, strict=True))
+            for texts in columns[1:] if classify else columns:
+                yield Records(texts, add_bos)
+
+    pooled = workers > 1 and shareable(tokenizer) and record_chars(dataset) >= PARALLEL_CHARS
+    with EncodePool(tokenizer, workers, dtype) if pooled else contextlib.nullcontext() as pool:
+        answers = (
+            pool.map(batches())
+            if pool is not None
+            else (encode_records(tokenizer, batch, dtype) for batch in batches())
+        )
+        for k, (ids, lengths) in enumerate(answers):
+            field = fields[k % len(fields)]
+            if field == fields[0]:
+                chunk = chunks.popleft()
+                if classify:
+                    write("labels.int32", _label_ids([label for label, _ in chunk], index))
+            write(f"{field}.{dtype.name}", ids)
             write(f"{field}.offsets.int64", ends[field] + np.cumsum(lengths))
-            ends[field] += count
-        done(len(chunk))
+            ends[field] += len(ids)
+            if field == fields[-1]:
+                done(len(chunk))
 
 
 def _chunks(examples: tuple) -> Iterator[tuple]:
@@ -281,7 +281,7 @@ def _chunks(examples: tuple) -> Iterator[tuple]:
         yield examples[start:]
 
 
-def _label_ids(labels: tuple[str, ...], index: dict[str, int]) -> np.ndarray:
+def _label_ids(labels: list[str], index: dict[str, int]) -> np.ndarray:
     """The class indices of ``labels`` as int32 (a TextDataset's labels are all in its class
     list)."""
     return np.fromiter((index[label] for label in labels), np.int32, len(labels))

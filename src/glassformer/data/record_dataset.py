@@ -45,13 +45,15 @@ def record_dataset(
     add_bos: bool = True,
     overflow: str = "error",
     progress: str = "none",
+    workers: int | None = None,
 ) -> RecordDataset:
     """The token dataset of the seq2seq or classification records of ``dataset``, encoded once
-    into the token cache (record_cache.py) and read from there; the same items as
-    ``Seq2SeqDataset`` / ``ClassificationDataset`` with these arguments."""
+    into the token cache (record_cache.py, by at most ``workers`` processes) and read from
+    there; the same items as ``Seq2SeqDataset`` / ``ClassificationDataset`` with these
+    arguments."""
     _check_max_len(max_len, 2 if add_bos or dataset.task == "seq2seq" else 1)
     _check_overflow(overflow)
-    tokens = record_tokens(dataset, tokenizer, add_bos=add_bos, progress=progress)
+    tokens = record_tokens(dataset, tokenizer, add_bos=add_bos, progress=progress, workers=workers)
     return RecordDataset(
         tokens, max_len, tokenizer.eos_id, overflow=overflow, where=dataset.where,
         labels=dataset.labels,

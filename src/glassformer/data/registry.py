@@ -16,7 +16,7 @@ from typing import Any
 
 from ..tasks import DATA_KINDS, check_data_kind
 from . import corpora, genres, synthetic
-from .examples import SPLITS, TextDataset
+from .examples import SPLITS, TextDataset, check_workers
 from .formats import FORMAT_SUFFIXES, guess_kind
 from .user_files import read_file
 
@@ -101,15 +101,21 @@ def load_dataset(
             ``seed`` of the synthetic tasks) or a file's (``one_per_line``, ``val_fraction``,
             ``cache``, ``text_field``, ...; see user_files.py); and for any seq2seq or
             classification data ``overflow``: what encoding does with an example longer than
-            ``max_len`` ("error", "truncate", "drop"; see ``TextDataset.overflow``).
+            ``max_len`` ("error", "truncate", "drop"; see ``TextDataset.overflow``); for any
+            data ``workers``: the most processes that encode it into the token cache (an int
+            >= 1; None: ``$GLASSFORMER_WORKERS``, else every CPU; see ``TextDataset.workers``).
     """
     if split not in SPLITS:
         raise ValueError(f"split is {split!r}: allowed {', '.join(map(repr, SPLITS))}")
     if task is not None:
         check_data_kind(task)
     overflow = options.pop("overflow", "error")
+    workers = options.pop("workers", None)
+    check_workers(workers)
     dataset = _load(name_or_path, split, task, options)
-    return dataclasses.replace(dataset, overflow=overflow) if overflow != "error" else dataset
+    if overflow != "error" or workers is not None:
+        dataset = dataclasses.replace(dataset, overflow=overflow, workers=workers)
+    return dataset
 
 
 def _load(name_or_path, split: str, task: str | None, options: dict[str, Any]) -> TextDataset:

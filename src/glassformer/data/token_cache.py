@@ -29,11 +29,12 @@ memory map instead of encoding again, so no process holds the corpus as Python o
   newline) between two other characters, where the char, word, GPT-2 and cl100k BPE tokenizers
   split the text anyway, so the tokens equal those of encoding the whole text at once.
 * **Cores**: documents of at least ``PARALLEL_PIECES`` pieces are encoded on several cores, at
-  most ``workers`` (``token_file``'s argument, else ``$GLASSFORMER_WORKERS``, else every CPU
-  the process may use): a char, word or BPE tokenizer in worker processes, each sent the
-  tokenizer once and a batch of about ``ENCODE_CHARS`` characters at a time, the batches'
-  ids written in order (tokenizers/parallel.py); a tokenizer.json through its library's batch
-  encoder, ``workers`` pieces a call. Memory stays bounded: a batch a worker. The tokens are
+  most ``workers`` (``token_file``'s argument: a run's ``data.workers``, ``TextDataset.workers``;
+  else ``$GLASSFORMER_WORKERS``, else every CPU the process may use): a char, word or BPE
+  tokenizer in worker processes, each sent the tokenizer once and a batch of about
+  ``ENCODE_CHARS`` characters at a time, the batches' ids written in order
+  (tokenizers/parallel.py); a tokenizer.json through its library's batch encoder, ``workers``
+  pieces a call. Memory stays bounded: a batch a worker. The tokens are
   those of one process; an error in a worker, or Ctrl-C, stops the workers and leaves no
   token file.
 * **One process encodes**: processes that want the same token file (the ranks of a torchrun,

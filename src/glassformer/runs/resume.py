@@ -13,13 +13,16 @@ from .record import read_run
 from .scale import scaled_steps
 from .settings import Settings
 
-__all__ = ["MAY_CHANGE", "MAY_SET", "check_reached", "comparable", "resumed_plan"]
+__all__ = ["DATA_MAY_SET", "MAY_CHANGE", "MAY_SET", "check_reached", "comparable", "resumed_plan"]
 
 # what a resumed run may change: it moves between machines and strategies, and extends
 MAY_CHANGE = ("steps", "device", "strategy")
 # [train] settings a resumed run may change with --set: what is kept of it, not what it
 # computes (after a full disk, fewer checkpoints kept is what makes room)
 MAY_SET = ("keep_last",)
+# [data] settings a resumed run may change with --set: how its data are encoded, not what
+# they are
+DATA_MAY_SET = ("workers",)
 
 
 def resumed_plan(
@@ -29,7 +32,8 @@ def resumed_plan(
 ) -> tuple[RunPlan, ModelConfig]:
     """The plan in <out>/run.json with ``changes`` to what may change (steps, device,
     strategy), after checking that the settings ``given`` makes on top of the run's own do not
-    change the rest (only the [sample] table and the [train] keys in MAY_SET may change)."""
+    change the rest (only the [sample] table, the [train] keys in MAY_SET and the [data] keys
+    in DATA_MAY_SET may change)."""
     stored, model_cfg = read_run(out)
     if given is not None:
         wanted, before = given(stored.settings), comparable(stored)
@@ -49,6 +53,12 @@ def resumed_plan(
         stored.settings.setdefault("train", {}).update(
             {k: v for k, v in kept.items() if k in wanted.get("train", {})}
         )
+        for key in DATA_MAY_SET:  # the value given now, else none
+            stored.data_options.pop(key, None)
+            stored.settings.get("data", {}).pop(key, None)
+            if now_plan.data_options.get(key) is not None:
+                stored.data_options[key] = now_plan.data_options[key]
+                stored.settings.setdefault("data", {})[key] = now_plan.data_options[key]
     changes = {k: v for k, v in (changes or {}).items() if v is not None}
     unknown = sorted(set(changes) - set(MAY_CHANGE))
     if unknown:
@@ -107,7 +117,13 @@ def comparable(plan: RunPlan) -> dict[str, Any]:
             )
         elif key in ("data_options", "model_overrides", "tokenizer_options"):
             prefix = {"data_options": "data", "model_overrides": "model"}.get(key, "tokenizer")
-            flat.update({f"{prefix}.{k}": v for k, v in value.items()})
+            flat.update(
+                {
+                    f"{prefix}.{k}": v
+                    for k, v in value.items()
+                    if not (prefix == "data" and k in DATA_MAY_SET)
+                }
+            )
         else:
             flat[key] = value
     return flat

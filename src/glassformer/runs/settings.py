@@ -12,7 +12,8 @@ command's flags each give some of them; later layers win)::
               fields of a JSON Lines, Parquet or datasets record (data/formats/); overflow of
               seq2seq and classification data ("truncate",
               the default at the command line, "drop" or "error": what happens to an example
-              longer than model.max_len)
+              longer than model.max_len); workers of any data (the most processes that
+              encode it into the token cache; --resume may change it)
     [sample]  the text sampled at the end of a language-model run
 
 ``--set section.key=value`` reads ``value`` as a TOML literal (``64``, ``1e-3``, ``true``,

@@ -1,10 +1,10 @@
 """A worker process of ``parallel.EncodePool`` (``main``).
 
 It reads pickled messages on stdin and answers each on stdout: first a tokenizer's JSON dict
-and a numpy type (answered with nothing), then batches (lists of texts and ids), each answered
-with ``("ids", array)`` (``parallel.encode_parts``) or ``("error", exception)``. It ends when
-stdin closes, or stdout does (the process that started it has ended). Ctrl-C is ignored here:
-the process that started the worker stops it.
+and a numpy type (answered with nothing), then batches (lists of texts and ids, or
+``parallel.Records``), each answered with ``("ids", answer)`` (``parallel.encode``) or
+``("error", exception)``. It ends when stdin closes, or stdout does (the process that started
+it has ended). Ctrl-C is ignored here: the process that started the worker stops it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 from .base import Tokenizer
-from .parallel import encode_parts
+from .parallel import encode
 
 
 def main() -> None:
@@ -33,7 +33,7 @@ def main() -> None:
         except EOFError:
             return
         try:
-            answer = ("ids", encode_parts(tokenizer, batch, dtype))
+            answer = ("ids", encode(tokenizer, batch, dtype))
         except Exception as err:
             answer = ("error", _picklable(err))
         try:

@@ -3,9 +3,12 @@ bounded memory.
 
 A batch is a list of parts: a ``str`` is text to encode (``Tokenizer.encode``, nothing special),
 an ``int`` is an id written as it is (a <BOS> or <EOS> between documents); ``encode_parts``
-turns it into one array of ids. ``EncodePool`` hands the batches to ``workers`` processes and
-gives their arrays back in the order of the batches; a worker holds one batch at a time, so
-memory stays bounded whatever the length of the stream.
+turns it into one array of ids. Or it is ``Records``: texts each encoded whole as ``[<BOS>] ids
+<EOS>`` (the records of a seq2seq or classification split, record_cache.py); ``encode_records``
+turns it into their ids, one record after another, and each record's count of ids.
+``EncodePool`` hands the batches to ``workers`` processes and gives their answers back in the
+order of the batches; a worker holds one batch at a time, so memory stays bounded whatever the
+length of the stream.
 
 * **Which tokenizers**: glassformer's char, word and BPE tokenizers (``shareable``), sent to
   each worker once as their JSON (``to_dict``) and rebuilt there. A Hugging Face tokenizer is
@@ -24,12 +27,14 @@ memory stays bounded whatever the length of the stream.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import pickle
 import subprocess
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +45,26 @@ from .bpe import BPETokenizer
 from .char import CharTokenizer
 from .word import WordTokenizer
 
-__all__ = ["EncodePool", "encode_parts", "shareable", "usable_cpus", "worker_count"]
+__all__ = [
+    "EncodePool", "Records", "encode", "encode_parts", "encode_records", "shareable",
+    "usable_cpus", "worker_count",
+]  # fmt: skip
 
 SHAREABLE = (CharTokenizer, WordTokenizer, BPETokenizer)
 
 Part = str | int  # text to encode, or an id written as it is
+
+
+@dataclass(frozen=True)
+class Records:
+    """A batch of texts each encoded whole, ``[<BOS>] ids <EOS>`` (<BOS> when ``add_bos``)."""
+
+    texts: tuple[str, ...]
+    add_bos: bool = False
+
+
+Batch = Sequence[Part] | Records
+Answer = np.ndarray | tuple[np.ndarray, np.ndarray]  # encode_parts's, or encode_records's
 
 
 def usable_cpus() -> int:
@@ -70,7 +90,14 @@ def worker_count(workers: int | None) -> int:
 def shareable(tokenizer: Tokenizer) -> bool:
     """Whether workers can rebuild ``tokenizer`` from its JSON: glassformer's char, word or
     BPE tokenizer, none of whose methods was replaced on the object itself."""
-    return type(tokenizer) in SHAREABLE and "encode" not in vars(tokenizer)
+    return type(tokenizer) in SHAREABLE and not {"encode", "encode_batch"} & set(vars(tokenizer))
+
+
+def encode(tokenizer: Tokenizer, batch: Batch, dtype: np.dtype) -> Answer:
+    """The answer to a batch: ``encode_records`` of ``Records``, else ``encode_parts``."""
+    if isinstance(batch, Records):
+        return encode_records(tokenizer, batch, dtype)
+    return encode_parts(tokenizer, batch, dtype)
 
 
 def encode_parts(tokenizer: Tokenizer, parts: Sequence[Part], dtype: np.dtype) -> np.ndarray:
@@ -84,9 +111,20 @@ def encode_parts(tokenizer: Tokenizer, parts: Sequence[Part], dtype: np.dtype) -
     return np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype)
 
 
+def encode_records(
+    tokenizer: Tokenizer, records: Records, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids (N,) dtype, lengths (n,) int64)``: the ids ``[<BOS>] ids <EOS>`` of each of the
+    n texts, one after another (one ``encode_batch`` call), and each text's count of ids."""
+    ids = tokenizer.encode_batch(list(records.texts), add_bos=records.add_bos, add_eos=True)
+    lengths = np.fromiter(map(len, ids), np.int64, len(ids))
+    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype, int(lengths.sum()))
+    return flat, lengths
+
+
 class EncodePool:
     """``workers`` processes that encode batches with (a copy of) ``tokenizer`` into arrays of
-    ``dtype`` (the module docstring); use it as a context manager."""
+    ``dtype`` (``encode``; the module docstring); use it as a context manager."""
 
     def __init__(self, tokenizer: Tokenizer, workers: int, dtype: np.dtype) -> None:
         if not shareable(tokenizer):
@@ -119,9 +157,10 @@ class EncodePool:
     def __exit__(self, kind: type[BaseException] | None, *exc: Any) -> None:
         self._stop(kill=kind is not None)
 
-    def map(self, batches: Iterable[Sequence[Part]]) -> Iterator[np.ndarray]:
-        """The array of each batch, in order. Batch i goes to worker i mod ``workers``, which
-        holds one batch at a time: it is sent the next when its answer has been read."""
+    def map(self, batches: Iterable[Batch]) -> Iterator[Answer]:
+        """The answer of each batch (``encode``), in order. Batch i goes to worker i mod
+        ``workers``, which holds one batch at a time: it is sent the next when its answer has
+        been read."""
         busy: deque[subprocess.Popen[bytes]] = deque()  # the workers, oldest batch first
         idle = deque(self._procs)
         for batch in batches:
@@ -130,7 +169,7 @@ class EncodePool:
                 yield self._answer(proc)
                 idle.append(proc)
             proc = idle.popleft()
-            self._send(proc, list(batch))
+            self._send(proc, batch if isinstance(batch, Records) else list(batch))
             busy.append(proc)
         while busy:
             yield self._answer(busy.popleft())
@@ -142,7 +181,7 @@ class EncodePool:
         except OSError:  # a broken pipe: the worker has ended
             raise self._ended(proc) from None
 
-    def _answer(self, proc: subprocess.Popen[bytes]) -> np.ndarray:
+    def _answer(self, proc: subprocess.Popen[bytes]) -> Answer:
         try:
             kind, value = pickle.load(proc.stdout)  # type: ignore[arg-type]
         except (EOFError, OSError, pickle.UnpicklingError):
