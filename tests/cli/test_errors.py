@@ -194,5 +194,6 @@ def test_python_m_glassformer_help_and_a_user_error():
     assert failed.stderr.splitlines() == [
         "glassformer: error: --data no/such/file.txt: the file does not exist; allowed a "
         "built-in dataset (shakespeare, shakespeare-genre, reverse, sort, addition, is_sorted, "
-        "induction, interleaved) or a .txt, .tsv or .csv file"
+        "induction, interleaved), a .txt, .tsv, .csv, .jsonl or .parquet file (or one gzipped, "
+        ".gz), a folder of .txt files or a datasets folder"
     ]

@@ -95,7 +95,7 @@ def scan_text(path: Path, cache: str | None = None) -> TextScan:
 
 
 def _read_kept(kept: Path, where: str, stat: list[int]) -> TextScan | None:
-    """The kept scan of the file ``where`` when it is one of the file as it is now."""
+    """The kept scan of the file ``where`` when its stat matches the file's current stat."""
     try:
         record = json.loads(kept.read_text(encoding="utf-8"))
         if (record["format"], record["path"], record["stat"]) != (FORMAT, where, stat):
