@@ -135,6 +135,15 @@ def test_large_records_are_kept_by_their_contents_and_small_data_is_not(
     assert len(trainings) == 4 and len(kept(folder)) == 2
 
 
+def test_a_file_changed_while_it_trains_is_refused_and_nothing_is_kept(cache, notes, monkeypatch):
+    folder, _ = cache
+    train = load_dataset(notes, task="lm")  # scanned: its identity is the file as it was
+    notes.write_text(TEXT.replace("nobler", "humbler"), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"^file '.*notes.txt' changed while it was encoded: "):
+        tk.trained_tokenizer(train, "bpe", {"vocab_size": 300})
+    assert kept(folder) == []
+
+
 def test_a_cache_folder_that_cannot_be_written_trains_for_the_run(cache, notes, tmp_path):
     _, trainings = cache
     blocked = tmp_path / "a file"

@@ -13,11 +13,13 @@ on data seen before reads the tokenizer trained then instead of training it agai
 * **Key**: the SHA-256 of ``FORMAT`` (bumped when training would give another tokenizer), the
   data's identity, the tokenizer's kind, its JSON untrained (its pattern) and the training
   options (``vocab_size`` ...): a changed file, another part of it or other options train anew.
-* **Safe**: the JSON is written aside and renamed (safe_write.py), so a run killed while
-  writing leaves nothing half-written; a file that does not load (damaged, or of another kind)
-  is trained again and replaced. Processes that train the same tokenizer at once (the ranks of
-  a torchrun) take turns on ``<key>.lock`` (cache_lock.py): one trains, the others wait and
-  read its file. A cache folder that cannot be written only means the next run trains again.
+* **Safe**: the documents of a split on disk are checked as they are read for training (a file
+  changed since its scan is refused, as the token cache refuses it); the JSON is written aside
+  and renamed (safe_write.py), so a run killed while writing leaves nothing half-written; a
+  file that does not load (damaged, or of another kind) is trained again and replaced.
+  Processes that train the same tokenizer at once (the ranks of a torchrun) take turns on
+  ``<key>.lock`` (cache_lock.py): one trains, the others wait and read its file. A cache folder
+  that cannot be written only means the next run trains again.
 * **Cores**: training counts the texts on several cores (tokenizers/train_parallel.py), at most
   ``token_cache.encode_workers`` processes (``$GLASSFORMER_WORKERS``), as encoding does.
 * **Shown**: for data of at least ``token_cache.SHOWN_CHARS`` characters, a hit is one line
@@ -31,6 +33,7 @@ import contextlib
 import hashlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,7 @@ from ..tokenizers.train_parallel import train_on_cores
 from .cache_lock import exclusive
 from .examples import TextDataset
 from .record_cache import CACHE_CHARS, FIELDS, records_digest
+from .text_pieces import pieces
 from .token_cache import SHOWN_CHARS, cache_folder, encode_workers
 
 __all__ = ["FORMAT", "trained_tokenizer"]
@@ -70,7 +74,7 @@ def trained_tokenizer(
         what = f"training the {kind} tokenizer on {_name(dataset)}"
         shown = Work(progress, chars, what, "character")
         try:
-            texts, most = dataset.texts(), encode_workers(workers)
+            texts, most = _texts(dataset), encode_workers(workers)
             return train_on_cores(tokenizer, texts, options, workers=most, done=shown.update)
         finally:
             shown.close()
@@ -113,6 +117,14 @@ def _identity(dataset: TextDataset, chars: int) -> dict[str, Any] | None:
     if dataset.task in FIELDS and len(dataset) and chars >= CACHE_CHARS:
         return {"task": dataset.task, "records": records_digest(dataset)}
     return None
+
+
+def _texts(dataset: TextDataset) -> Iterator[str]:
+    """``dataset.texts()``; the documents of a split on disk checked against their identity
+    as they are read (a file changed meanwhile is a ``ValueError``: nothing is kept)."""
+    if dataset.part is None:
+        return dataset.texts()
+    return (piece for document in dataset.part.documents() for piece in pieces(document))
 
 
 def _chars(dataset: TextDataset) -> int:
