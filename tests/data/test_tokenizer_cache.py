@@ -5,12 +5,15 @@ options instead of being trained again; other data or options, or a damaged file
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
 import glassformer.data.token_cache as tc
 import glassformer.data.tokenizer_cache as tk
 from glassformer.data import load_dataset
+from glassformer.data.cache_lock import exclusive
 from glassformer.runs import Run
 from glassformer.tokenizers import get_tokenizer
 
@@ -167,3 +170,35 @@ def test_a_new_run_on_the_same_file_reads_the_tokenizer_of_the_first(cache, note
     train_part = TEXT[: first.train_data.part.end]  # the last 10% validates the run
     expected = get_tokenizer("bpe").train(train_part, vocab_size=300)
     assert first.tokenizer.to_dict() == expected.to_dict()
+
+
+def test_a_process_waits_for_the_one_that_trains_and_reads_its_tokenizer(
+    cache, notes, capsys, monkeypatch
+):
+    folder, trainings = cache
+    monkeypatch.setattr(tk, "SHOWN_CHARS", 100)
+    train = load_dataset(notes, task="lm")
+    options = {"vocab_size": 300}
+    key = tk._key(tk._identity(train, train.part.chars), get_tokenizer("bpe"), options)
+    path, lock = folder / "tokenizers" / f"{key}.json", folder / "tokenizers" / f"{key}.lock"
+    path.parent.mkdir(parents=True)
+    expected = get_tokenizer("bpe").train(TEXT, **options)
+    found = []
+    with exclusive(lock, lambda: None):  # another process trains
+        waiter = threading.Thread(
+            target=lambda: found.append(
+                tk.trained_tokenizer(train, "bpe", options, progress="lines")
+            )
+        )
+        waiter.start()
+        said = ""
+        for _ in range(3000):  # it says that it waits (at most 30 s)
+            said += capsys.readouterr().err
+            if said.startswith("waiting for another process training the bpe tokenizer"):
+                break
+            time.sleep(0.01)
+        expected.save(path)
+    waiter.join()
+    assert said == f"waiting for another process training the bpe tokenizer (lock file {lock})\n"
+    assert found[0].to_dict() == expected.to_dict() and trainings == []
+    assert capsys.readouterr().err == f"tokenizer: bpe 300 read from the cache {path}\n"
