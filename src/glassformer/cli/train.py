@@ -56,11 +56,11 @@ def run(args: argparse.Namespace) -> int:
         if run is None:  # a resumed run that has reached its steps
             return 0
         plan = run.plan
-        run.load()
+        shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
+        run.load(progress=shown)
         built.update(plan=plan, config=run.model_config, architecture=run.architecture)
         if getattr(args, "free_cores", False):  # run as a command: threads.py
             use_free_cores()
-        shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
         trainer = run.build(progress=shown)
         _print_header(run, builtin, settings)
         try:

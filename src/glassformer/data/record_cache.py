@@ -73,7 +73,15 @@ from .token_cache import SHOWN_CHARS, STALE_SECONDS, cache_folder, encode_worker
 if TYPE_CHECKING:
     from glassformer.tokenizers.base import Tokenizer
 
-__all__ = ["CACHE_CHARS", "FIELDS", "RecordTokens", "record_tokens", "uses_record_cache"]
+__all__ = [
+    "CACHE_CHARS",
+    "FIELDS",
+    "RecordTokens",
+    "record_chars",
+    "record_tokens",
+    "records_digest",
+    "uses_record_cache",
+]
 
 FORMAT = 1  # bumped when the record folders' layout or key changes
 CACHE_CHARS = 1 << 20  # splits of this many characters or more go through the cache
@@ -159,17 +167,23 @@ def record_tokens(
     return found
 
 
-def _key(dataset: TextDataset, tokenizer: Tokenizer, add_bos: bool) -> str:
-    records = hashlib.sha256()  # each chunk's field lengths (characters), then its text
+def records_digest(dataset: TextDataset) -> str:
+    """The SHA-256 of the records of ``dataset`` (the module docstring's key): a chunk of
+    records at a time, the lengths of their fields (characters), then their text as UTF-8."""
+    records = hashlib.sha256()
     for start in range(0, len(dataset.examples), HASH_RECORDS):
         texts = list(itertools.chain.from_iterable(dataset.examples[start : start + HASH_RECORDS]))
         records.update(np.fromiter(map(len, texts), "<i8", len(texts)).tobytes())
         records.update("".join(texts).encode("utf-8", "surrogatepass"))
+    return records.hexdigest()
+
+
+def _key(dataset: TextDataset, tokenizer: Tokenizer, add_bos: bool) -> str:
     tokenizer_json = json.dumps(tokenizer.to_dict(), sort_keys=True, ensure_ascii=False)
     identity = {
         "format": FORMAT,
         "task": dataset.task,
-        "records": records.hexdigest(),
+        "records": records_digest(dataset),
         "labels": list(dataset.labels),
         "add_bos": add_bos,
         "tokenizer": hashlib.sha256(tokenizer_json.encode("utf-8")).hexdigest(),

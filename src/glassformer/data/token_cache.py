@@ -10,6 +10,8 @@ memory map instead of encoding again, so no process holds the corpus as Python o
 * **Where**: the folder named by ``data.cache`` (``read_file(..., cache=...)``), else by the
   environment variable ``GLASSFORMER_CACHE``, else ``$XDG_CACHE_HOME/glassformer/tokens``
   (``~/.cache/glassformer/tokens``). Deleting the folder, or any file in it, clears the cache.
+  Beside the token files it holds the scans of text files (``scans/``, text_scan.py) and the
+  tokenizers trained on data (``tokenizers/``, tokenizer_cache.py).
 * **Key**: the documents' identity (``Documents.identity``: for a text file, the SHA-256 of its
   bytes and the part's characters ``start``, ``end``), whether a <BOS> opens each document, and
   the SHA-256 of the tokenizer's JSON (``Tokenizer.to_dict``): a changed file or another

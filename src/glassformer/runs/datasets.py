@@ -22,8 +22,9 @@ from ..data import TextDataset, load_dataset
 from ..data.documents import TextPart
 from ..data.splits import percent
 from ..data.synthetic import DEFAULT_SIZES
+from ..data.tokenizer_cache import trained_tokenizer
 from ..tasks import TASKS
-from ..tokenizers import Tokenizer, get_tokenizer
+from ..tokenizers import Tokenizer
 from .evaldata import short_list
 from .plan import RunPlan, is_builtin
 
@@ -139,8 +140,9 @@ def overflow_line(splits: dict[str, tuple[TextDataset, Any]], max_len: int) -> s
     return f"{shown} {unit} longer than max_len {max_len} were {verb} (data.overflow)"
 
 
-def train_tokenizer(plan: RunPlan, train: TextDataset) -> Tokenizer:
+def train_tokenizer(plan: RunPlan, train: TextDataset, progress: str = "none") -> Tokenizer:
     """A tokenizer of the plan's kind, trained on the texts of the training split as they are
-    read (a text file's in pieces, never whole: the tokenizer keeps only its counts)."""
-    tokenizer = get_tokenizer(plan.tokenizer)
-    return tokenizer.train(train.texts(), **plan.tokenizer_options)
+    read (a text file's in pieces, never whole: the tokenizer keeps only its counts), counted
+    on several cores, or read from the cache where a run trained it on the same data with the
+    same options (data/tokenizer_cache.py); ``progress`` ("bar", "lines", "none") shows it."""
+    return trained_tokenizer(train, plan.tokenizer, plan.tokenizer_options, progress=progress)

@@ -29,6 +29,7 @@ import torch
 from ..models.checkpoint import check_finite, check_vocabulary
 from ..models.config import ModelConfig
 from ..models.registry import model_class
+from ..progress import progress_mode
 from ..run_layout import latest_checkpoint
 from ..tasks import TASKS
 from ..tokenizers import load_tokenizer
@@ -214,13 +215,15 @@ class Run:
                 f"{self.plan.out} has already reached step {self.step}; resume it with more "
                 "steps to train on"
             )
-        self.load()
+        self.load(progress)
         self.build(progress)
         return self.fit()
 
-    def load(self) -> None:
-        """The data, the tokenizer (trained, or the checkpoint's) and the model config,
-        checked to fit the device before anything is allocated."""
+    def load(self, progress: bool | str = False) -> None:
+        """The data, the tokenizer (trained, read from the cache, or the checkpoint's) and the
+        model config, checked to fit the device before anything is allocated; ``progress``
+        (False, "lines" or "bar", as `Trainer` takes it) shows the tokenizer's training (under
+        torchrun, in the first process only)."""
         plan = self.plan
         if plan.train.steps == 0:
             raise RunError(
@@ -242,7 +245,8 @@ class Run:
             self.tokenizer = self.pretrained.tokenizer
             self.model_config = self.model_config or self.pretrained.config
         else:
-            self.tokenizer = train_tokenizer(plan, self.train_data)
+            shown = progress_mode(progress) if int(os.environ.get("RANK", "0")) == 0 else "none"
+            self.tokenizer = train_tokenizer(plan, self.train_data, shown)
         if self.model_config is None:
             vocab, labels = self.tokenizer.vocab_size, self.train_data.labels
             self.model_config = model_config(plan, vocab, labels)

@@ -34,7 +34,8 @@ arbitrary id sequence may produce invalid UTF-8; it is replaced by U+FFFD.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from itertools import chain, pairwise
 from pathlib import Path
 from typing import Any
@@ -128,19 +129,22 @@ class BPETokenizer(Tokenizer):
         the pattern is kept). Stops early if no pair occurs ``min_frequency`` times, so
         ``self.vocab_size`` may come out smaller than asked. See ``bpe_train`` for the algorithm
         and the tie-breaking rule."""
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-            raise ValueError(f"vocab_size is {vocab_size!r}: allowed an int >= {FIRST_MERGE_ID}")
-        if vocab_size < FIRST_MERGE_ID:
-            raise ValueError(
-                f"vocab_size is {vocab_size}: allowed >= {FIRST_MERGE_ID} "
-                f"({N_SPECIAL} special tokens + {N_BYTES} bytes)"
-            )
-        if isinstance(min_frequency, bool) or not isinstance(min_frequency, int):
-            raise ValueError(f"min_frequency is {min_frequency!r}: allowed an int >= 1")
-        if min_frequency < 1:
-            raise ValueError(f"min_frequency is {min_frequency}: allowed an int >= 1")
+        _check_train_options(vocab_size, min_frequency)
+        counts = self.count(texts)
+        return self.train_counts(counts, vocab_size=vocab_size, min_frequency=min_frequency)
+
+    def count(self, texts: str | Iterable[str]) -> Counter[str]:
+        """The distinct pre-tokenized pieces of ``texts`` (this tokenizer's pattern) and how
+        often each occurs; the counts of several calls add up (``Counter.update``), so texts
+        counted in parts, by several processes, train the same merges (parallel.py)."""
+        return count_pieces(iter_texts(texts), self._split.split)
+
+    def train_counts(
+        self, counts: Mapping[str, int], *, vocab_size: int, min_frequency: int = 1
+    ) -> BPETokenizer:
+        """``train`` from the counts of pieces (``count``'s, added up)."""
+        _check_train_options(vocab_size, min_frequency)
         byte_ids = _standard_byte_ids()
-        counts = count_pieces(iter_texts(texts), self._split.split)
         merges = train_merges(
             counts, byte_ids, FIRST_MERGE_ID, vocab_size - FIRST_MERGE_ID, min_frequency
         )
@@ -276,6 +280,20 @@ class BPETokenizer(Tokenizer):
     def save_tiktoken_file(self, path: str | os.PathLike[str]) -> None:
         """Write ``export_tiktoken_ranks()`` as a tiktoken rank file."""
         bpe_io.write_tiktoken_file(path, self.export_tiktoken_ranks())
+
+
+def _check_train_options(vocab_size: int, min_frequency: int) -> None:
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise ValueError(f"vocab_size is {vocab_size!r}: allowed an int >= {FIRST_MERGE_ID}")
+    if vocab_size < FIRST_MERGE_ID:
+        raise ValueError(
+            f"vocab_size is {vocab_size}: allowed >= {FIRST_MERGE_ID} "
+            f"({N_SPECIAL} special tokens + {N_BYTES} bytes)"
+        )
+    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int):
+        raise ValueError(f"min_frequency is {min_frequency!r}: allowed an int >= 1")
+    if min_frequency < 1:
+        raise ValueError(f"min_frequency is {min_frequency}: allowed an int >= 1")
 
 
 def _standard_byte_ids() -> list[int]:

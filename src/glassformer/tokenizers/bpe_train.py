@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import pairwise
 
 Pair = tuple[int, int]
 Merge = tuple[int, int, int]  # (id_a, id_b, new_id)
 
 
-def count_pieces(texts: Iterable[str], split: Callable[[str], list[str]]) -> dict[str, int]:
+def count_pieces(texts: Iterable[str], split: Callable[[str], list[str]]) -> Counter[str]:
     """Pre-tokenise ``texts`` with ``split`` (text -> pieces) and count the distinct pieces."""
     counts: Counter[str] = Counter()
     for text in texts:
@@ -43,7 +43,7 @@ def count_pieces(texts: Iterable[str], split: Callable[[str], list[str]]) -> dic
 
 
 def train_merges(
-    piece_counts: dict[str, int],
+    piece_counts: Mapping[str, int],
     byte_ids: list[int],
     first_id: int,
     n_merges: int,

@@ -5,11 +5,17 @@ V is the set of characters (Unicode code points) seen in training, sorted by cod
 numbered from 5 upwards after the five special tokens (0 <PAD>, 1 <BOS>, 2 <EOS>, 3 <UNK>,
 4 <MASK>). A character not seen in training encodes to <UNK>. Decoding is exact for texts
 made of seen characters: ``decode(encode(s)) == s``.
+
+Training is ``count`` then ``train_counts``: ``count`` gives the characters of some texts (each
+with count 1: only which characters occur matters), and the counts of several calls add up
+(``Counter.update``), so texts counted in pieces, by several processes, train the same
+vocabulary as all of them at once (parallel.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .base import N_SPECIAL, Tokenizer
@@ -46,10 +52,20 @@ class CharTokenizer(Tokenizer):
 
     def train(self, texts: str | Iterable[str]) -> CharTokenizer:
         """Vocabulary = the set of characters of ``texts``, sorted by code point. No options."""
+        return self.train_counts(self.count(texts))
+
+    def count(self, texts: str | Iterable[str]) -> Counter[str]:
+        """The characters of ``texts``, in code-point order, each with count 1 (the module
+        docstring)."""
         chars: set[str] = set()
         for t in iter_texts(texts):
             chars.update(t)
-        self._set_vocab(sorted(chars))
+        return Counter(dict.fromkeys(sorted(chars), 1))
+
+    def train_counts(self, counts: Mapping[str, int]) -> CharTokenizer:
+        """Vocabulary = the characters of ``counts`` (``count``'s, added up), sorted by code
+        point."""
+        self._set_vocab(sorted(c for c, n in counts.items() if n > 0))
         return self
 
     def _encode_ordinary(self, text: str) -> list[int]:

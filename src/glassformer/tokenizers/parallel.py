@@ -1,14 +1,16 @@
-"""Encoding on several cores: a stream of batches encoded by worker processes, in order, with
-bounded memory.
+"""Encoding and counting on several cores: a stream of batches handled by worker processes, in
+order, with bounded memory.
 
-A batch is a list of parts: a ``str`` is text to encode (``Tokenizer.encode``, nothing special),
-an ``int`` is an id written as it is (a <BOS> or <EOS> between documents); ``encode_parts``
-turns it into one array of ids. Or it is ``Records``: texts each encoded whole as ``[<BOS>] ids
-<EOS>`` (the records of a seq2seq or classification split, record_cache.py); ``encode_records``
-turns it into their ids, one record after another, and each record's count of ids.
-``EncodePool`` hands the batches to ``workers`` processes and gives their answers back in the
-order of the batches; a worker holds one batch at a time, so memory stays bounded whatever the
-length of the stream.
+A batch to encode is a list of parts: a ``str`` is text to encode (``Tokenizer.encode``,
+nothing special), an ``int`` is an id written as it is (a <BOS> or <EOS> between documents);
+``encode_parts`` turns it into one array of ids. Or it is ``Records``: texts each encoded whole as
+``[<BOS>] ids <EOS>`` (the records of a seq2seq or classification split, record_cache.py);
+``encode_records`` turns it into their ids, one record after another, and each record's count of
+ids. ``EncodePool`` hands the batches to ``workers`` processes and gives their answers back in
+the order of the batches; a worker holds one batch at a time, so memory stays bounded whatever
+the length of the stream. ``CountPool`` does the same for a tokenizer's training: a batch is a
+list of texts, answered with their counts (``tokenizer.count``: the characters, words or
+pre-tokenized pieces of the texts), which the caller adds up (train_parallel.py).
 
 * **Which tokenizers**: glassformer's char, word and BPE tokenizers (``shareable``), sent to
   each worker once as their JSON (``to_dict``) and rebuilt there. A Hugging Face tokenizer is
@@ -46,8 +48,8 @@ from .char import CharTokenizer
 from .word import WordTokenizer
 
 __all__ = [
-    "EncodePool", "Records", "encode", "encode_parts", "encode_records", "shareable",
-    "usable_cpus", "worker_count",
+    "CountPool", "EncodePool", "Records", "encode", "encode_parts", "encode_records",
+    "shareable", "usable_cpus", "worker_count",
 ]  # fmt: skip
 
 SHAREABLE = (CharTokenizer, WordTokenizer, BPETokenizer)
@@ -122,11 +124,14 @@ def encode_records(
     return flat, lengths
 
 
-class EncodePool:
-    """``workers`` processes that encode batches with (a copy of) ``tokenizer`` into arrays of
-    ``dtype`` (``encode``; the module docstring); use it as a context manager."""
+class _Pool:
+    """``workers`` processes that each rebuild ``tokenizer`` and do ``job`` ("encode", into
+    arrays of ``dtype``, or "count") on the batches they are sent (the module docstring); use
+    it as a context manager."""
 
-    def __init__(self, tokenizer: Tokenizer, workers: int, dtype: np.dtype) -> None:
+    def __init__(
+        self, tokenizer: Tokenizer, workers: int, job: str, dtype: np.dtype | None = None
+    ) -> None:
         if not shareable(tokenizer):
             raise ValueError(
                 f"{type(tokenizer).__name__} cannot be sent to worker processes: allowed a "
@@ -138,8 +143,8 @@ class EncodePool:
                 try:
                     self._procs.append(_start_worker())
                 except OSError as err:  # not a cache folder's error (token_cache.py)
-                    raise RuntimeError(f"an encoding worker process cannot start ({err})") from err
-            start = (tokenizer.to_dict(), np.dtype(dtype).str)
+                    raise RuntimeError(f"a tokenizer worker process cannot start ({err})") from err
+            start = (job, tokenizer.to_dict(), None if dtype is None else np.dtype(dtype).str)
             for proc in self._procs:
                 self._send(proc, start)
         except BaseException:
@@ -151,16 +156,16 @@ class EncodePool:
         """The workers' process ids."""
         return [proc.pid for proc in self._procs]
 
-    def __enter__(self) -> EncodePool:
+    def __enter__(self) -> _Pool:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *exc: Any) -> None:
         self._stop(kill=kind is not None)
 
-    def map(self, batches: Iterable[Batch]) -> Iterator[Answer]:
-        """The answer of each batch (``encode``), in order. Batch i goes to worker i mod
-        ``workers``, which holds one batch at a time: it is sent the next when its answer has
-        been read."""
+    def map(self, batches: Iterable[Batch]) -> Iterator[Any]:
+        """The answer to each batch (``encode``'s, or the counts), in order. Batch i goes to
+        worker i mod ``workers``, which holds one batch at a time: it is sent the next when its
+        answer has been read."""
         busy: deque[subprocess.Popen[bytes]] = deque()  # the workers, oldest batch first
         idle = deque(self._procs)
         for batch in batches:
@@ -181,7 +186,7 @@ class EncodePool:
         except OSError:  # a broken pipe: the worker has ended
             raise self._ended(proc) from None
 
-    def _answer(self, proc: subprocess.Popen[bytes]) -> Answer:
+    def _answer(self, proc: subprocess.Popen[bytes]) -> Any:
         try:
             kind, value = pickle.load(proc.stdout)  # type: ignore[arg-type]
         except (EOFError, OSError, pickle.UnpicklingError):
@@ -193,7 +198,7 @@ class EncodePool:
     def _ended(self, proc: subprocess.Popen[bytes]) -> RuntimeError:
         proc.kill()
         code = proc.wait()
-        return RuntimeError(f"an encoding worker process ({proc.pid}) ended with exit code {code}")
+        return RuntimeError(f"a tokenizer worker process ({proc.pid}) ended with exit code {code}")
 
     def _stop(self, kill: bool) -> None:
         """End the workers: they read the end of their input and leave (killed after an
@@ -206,6 +211,23 @@ class EncodePool:
         for proc in self._procs:
             proc.wait()
             proc.stdout.close()  # type: ignore[union-attr]
+
+
+class EncodePool(_Pool):
+    """``workers`` processes that encode batches (parts, or ``Records``) with (a copy of)
+    ``tokenizer`` into arrays of ``dtype``: ``map`` gives each batch's answer (``encode``), in
+    order."""
+
+    def __init__(self, tokenizer: Tokenizer, workers: int, dtype: np.dtype) -> None:
+        super().__init__(tokenizer, workers, "encode", dtype)
+
+
+class CountPool(_Pool):
+    """``workers`` processes that count batches of texts with (a copy of) ``tokenizer``:
+    ``map`` gives each batch's ``tokenizer.count(batch)``, a ``Counter``, in order."""
+
+    def __init__(self, tokenizer: Tokenizer, workers: int) -> None:
+        super().__init__(tokenizer, workers, "count")
 
 
 # a worker's first lines: glassformer is imported from where this process imported it (a source

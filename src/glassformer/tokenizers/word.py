@@ -25,13 +25,16 @@ non-whitespace characters of ``s`` and its newlines, in order.
 
 Vocabulary: the words of the training texts with count >= ``min_freq``, most frequent first,
 ties broken by code-point order of the word; at most ``max_vocab`` ids in all (the five special
-tokens included). Ids start at 5 after the specials.
+tokens included). Ids start at 5 after the specials. Training is ``count`` (the words of some
+texts and their counts) then ``train_counts``; the counts of several calls add up
+(``Counter.update``), so texts counted in pieces, by several processes, train the same
+vocabulary as all of them at once (parallel.py).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import regex
@@ -111,18 +114,21 @@ class WordTokenizer(Tokenizer):
     ) -> WordTokenizer:
         """Count the words of ``texts``; keep those with count >= min_freq, most frequent
         first (ties: code-point order), at most ``max_vocab`` ids including the 5 specials."""
-        if isinstance(min_freq, bool) or not isinstance(min_freq, int) or min_freq < 1:
-            raise ValueError(f"min_freq is {min_freq!r}: allowed an int >= 1")
-        if max_vocab is not None and (
-            isinstance(max_vocab, bool) or not isinstance(max_vocab, int) or max_vocab < N_SPECIAL
-        ):
-            raise ValueError(
-                f"max_vocab is {max_vocab!r}: allowed None or an int >= {N_SPECIAL} "
-                f"(the vocabulary includes the {N_SPECIAL} special tokens)"
-            )
+        _check_options(min_freq, max_vocab)
+        return self.train_counts(self.count(texts), min_freq=min_freq, max_vocab=max_vocab)
+
+    def count(self, texts: str | Iterable[str]) -> Counter[str]:
+        """The words of ``texts`` (``split_words``) and how often each occurs."""
         counts: Counter[str] = Counter()
         for t in iter_texts(texts):
             counts.update(_WORD_RE.findall(t))
+        return counts
+
+    def train_counts(
+        self, counts: Mapping[str, int], *, min_freq: int = 1, max_vocab: int | None = None
+    ) -> WordTokenizer:
+        """The vocabulary of ``train`` from word counts (``count``'s, added up)."""
+        _check_options(min_freq, max_vocab)
         words = sorted(
             (w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w)
         )
@@ -170,3 +176,15 @@ class WordTokenizer(Tokenizer):
         check_ids_contiguous([*self._special.values(), *vocab.values()], "word vocab")
         self._stoi = dict(vocab)
         self._rebuild_itos()
+
+
+def _check_options(min_freq: int, max_vocab: int | None) -> None:
+    if isinstance(min_freq, bool) or not isinstance(min_freq, int) or min_freq < 1:
+        raise ValueError(f"min_freq is {min_freq!r}: allowed an int >= 1")
+    if max_vocab is not None and (
+        isinstance(max_vocab, bool) or not isinstance(max_vocab, int) or max_vocab < N_SPECIAL
+    ):
+        raise ValueError(
+            f"max_vocab is {max_vocab!r}: allowed None or an int >= {N_SPECIAL} "
+            f"(the vocabulary includes the {N_SPECIAL} special tokens)"
+        )
