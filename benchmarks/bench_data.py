@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"{env['cpu']}, {env['cpus']} CPUs, load average {env['load_average'][0]:.2f}; "
           f"sizes {args.sizes}; peers {', '.join(args.peer_list)}", flush=True)  # fmt: skip
     rows: list[dict[str, Any]] = []
+    if args.tmp:
+        Path(args.tmp).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-data-", dir=args.tmp) as tmp:
         tmp = Path(tmp)
         t0 = time.perf_counter()
