@@ -65,7 +65,8 @@ def test_a_real_allocation_failure_is_one_line_and_the_folder_can_start_over(tmp
     )  # fmt: skip
     assert big.returncode == 2, big.stderr[-2000:]
     *shown, error = big.stderr.strip().splitlines()
-    assert shown and all(s.startswith("encoding train.txt: ") for s in shown), shown  # the cache
+    progress = ("training the char tokenizer on train.txt: ", "encoding train.txt: ")
+    assert shown and all(s.startswith(progress) for s in shown), shown  # the caches' progress
     assert error.startswith("glassformer: error: out of memory ("), error
     assert "can't allocate memory" in error and "--set train.batch_size" in error
     assert not (out / "checkpoints").exists()
