@@ -6,7 +6,6 @@ the same token file, one encodes it and the other waits, then reads it."""
 from __future__ import annotations
 
 import os
-import selectors
 import signal
 import subprocess
 import sys
@@ -25,6 +24,8 @@ import glassformer.tokenizers.parallel as parallel
 from glassformer.data.documents import Documents, TextPart
 from glassformer.progress import Work
 from glassformer.tokenizers import HFTokenizer, get_tokenizer
+
+from .racing import race
 
 LINE = "To be, or not to be: that is the qu\u00e9stion. Whether 'tis nobler 123,456!\n"
 TEXT = LINE * 40  # 2,960 characters: 80 pieces of about 37
@@ -217,25 +218,8 @@ def test_of_two_processes_one_encodes_and_the_other_waits_then_reads(tmp_path):
     corpus, cache = tmp_path / "corpus.txt", tmp_path / "tokens"
     corpus.write_text(TEXT, encoding="utf-8")
     args = [sys.executable, "-c", ENCODER, str(corpus), str(cache), str(tmp_path)]
-    procs = {
-        name: subprocess.Popen([*args, name], stderr=subprocess.PIPE, text=True)
-        for name in ("a", "b")
-    }
-    try:
-        # the one that encodes holds its first piece until "go": before that, the only line
-        # either can show is the other's, that it waits
-        with selectors.DefaultSelector() as selector:
-            for name, proc in procs.items():
-                selector.register(proc.stderr, selectors.EVENT_READ, name)
-            [(key, _)] = selector.select(timeout=120)[:1]
-        waiter = key.data
-        waiting = procs[waiter].stderr.readline()
-        (tmp_path / "go").touch()
-        err = {name: proc.communicate(timeout=120)[1] for name, proc in procs.items()}
-    finally:
-        for proc in procs.values():
-            proc.kill()
-    assert [proc.returncode for proc in procs.values()] == [0, 0], err
+    waiter, waiting, err, codes = race(args, tmp_path)
+    assert codes == [0, 0], err
     encoder = "b" if waiter == "a" else "a"
     lock = cache / f"{tc._key(TextPart(str(corpus), 0, len(TEXT)), trained('char'), True)}.lock"
     label = f"corpus.txt, characters 0..{len(TEXT):,}"
@@ -246,7 +230,7 @@ def test_of_two_processes_one_encodes_and_the_other_waits_then_reads(tmp_path):
     ]
     assert "waiting" not in err[encoder] and "read from the token cache" not in err[encoder]
     assert err[encoder].splitlines()[-1].startswith(f"encoding corpus.txt: {len(TEXT):,}/")
-    tokens = [np.load(tmp_path / f"{name}.npy").tolist() for name in procs]
+    tokens = [np.load(tmp_path / f"{name}.npy").tolist() for name in err]
     assert tokens[0] == tokens[1] == trained("char").encode(TEXT, add_bos=True, add_eos=True)
 
 

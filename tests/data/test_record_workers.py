@@ -6,8 +6,6 @@ reads it."""
 
 from __future__ import annotations
 
-import selectors
-import subprocess
 import sys
 import textwrap
 from dataclasses import replace
@@ -20,6 +18,7 @@ import glassformer.tokenizers.parallel as parallel
 from glassformer.data import TextDataset, encode_dataset, load_dataset
 from glassformer.tokenizers import get_tokenizer
 
+from .racing import race
 from .test_parallel_encode import gone, hf_bpe
 
 WORDS = ["free", "prize", "call", "now", "ok", "see", "you", "later", "thanks", "caf\u00e9", "123"]
@@ -173,25 +172,8 @@ ENCODER = textwrap.dedent(
 def test_of_two_processes_one_encodes_the_records_and_the_other_waits_then_reads(tmp_path):
     cache = tmp_path / "tokens"
     args = [sys.executable, "-c", ENCODER, str(cache), str(tmp_path)]
-    procs = {
-        name: subprocess.Popen([*args, name], stderr=subprocess.PIPE, text=True)
-        for name in ("a", "b")
-    }
-    try:
-        # the one that encodes holds its first chunk until "go": before that, the only line
-        # either can show is the other's, that it waits
-        with selectors.DefaultSelector() as selector:
-            for name, proc in procs.items():
-                selector.register(proc.stderr, selectors.EVENT_READ, name)
-            [(key, _)] = selector.select(timeout=120)[:1]
-        waiter = key.data
-        waiting = procs[waiter].stderr.readline()
-        (tmp_path / "go").touch()
-        err = {name: proc.communicate(timeout=120)[1] for name, proc in procs.items()}
-    finally:
-        for proc in procs.values():
-            proc.kill()
-    assert [proc.returncode for proc in procs.values()] == [0, 0], err
+    waiter, waiting, err, codes = race(args, tmp_path)
+    assert codes == [0, 0], err
     encoder = "b" if waiter == "a" else "a"
     [folder] = cache.iterdir()  # the lock file is gone
     lock = folder.with_suffix(".lock")
@@ -203,7 +185,7 @@ def test_of_two_processes_one_encodes_the_records_and_the_other_waits_then_reads
     ]
     assert "waiting" not in err[encoder] and "read from the token cache" not in err[encoder]
     assert err[encoder].splitlines()[-1].startswith("encoding sms.tsv (train): 80/80 records")
-    found = [np.load(tmp_path / f"{name}.npz") for name in procs]
+    found = [np.load(tmp_path / f"{name}.npz") for name in err]
     assert sorted(found[0].files) == ["ids", "labels", "offsets"]
     assert all(np.array_equal(found[0][f], found[1][f]) for f in found[0].files)
     tokenizer = get_tokenizer("char").train([t for _, t in examples])
