@@ -22,7 +22,7 @@ def pieces(blocks: Iterable[str], size: int | None = None) -> Iterator[str]:
     for block in blocks:
         pending += block
         while len(pending) >= size:
-            at = cut(pending)
+            at = cut(pending, size) or cut(pending)  # the last place before size, else after
             if at == 0 and len(pending) < MAX_PENDING * size:
                 break  # no place to cut yet: read on
             at = at or len(pending)  # none in MAX_PENDING pieces' worth: cut anywhere
@@ -32,11 +32,11 @@ def pieces(blocks: Iterable[str], size: int | None = None) -> Iterator[str]:
         yield pending
 
 
-def cut(text: str) -> int:
-    """The last index i with ``text[i]`` a space (else a newline) and ``text[i - 1]``,
-    ``text[i + 1]`` not whitespace; 0 when there is none."""
+def cut(text: str, end: int | None = None) -> int:
+    """The last index i < ``end`` (default: the text's length) with ``text[i]`` a space (else a
+    newline) and ``text[i - 1]``, ``text[i + 1]`` not whitespace; 0 when there is none."""
     for sep in (" ", "\n"):
-        i = len(text) - 1
+        i = len(text) - 1 if end is None else min(end, len(text) - 1)
         while (i := text.rfind(sep, 1, i)) > 0:
             if not text[i - 1].isspace() and not text[i + 1].isspace():
                 return i
