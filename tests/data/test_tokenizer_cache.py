@@ -7,13 +7,16 @@ from __future__ import annotations
 import json
 import threading
 import time
+from fractions import Fraction
 
 import pytest
 
+import glassformer.data.text_pieces as text_pieces
 import glassformer.data.token_cache as tc
 import glassformer.data.tokenizer_cache as tk
 from glassformer.data import load_dataset
 from glassformer.data.cache_lock import exclusive
+from glassformer.data.text_pieces import pieces
 from glassformer.runs import Run
 from glassformer.tokenizers import get_tokenizer
 
@@ -202,3 +205,47 @@ def test_a_process_waits_for_the_one_that_trains_and_reads_its_tokenizer(
     assert said == f"waiting for another process training the bpe tokenizer (lock file {lock})\n"
     assert found[0].to_dict() == expected.to_dict() and trainings == []
     assert capsys.readouterr().err == f"tokenizer: bpe 300 read from the cache {path}\n"
+
+
+def test_a_bpe_tokenizer_learns_from_an_even_sample_of_a_large_split(
+    cache, notes, capsys, monkeypatch
+):
+    folder, trainings = cache
+    monkeypatch.setattr(text_pieces, "PIECE_CHARS", 211)  # TEXT is 22 pieces
+    monkeypatch.setattr(tk, "SHOWN_CHARS", 100)
+    chosen = [p for i, p in enumerate(pieces([TEXT])) if i % 4 == 0]  # 1/4 of the pieces
+    assert len(chosen) == 6 and len(TEXT) // 4 == 1080
+    train = load_dataset(notes, task="lm", tokenizer_sample=len(TEXT) // 4)
+    got = tk.trained_tokenizer(train, "bpe", {"vocab_size": 300}, progress="lines")
+    assert got.to_dict() == get_tokenizer("bpe").train(chosen, vocab_size=300).to_dict()
+    assert got.to_dict() != get_tokenizer("bpe").train(TEXT, vocab_size=300).to_dict()
+    n = f"{len(TEXT):,}"
+    what = f"training the bpe tokenizer on notes.txt (a sample of 1,080 of its {n} characters)"
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"{what}: {n}/{n} characters (100%), done in ")
+    # the sample is part of the key; 0, a sample as large as the split, and the default (a
+    # hundred million characters) train on every character, as a char or word tokenizer does
+    whole = get_tokenizer("bpe").train(TEXT, vocab_size=300).to_dict()
+    for sample in (0, len(TEXT), None):
+        train = load_dataset(notes, task="lm", tokenizer_sample=sample)
+        assert tk.trained_tokenizer(train, "bpe", {"vocab_size": 300}).to_dict() == whole
+    assert len(trainings) == 2 and len(kept(folder)) == 2
+    train = load_dataset(notes, task="lm", tokenizer_sample=1)
+    word = tk.trained_tokenizer(train, "word", {})
+    assert word.to_dict() == get_tokenizer("word").train(TEXT).to_dict()
+
+
+def test_the_sample_is_spread_evenly_and_holds_the_first_text():
+    texts = [str(i) for i in range(10)]
+    assert list(tk.sampled(texts, Fraction(3, 10))) == ["0", "3", "6"]
+    assert list(tk.sampled(texts, Fraction(1, 100))) == ["0"]
+    assert list(tk.sampled(texts, Fraction(1, 1))) == texts
+    passed = []
+    list(tk.sampled(["ab", "cde", "f"], Fraction(1, 3), passed=passed.append))
+    assert passed == [3, 1]
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "all", True])
+def test_a_tokenizer_sample_that_is_not_a_count_is_refused(bad, notes):
+    with pytest.raises(ValueError, match=rf"^tokenizer_sample is {bad!r}: allowed an int >= 0"):
+        load_dataset(notes, task="lm", tokenizer_sample=bad)

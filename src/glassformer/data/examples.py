@@ -68,6 +68,10 @@ class TextDataset(Sequence):
         workers: the most processes that encode the split into the token cache (token_cache.py,
             record_cache.py): how it is encoded, not what it holds; None: the default
             (``$GLASSFORMER_WORKERS``, else every CPU the process may use).
+        tokenizer_sample: the most characters of the split a BPE tokenizer trained on it
+            learns its merges from, spread evenly through it (tokenizer_cache.py): how a
+            tokenizer is trained, not what the split holds; None: the default
+            (``tokenizer_cache.SAMPLE_CHARS``, a hundred million); 0: every character.
     """
 
     name: str
@@ -82,11 +86,13 @@ class TextDataset(Sequence):
     unit: str = field(default="line", compare=False)
     cache: str | None = field(default=None, compare=False)
     workers: int | None = field(default=None, compare=False)
+    tokenizer_sample: int | None = field(default=None, compare=False)
     _label_index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_data_kind(self.task)
         check_workers(self.workers)
+        check_tokenizer_sample(self.tokenizer_sample)
         on_disk = isinstance(self.examples, OnDisk)
         if on_disk and self.task != "lm":
             raise ValueError(f"examples on disk are for task 'lm', not {self.task!r}")
@@ -181,6 +187,17 @@ def check_workers(workers: object) -> None:
         raise ValueError(
             f"workers is {workers!r}: allowed an int >= 1 (the most processes that encode the "
             "data), or None (every CPU)"
+        )
+
+
+def check_tokenizer_sample(sample: object) -> None:
+    """Refuse a ``tokenizer_sample`` that is neither None nor an int >= 0."""
+    if sample is not None and (
+        isinstance(sample, bool) or not isinstance(sample, int) or sample < 0
+    ):
+        raise ValueError(
+            f"tokenizer_sample is {sample!r}: allowed an int >= 0 (the most characters a BPE "
+            "tokenizer learns its merges from; 0: all of them), or None (100,000,000)"
         )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..tasks import DATA_KINDS, check_data_kind
 from . import corpora, genres, synthetic
-from .examples import SPLITS, TextDataset, check_workers
+from .examples import SPLITS, TextDataset, check_tokenizer_sample, check_workers
 from .formats import FORMAT_SUFFIXES, guess_kind
 from .user_files import read_file
 
@@ -103,18 +103,23 @@ def load_dataset(
             classification data ``overflow``: what encoding does with an example longer than
             ``max_len`` ("error", "truncate", "drop"; see ``TextDataset.overflow``); for any
             data ``workers``: the most processes that encode it into the token cache (an int
-            >= 1; None: ``$GLASSFORMER_WORKERS``, else every CPU; see ``TextDataset.workers``).
+            >= 1; None: ``$GLASSFORMER_WORKERS``, else every CPU; see ``TextDataset.workers``)
+            and ``tokenizer_sample``: the most characters a BPE tokenizer trained on it learns
+            from (an int >= 0, 0: all; None: a hundred million; see
+            ``TextDataset.tokenizer_sample``).
     """
     if split not in SPLITS:
         raise ValueError(f"split is {split!r}: allowed {', '.join(map(repr, SPLITS))}")
     if task is not None:
         check_data_kind(task)
     overflow = options.pop("overflow", "error")
-    workers = options.pop("workers", None)
-    check_workers(workers)
+    how = {"workers": options.pop("workers", None)}
+    how["tokenizer_sample"] = options.pop("tokenizer_sample", None)
+    check_workers(how["workers"])
+    check_tokenizer_sample(how["tokenizer_sample"])
     dataset = _load(name_or_path, split, task, options)
-    if overflow != "error" or workers is not None:
-        dataset = dataclasses.replace(dataset, overflow=overflow, workers=workers)
+    if overflow != "error" or any(v is not None for v in how.values()):
+        dataset = dataclasses.replace(dataset, overflow=overflow, **how)
     return dataset
 
 

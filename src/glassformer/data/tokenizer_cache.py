@@ -20,8 +20,16 @@ on data seen before reads the tokenizer trained then instead of training it agai
   Processes that train the same tokenizer at once (the ranks of a torchrun) take turns on
   ``<key>.lock`` (cache_lock.py): one trains, the others wait and read its file. A cache folder
   that cannot be written only means the next run trains again.
+* **A sample for BPE**: a BPE tokenizer's merges are learned from at most ``sample``
+  characters of the split (``TextDataset.tokenizer_sample``, default ``SAMPLE_CHARS``: a
+  hundred million; 0: all of it): texts (a text file's pieces of about a million characters)
+  spread evenly through the split, text i taken when ``ceil((i + 1) f) > ceil(i f)`` with
+  ``f = sample / characters`` (the first text always). Byte-level BPE encodes every byte, so a
+  sample leaves no character out; it changes only which merges the rarer pairs get. A char or
+  word tokenizer counts everything: a character or a word missing from a sample would become
+  unknown.
 * **Cores**: training counts the texts on several cores (tokenizers/train_parallel.py), at most
-  ``token_cache.encode_workers`` processes (``$GLASSFORMER_WORKERS``), as encoding does.
+  the split's ``workers`` (else ``$GLASSFORMER_WORKERS``) processes, as encoding does.
 * **Shown**: for data of at least ``token_cache.SHOWN_CHARS`` characters, a hit is one line
   (``tokenizer: bpe 512 read from the cache <path>``) and training shows the characters counted
   as encoding does (progress.Work: a bar, or a line at each tenth).
@@ -32,8 +40,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +56,10 @@ from .record_cache import CACHE_CHARS, FIELDS, records_digest
 from .text_pieces import pieces
 from .token_cache import SHOWN_CHARS, cache_folder, encode_workers
 
-__all__ = ["FORMAT", "trained_tokenizer"]
+__all__ = ["FORMAT", "SAMPLE_CHARS", "sampled", "trained_tokenizer"]
 
 FORMAT = 1  # bumped when the key changes, or training gives another tokenizer for the same data
+SAMPLE_CHARS = 100_000_000  # the most characters a BPE tokenizer learns its merges from
 
 
 def trained_tokenizer(
@@ -62,19 +73,29 @@ def trained_tokenizer(
     """A ``kind`` tokenizer ("char", "word", "bpe") trained with ``options`` on
     ``dataset.texts()``: read from the cache when it holds one trained on the same data with the
     same options, else trained (on at most ``workers`` processes; None:
-    ``$GLASSFORMER_WORKERS``, else every usable CPU) and kept there (the module docstring).
+    ``dataset.workers``, else ``$GLASSFORMER_WORKERS``, else every usable CPU) and kept there
+    (the module docstring). A BPE tokenizer learns from a sample of at most
+    ``dataset.tokenizer_sample`` characters (None: ``SAMPLE_CHARS``; 0: every character).
     ``progress`` ("bar", "lines", "none") shows the training or the hit."""
     tokenizer = get_tokenizer(kind)
     chars = _chars(dataset)
     identity = _identity(dataset, chars)
+    sample = _sample(dataset, kind, chars)
+    if identity is not None and sample is not None:
+        identity["sample"] = sample
     if chars < SHOWN_CHARS:
         progress = "none"
 
     def train() -> Tokenizer:
         what = f"training the {kind} tokenizer on {_name(dataset)}"
-        shown = Work(progress, chars, what, "character")
+        if sample is not None:
+            what += f" (a sample of {sample:,} of its {chars:,} characters)"
+        shown = Work(progress, chars, what, "character")  # counted or passed over
         try:
-            texts, most = _texts(dataset), encode_workers(workers)
+            texts = _texts(dataset)
+            if sample is not None:
+                texts = sampled(texts, Fraction(sample, chars), passed=shown.update)
+            most = encode_workers(workers if workers is not None else dataset.workers)
             return train_on_cores(tokenizer, texts, options, workers=most, done=shown.update)
         finally:
             shown.close()
@@ -117,6 +138,27 @@ def _identity(dataset: TextDataset, chars: int) -> dict[str, Any] | None:
     if dataset.task in FIELDS and len(dataset) and chars >= CACHE_CHARS:
         return {"task": dataset.task, "records": records_digest(dataset)}
     return None
+
+
+def sampled(
+    texts: Iterable[str], fraction: Fraction, passed: Callable[[int], object] | None = None
+) -> Iterator[str]:
+    """The texts i with ``ceil((i + 1) f) > ceil(i f)`` (f = ``fraction``): about a fraction f
+    of them, spread evenly, the first always among them; ``passed(n)`` is told the characters
+    of each text left out."""
+    for i, text in enumerate(texts):
+        if math.ceil((i + 1) * fraction) > math.ceil(i * fraction):
+            yield text
+        elif passed is not None:
+            passed(len(text))
+
+
+def _sample(dataset: TextDataset, kind: str, chars: int) -> int | None:
+    """The characters a ``kind`` tokenizer samples from the ``chars`` of ``dataset``; None
+    when it trains on all of them (the module docstring)."""
+    sample = dataset.tokenizer_sample
+    sample = SAMPLE_CHARS if sample is None else sample
+    return sample if kind == "bpe" and 0 < sample < chars else None
 
 
 def _texts(dataset: TextDataset) -> Iterator[str]:

@@ -22,7 +22,7 @@ MAY_CHANGE = ("steps", "device", "strategy")
 MAY_SET = ("keep_last",)
 # [data] settings a resumed run may change with --set: how its data are encoded, not what
 # they are
-DATA_MAY_SET = ("workers",)
+DATA_MAY_SET = ("workers", "tokenizer_sample")
 
 
 def resumed_plan(

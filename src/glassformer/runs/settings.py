@@ -13,7 +13,8 @@ command's flags each give some of them; later layers win)::
               seq2seq and classification data ("truncate",
               the default at the command line, "drop" or "error": what happens to an example
               longer than model.max_len); workers of any data (the most processes that
-              encode it into the token cache; --resume may change it)
+              encode it into the token cache; --resume may change it); tokenizer_sample (the
+              most characters a BPE tokenizer learns from; default 100,000,000, 0: all)
     [sample]  the text sampled at the end of a language-model run
 
 ``--set section.key=value`` reads ``value`` as a TOML literal (``64``, ``1e-3``, ``true``,
