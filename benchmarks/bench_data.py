@@ -2,23 +2,29 @@
 download) of 10 MB, 100 MB and 1 GB, prepared and trained on for one step by glassformer (char,
 BPE 512, a Hugging Face tokenizer.json), nanoGPT's way (its openwebtext prepare.py to a uint16
 file, then its train.py reading random windows from an np.memmap) and Hugging Face ``datasets``
-+ ``tokenizers`` (data_peers.py has each peer's commands).
++ ``tokenizers``, beside a floor: the ``tokenizers`` library alone encoding the corpus with the
+same tokenizer.json on all cores (data_peers.py has each peer's commands).
 
 For each size and peer: the first run (nothing cached) and the second (what the first left on
-disk): the time to the end of the first step (the whole command for ``datasets``, which does
-not train; for nanoGPT's first run, prepare.py's time + train.py's to its first step), the
-peak resident memory of the command's process tree (data_measure.py), and the bytes of the
-token files on disk. The corpus of a size is written once in a temporary folder, used by every
-peer, and deleted; so is every cache. The tokenizer.json (byte-level BPE, 8,192 ids) is
-trained once, on 10 MB of text from the same generator (the smallest size, when smaller).
+disk; the floor has a first run only, its "second" is None): the time to the end of the first
+step (the whole command for ``datasets`` and the floor, which do not train; for nanoGPT's first
+run, prepare.py's time + train.py's to its first step), the peak resident memory of the
+command's process tree (data_measure.py), and the bytes of the token files on disk. The corpus
+of a size is written once in a temporary folder, used by every peer, and deleted; so is every
+cache. The tokenizer.json (byte-level BPE, 8,192 ids) is trained once, on 10 MB of text from
+the same generator (the smallest size, when smaller).
 
     python -m benchmarks.bench_data --nanogpt ~/nanoGPT          # 10 MB, 100 MB, 1 GB
     python -m benchmarks.bench_data --sizes 1MB --peers glassformer-char,hf-datasets
+    python -m benchmarks.bench_data --sizes 1GB --peers glassformer-hf,tokenizers-alone \\
+        --keep docs/benchmarks/results/data.json     # the other rows from an earlier run
 
 Without ``--nanogpt PATH`` (a nanoGPT checkout: git clone https://github.com/karpathy/nanoGPT)
-the nanoGPT peer is left out. Disk: about 10 times the largest size, in ``--tmp`` (default:
-the system's temporary folder). Prints a line per case as it goes and writes
-bench-results/data.json.
+the nanoGPT peer is left out. ``--keep FILE``: the rows of an earlier run's results for the
+cases this run does not measure are carried into its results, marked with the earlier run's
+date and CPU (data_keep.py; the earlier run must have the same model and vocabularies). Disk:
+about 10 times the largest size, in ``--tmp`` (default: the system's temporary folder). Prints
+a line per case as it goes and writes bench-results/data.json.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/bench_data.p
 
 from benchmarks.common import environment, print_table, without_out, write_json
 from benchmarks.data_corpus import hf_folder, write_corpus
-from benchmarks.data_peers import LABELS, MODEL, run_case
+from benchmarks.data_keep import carry, earlier_results
+from benchmarks.data_peers import BPE_VOCAB, LABELS, MODEL, run_case
 
 OUT = "bench-results/data.json"
 SIZES = "10MB,100MB,1GB"
@@ -71,6 +78,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 1,
                     help="nanoGPT prepare.py's num_proc (default: the CPUs)")  # fmt: skip
     ap.add_argument("--tmp", default=None, help="where the corpus and caches are written")
+    ap.add_argument("--keep", default=None, metavar="FILE", help="an earlier run's results: "
+                    "its rows of the cases this run does not measure are carried over")  # fmt: skip
     ap.add_argument("--out", default=OUT)
     args = ap.parse_args(argv)
     try:
@@ -94,6 +103,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         if missing := [n for n in need if not (root / n).is_file()]:
             ap.error(f"--nanogpt {args.nanogpt}: no {', '.join(missing)}; give a nanoGPT checkout")
         args.nanogpt = root.resolve()
+    args.earlier = None
+    if args.keep is not None:
+        same = {"model": MODEL, "hf_vocab": HF_VOCAB, "bpe_vocab": BPE_VOCAB}
+        try:
+            args.earlier = earlier_results(args.keep, same)
+        except ValueError as e:
+            ap.error(f"--keep: {e}")
     return args
 
 
@@ -118,7 +134,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         tmp = Path(tmp)
         t0 = time.perf_counter()
         hf_dir = tmp / "hf-model"
-        if set(args.peer_list) & {"glassformer-hf", "nanogpt", "hf-datasets"}:
+        if set(args.peer_list) & {"glassformer-hf", "nanogpt", "hf-datasets", "tokenizers-alone"}:
             smallest = min(n for _, n in args.size_list)
             write_corpus(tmp / "tokenizer-corpus.txt", min(TOKENIZER_CORPUS, smallest))
             hf_folder(tmp / "tokenizer-corpus.txt", hf_dir, HF_VOCAB)
@@ -136,26 +152,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 rows.append(row)
             corpus.unlink()
     env["load_average_after"] = list(os.getloadavg())
+    failed = sum("error" in r for r in rows)  # this run's: a carried row failed before
+    sizes = [label for label, _ in args.size_list]
+    if args.earlier is not None:
+        rows, sizes = carry(rows, args.size_list, args.earlier)
     data = {
         "benchmark": "data",
         "environment": env,
         "argv": without_out(sys.argv[1:] if argv is None else list(argv)),
         "settings": {
-            "sizes": [label for label, _ in args.size_list],
+            "sizes": sizes,
             "rounds": args.rounds,
             "model": MODEL,
             "hf_vocab": HF_VOCAB,
-            "bpe_vocab": 512,
+            "bpe_vocab": BPE_VOCAB,
             "nanogpt_procs": args.procs,
             "goals": GOALS,
         },
-        "peers": {p: LABELS[p] for p in args.peer_list},
+        "peers": {p: LABELS[p] for p in LABELS if any(r["peer"] == p for r in rows)},
         "rows": rows,
     }
     report(rows)
     out = write_json(args.out, data)
     print(f"wrote {out}")
-    failed = sum("error" in r for r in rows)
     if failed:
         raise SystemExit(f"{failed} case(s) failed")
     return data
@@ -177,12 +196,19 @@ def gib(mb: float) -> str:
 
 
 def cells(r: dict[str, Any]) -> list[str]:
+    """A row's cells (HEADER); "-" for a run or figure it has not, such as the floor's second
+    run; a carried row's peer says when it was measured."""
+    label = r["label"]
+    if old := r.get("carried"):
+        label += f" (earlier run, {(old['date'] or 'undated')[:10]})"
     if "error" in r:
-        return [r["size"], r["label"], "failed", "", "", "", "", ""]
+        return [r["size"], label, "failed", "", "", "", "", ""]
+    runs = []
+    for run in (r["first"], r["second"]):
+        runs += [f"{run['ready_s']:.1f}", gib(run["peak_rss_mb"])] if run else ["-", "-"]
     bpt = r.get("bytes_per_token")
-    return [r["size"], r["label"], f"{r['first']['ready_s']:.1f}", gib(r["first"]["peak_rss_mb"]),
-            f"{r['second']['ready_s']:.1f}", gib(r["second"]["peak_rss_mb"]),
-            f"{r['cache_bytes'] / 1e6:,.1f}", "-" if bpt is None else f"{bpt:.2f}"]  # fmt: skip
+    return [r["size"], label, *runs, f"{r['cache_bytes'] / 1e6:,.1f}",
+            "-" if bpt is None else f"{bpt:.2f}"]  # fmt: skip
 
 
 HEADER = ["size", "peer", "first s", "first GiB", "second s", "second GiB", "cache MB", "B/token"]
@@ -198,9 +224,10 @@ def report(rows: list[dict[str, Any]]) -> None:
         "DATA AT REAL SIZE: time to the first step and peak memory of the process tree",
         HEADER,
         [cells(r) for r in rows],
-        ["s: to the end of the first step (HF datasets: of the preparation; nanoGPT's first "
-         "run: prepare.py + train.py); GiB: peak RSS of all its processes; cache MB: token "
-         "files on disk (HF datasets: its Arrow cache)"],
+        ["s: to the end of the first step (HF datasets, tokenizers alone: of the command; "
+         "nanoGPT's first run: prepare.py + train.py); GiB: peak RSS of all its processes; "
+         "cache MB: token files on disk (HF datasets: its Arrow cache); -: none (tokenizers "
+         "alone has no second run)"],
     )  # fmt: skip
 
 

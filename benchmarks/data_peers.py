@@ -1,6 +1,7 @@
 """The peers of the data benchmark (bench_data.py): each prepares one corpus and, where it
 trains, takes one training step, on a first run (nothing cached) and a second run (what the
-first left on disk), through its public command line only.
+first left on disk; the floor, which caches nothing, has a first run only), through its public
+command line only.
 
     glassformer-char  glassformer train --data FILE --steps 1 --tokenizer char
     glassformer-bpe   ... --tokenizer bpe --vocab-size 512 (trained on the data by each run)
@@ -12,6 +13,9 @@ first left on disk), through its public command line only.
                       run is train.py alone, prepare.py's files being on disk
     hf-datasets       datasets.load_dataset("text") + .map(batched=True, num_proc=2) with the
                       same tokenizer.json (data_hf_prepare.py); no training step
+    tokenizers-alone  the floor: the tokenizers library alone encodes the corpus with the same
+                      tokenizer.json into a uint16 file (data_tokenizers_alone.py), on all
+                      cores; no training step and no second run ("second": None)
 
 The model is the same tiny one everywhere (1 layer, d_model 32, 2 heads, context 64, batch 8),
 so that the time is the data's. glassformer's token cache is a fresh GLASSFORMER_CACHE folder
@@ -38,7 +42,9 @@ LABELS = {
     "glassformer-hf": "glassformer, tokenizer.json",
     "nanogpt": "nanoGPT's way",
     "hf-datasets": "HF datasets + tokenizers",
+    "tokenizers-alone": "tokenizers library alone",
 }
+BPE_VOCAB = 512
 MODEL = {"n_layer": 1, "d_model": 32, "n_head": 2, "context": 64, "batch": 8}
 GLASSFORMER_SETTINGS = [
     "--set", f"model.n_layer={MODEL['n_layer']}", "--set", f"model.d_model={MODEL['d_model']}",
@@ -50,8 +56,9 @@ TRAIN_SETTINGS = [
 ]  # fmt: skip
 TOKENIZER_ARGS = {
     "glassformer-char": ["--tokenizer", "char", *GLASSFORMER_SETTINGS],
-    "glassformer-bpe": ["--tokenizer", "bpe", "--vocab-size", "512", *GLASSFORMER_SETTINGS],
-}
+    "glassformer-bpe": ["--tokenizer", "bpe", "--vocab-size", str(BPE_VOCAB),
+                        *GLASSFORMER_SETTINGS],
+}  # fmt: skip
 CACHE_HIT = r"([\d,]+) tokens read from the token cache"
 
 
@@ -71,7 +78,8 @@ def run_case(peer: str, corpus: Path, folder: Path, shared: dict[str, Any]) -> d
     try:
         if peer.startswith("glassformer"):
             return glassformer(peer, corpus, folder, shared)
-        return {"nanogpt": nanogpt, "hf-datasets": hf_datasets}[peer](corpus, folder, shared)
+        peers = {"nanogpt": nanogpt, "hf-datasets": hf_datasets, "tokenizers-alone": alone}
+        return peers[peer](corpus, folder, shared)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -177,6 +185,27 @@ def hf_datasets(corpus: Path, folder: Path, shared: dict[str, Any]) -> dict[str,
         "first": _ready(first),
         "second": _ready(second),
         "cache_bytes": cache_bytes,
+        "tokens": tokens,
+        "bytes_per_token": cache_bytes / tokens if tokens else None,
+    }
+
+
+def alone(corpus: Path, folder: Path, shared: dict[str, Any]) -> dict[str, Any]:
+    """The floor: one run of data_tokenizers_alone.py (nothing is cached, so there is no second
+    run: "second" is None)."""
+    out = folder / "tokens.uint16"
+    cmd = [sys.executable, "-m", "benchmarks.data_tokenizers_alone", str(corpus),
+           str(shared["tokenizer_json"]), str(out)]  # fmt: skip
+    first = run_command(cmd, env=environ(), keep=r"^tokens \d+")
+    if "error" in first:
+        return {"error": "first run: " + first["error"]}
+    tokens = int(first["kept"][-1].split()[1])
+    cache_bytes = out.stat().st_size
+    return {
+        "first": _ready(first),
+        "second": None,
+        "cache_bytes": cache_bytes,
+        "cache_files": [out.name],
         "tokens": tokens,
         "bytes_per_token": cache_bytes / tokens if tokens else None,
     }

@@ -716,3 +716,123 @@ def test_nanogpt_prepare_encodes_as_the_tokenizer_json(tmp_path):
     assert edited(source, 2) == "num_proc = 2\nx = 1\n    total_batches = min(1024, len(dset))\n"
     with pytest.raises(ValueError, match="expected the line 'num_proc = 8' once"):
         edited("num_proc = 4\n", 2)
+
+
+def test_tokenizers_alone_writes_the_ids_the_library_gives_the_whole_text(tmp_path, capsys):
+    import numpy as np
+    from benchmarks import data_tokenizers_alone as alone
+    from benchmarks.data_corpus import write_corpus
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    corpus = write_corpus(tmp_path / "c.txt", 30_000)
+    with open(corpus, "a", encoding="utf-8", newline="") as f:
+        f.write(" Ünïcödé 123,  don't\r\n\n")  # two spaces; a CR kept
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.train([str(corpus)], trainers.BpeTrainer(
+        vocab_size=400, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    ))  # fmt: skip
+    tok.save(str(tmp_path / "tokenizer.json"))
+    with open(corpus, encoding="utf-8", newline="") as f:
+        whole = tok.encode(f.read(), add_special_tokens=False).ids
+    # pieces of about 1,000 characters, 4,000 read at a time: 30 batches of a few pieces
+    out = tmp_path / "tokens.uint16"
+    n = alone.encode(corpus, tmp_path / "tokenizer.json", out, piece=1_000, block=4_000)
+    assert n == len(whole) and np.fromfile(out, dtype=np.uint16).tolist() == whole
+    alone.main([str(corpus), str(tmp_path / "tokenizer.json"), str(out)])  # one piece
+    assert capsys.readouterr().out == f"tokens {len(whole)}\n"
+    assert np.fromfile(out, dtype=np.uint16).tolist() == whole  # written afresh, not appended
+    assert alone.pieces("ab cd ef gh", 5) == (["ab", " cd", " ef"], " gh")
+    assert alone.pieces("abcdefgh", 3) == (["abc", "def"], "gh")  # no space: cut at the size
+
+
+def data_row(size, n, peer, ready, second=True, **extra):
+    """A made-up row of the data benchmark's results."""
+    from benchmarks.data_peers import LABELS
+
+    run = {"wall_s": ready, "first_step_s": ready, "peak_rss_mb": 512.0,
+           "max_process_rss_mb": 512.0, "ready_s": ready}  # fmt: skip
+    return {"size": size, "bytes": n, "peer": peer, "label": LABELS[peer], "first": run,
+            "second": run if second else None, "cache_bytes": 2 * n, "tokens": n,
+            "bytes_per_token": 2.0, **extra}  # fmt: skip
+
+
+def earlier_data(tmp_path, **settings) -> Path:
+    """An earlier run's results: 10MB and 1GB, char, tokenizer.json and the floor."""
+    from benchmarks.bench_data import GOALS, HF_VOCAB
+    from benchmarks.data_peers import BPE_VOCAB, MODEL
+
+    old = {"date": "2026-10-01T00:00:00+00:00", "cpu": "An older CPU"}
+    rows = [data_row(s, n, p, 9.0, second=p != "tokenizers-alone")
+            for s, n in (("10MB", 10**7), ("1GB", 10**9))
+            for p in ("glassformer-char", "glassformer-hf", "tokenizers-alone")]  # fmt: skip
+    rows[0]["carried"] = old  # carried once already: keeps its first mark
+    data = {"benchmark": "data", "environment": {"date": "2026-11-28T18:41:22+00:00",
+            "cpu": "The earlier CPU"}, "argv": [],
+            "settings": {"sizes": ["10MB", "1GB"], "rounds": 1, "model": MODEL,
+                         "hf_vocab": HF_VOCAB, "bpe_vocab": BPE_VOCAB, "goals": GOALS} | settings,
+            "peers": {}, "rows": rows}  # fmt: skip
+    path = tmp_path / "earlier.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_data_keep_carries_the_rows_of_the_cases_not_measured(tmp_path, monkeypatch, capsys):
+    from benchmarks import bench_data
+
+    def fake_case(peer, corpus, folder, shared):  # the figures of a measured case, made up
+        made_up = data_row("-", 0, peer, 1.0)
+        return {k: v for k, v in made_up.items() if k not in ("size", "bytes", "peer", "label")}
+
+    monkeypatch.setattr(bench_data, "run_case", fake_case)
+    out = tmp_path / "data.json"
+    argv = ["--sizes", "1KB,1GB", "--peers", "glassformer-hf", "--tmp", str(tmp_path / "tmp"),
+            "--keep", str(earlier_data(tmp_path))]  # fmt: skip
+    monkeypatch.setattr(bench_data, "write_corpus", lambda path, n: path.write_text("a") and path)
+    monkeypatch.setattr(bench_data, "hf_folder", lambda *a: None)
+    data = bench_data.main([*argv, "--out", str(out)])
+    assert json.loads(out.read_text()) == data
+    assert data["settings"]["sizes"] == ["1KB", "10MB", "1GB"]  # ordered by bytes
+    cases = [(r["size"], r["peer"], r.get("carried", {}).get("cpu")) for r in data["rows"]]
+    assert cases == [
+        ("1KB", "glassformer-hf", None),
+        ("10MB", "glassformer-char", "An older CPU"),
+        ("10MB", "glassformer-hf", "The earlier CPU"),
+        ("10MB", "tokenizers-alone", "The earlier CPU"),
+        ("1GB", "glassformer-char", "The earlier CPU"),
+        ("1GB", "glassformer-hf", None),  # measured again: the new row, not the earlier one
+        ("1GB", "tokenizers-alone", "The earlier CPU"),
+    ]
+    assert data["rows"][2]["carried"] == {"date": "2026-11-28T18:41:22+00:00",
+                                          "cpu": "The earlier CPU"}  # fmt: skip
+    assert data["rows"][5]["first"]["ready_s"] == 1.0 and data["rows"][4]["first"]["ready_s"] == 9
+    assert list(data["peers"]) == ["glassformer-char", "glassformer-hf", "tokenizers-alone"]
+    printed = capsys.readouterr().out
+    (line,) = [x for x in printed.splitlines() if x.startswith("1GB ") and "alone" in x]
+    assert " tokenizers library alone (earlier run, 2026-11-28) " in line
+    assert line.split()[-6:] == ["9.0", "0.50", "-", "-", "2,000.0", "2.00"]  # no second run
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"hf_vocab": 4096}, "its hf_vocab is 4096, this run's 8192: rows are carried only from "
+                             "a run with the same hf_vocab"),
+        ({"bpe_vocab": 256}, "its bpe_vocab is 256, this run's 512"),
+        ({"model": {"n_layer": 2}}, "its model is {'n_layer': 2}, this run's {'n_layer': 1,"),
+        (None, "not results of the data benchmark"),
+    ],
+)  # fmt: skip
+def test_data_keep_refuses_a_run_of_other_settings(tmp_path, capsys, settings, message):
+    from benchmarks import bench_data
+
+    path = earlier_data(tmp_path, **(settings or {}))
+    if settings is None:
+        path.write_text(json.dumps({"benchmark": "train"}), encoding="utf-8")
+    out = tmp_path / "out.json"
+    with pytest.raises(SystemExit) as exit_info:
+        bench_data.main(["--sizes", "1KB", "--keep", str(path), "--out", str(out)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: --keep: {path}: {message}" in err and "Traceback" not in err, err
+    assert not out.exists()

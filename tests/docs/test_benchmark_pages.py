@@ -222,3 +222,47 @@ def test_the_data_table_carries_each_run_and_checks_the_goals(out, tmp_path):
     results.mkdir()
     line = next(x for x in pages.summary(results).splitlines() if "data at real size" in x)
     assert "| to be measured | `python -m benchmarks.bench_data` |" in line
+
+
+def test_the_data_page_shows_the_floor_and_rows_carried_from_an_earlier_run(tmp_path):
+    d = load("data")
+    (hf,) = [r for r in d["rows"] if r["peer"] == "glassformer-hf"]
+    (ng,) = [r for r in d["rows"] if r["peer"] == "nanogpt"]
+    ng["carried"] = {"date": "2026-11-28T18:41:22+00:00", "cpu": "An earlier CPU"}
+    floor = hf["first"]["ready_s"] / 4  # glassformer's first run: 300% above the floor
+    first = {"wall_s": floor, "first_step_s": None, "peak_rss_mb": 256.0,
+             "max_process_rss_mb": 256.0, "ready_s": floor}  # fmt: skip
+    d["rows"].append({"size": "1MB", "bytes": 10**6, "peer": "tokenizers-alone",
+                      "label": "tokenizers library alone", "first": first, "second": None,
+                      "cache_bytes": 500_000, "tokens": 250_000,
+                      "bytes_per_token": 2.0})  # fmt: skip
+    results, out = tmp_path / "results", tmp_path / "out"
+    results.mkdir()
+    out.mkdir()
+    (results / "data.json").write_text(json.dumps(d), encoding="utf-8")
+    pages.render("data", results, out)
+    alone = row_with(out, "data", "tokenizers library alone")
+    assert alone[2:] == [f"{floor:.1f}", "0.25", "-", "-", "0.5", "2.00"]  # no second run
+    carried = "nanoGPT's way (earlier run, 2026-11-28, An earlier CPU)"
+    assert row_with(out, "data", carried)[2] == f"{ng['first']['ready_s']:.1f}"
+    text = (out / "data.md").read_text(encoding="utf-8")
+    ours, theirs = hf["first"]["ready_s"], ng["first"]["ready_s"]
+    assert (
+        f"- glassformer, tokenizer.json: the tokenizers library alone encodes the corpus at 1MB "
+        f"in {floor:.1f} s on these cores: glassformer's first run, {ours:.1f} s, is 300% above "
+        "this floor; nanoGPT's prepare.py encodes with tiktoken, a faster encoder of the same "
+        "tokenizer\n"
+    ) in text
+    assert (
+        f"- glassformer, tokenizer.json: first run at 1MB {ours:.1f} s, nanoGPT's prepare + first "
+        f"step {theirs:.1f} s: " in text
+    )
+    assert text.count(" (nanoGPT's way at 1MB: earlier run, 2026-11-28, An earlier CPU)\n") == 3
+    assert (out / "data.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # a bar with no second run
+    import benchmark_data
+
+    _, chart = benchmark_data.tables(d)
+    bars = dict(chart["rows"])
+    assert bars["glassformer, tokenizer.json vs tokenizers alone, 1MB"] == {
+        "first run": 0.25, "second run": "no second run"}  # fmt: skip
+    assert "glassformer, char vs nanoGPT, 1MB (earlier run)" in bars
