@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import glassformer.data.record_cache as rc
+import glassformer.data.record_digest as record_digest
 from glassformer.data import (
     ClassificationDataset,
     Seq2SeqDataset,
@@ -43,7 +44,7 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setenv(CACHE_ENV, str(folder))
     monkeypatch.setattr(rc, "CACHE_CHARS", 0)
     monkeypatch.setattr(rc, "ENCODE_CHARS", 200)
-    monkeypatch.setattr(rc, "HASH_RECORDS", 7)
+    monkeypatch.setattr(record_digest, "HASH_RECORDS", 7)
     return folder
 
 
@@ -69,6 +70,11 @@ def pairs(tmp_path):
     path = tmp_path / "pairs.tsv"
     path.write_text("".join(f"{text(i)}\t{text(i)[::-1]}\n" for i in range(60)))
     return path
+
+
+def written(cache):
+    """What the cache folder holds besides the scans of the files read (scans/)."""
+    return sorted(p for p in cache.iterdir() if p.name != "scans")
 
 
 def trained(kind, dataset):
@@ -120,7 +126,7 @@ def test_items_and_counts_equal_those_of_encoding_in_memory(
             if max_len == 9:
                 assert cached.num_truncated + cached.num_dropped > 10  # something was cut
     assert encodings == [str(pairs if task == "seq2seq" else sms)]  # once for every max_len
-    [folder] = cache.iterdir()
+    [folder] = written(cache)
     fields = ["source", "target"] if task == "seq2seq" else ["text"]
     expected = {f"{f}.{suffix}" for f in fields for suffix in ("uint16", "offsets.int64")}
     if task == "classification":
@@ -187,7 +193,7 @@ def test_the_key_is_the_records_the_class_list_and_the_tokenizer(sms, cache, enc
     encode_dataset(from_file, other, max_len=64)
     edited = [(label, t.replace("free", "fre")) for label, t in from_file.examples]
     encode_dataset(dataclasses.replace(from_file, examples=edited), tokenizer, max_len=64)
-    assert len(encodings) == 4 and len(list(cache.iterdir())) == 4
+    assert len(encodings) == 4 and len(written(cache)) == 4
     moved = [("ab", "c"), ("a", "bc")]  # the same characters, split otherwise
     keys = {
         rc._key(TextDataset("t", "seq2seq", "train", [pair]), tokenizer, False) for pair in moved
@@ -208,7 +214,7 @@ def test_small_splits_stay_in_memory_and_large_files_use_the_cache(sms, cache, m
     assert rc.record_chars(dataset) > 1 << 20
     encoded = encode_dataset(dataset, trained("char", dataset), max_len=128)
     assert isinstance(encoded, RecordDataset) and len(encoded) == 20_000
-    assert not cache.exists() and len(list((cache.parent / "mine").iterdir())) == 1
+    assert not cache.exists() and len(written(cache.parent / "mine")) == 1
 
 
 def test_progress_while_encoding_and_one_line_on_a_hit(sms, cache, monkeypatch, capsys):
@@ -221,7 +227,7 @@ def test_progress_while_encoding_and_one_line_on_a_hit(sms, cache, monkeypatch, 
     assert len(lines) == 10 and lines[0].startswith("encoding sms.tsv (train): ")
     assert lines[-1].startswith("encoding sms.tsv (train): 60/60 records (100%), done in ")
     encode_dataset(dataset, tokenizer, max_len=64, progress="lines")
-    [folder] = cache.iterdir()
+    [folder] = written(cache)
     tokens = sum(len(tokenizer.encode(t)) + 2 for _, t in dataset.examples)
     assert capsys.readouterr().err == (
         f"sms.tsv (train): 60 records, {tokens:,} tokens read from the token cache {folder}\n"
@@ -237,7 +243,7 @@ def test_a_damaged_record_folder_is_encoded_again(damage, pairs, sms, cache, enc
     dataset = load_dataset(sms if task == "classification" else pairs, task=task)
     tokenizer = trained("char", dataset)
     expected = [encode_dataset(dataset, tokenizer, max_len=64)[i] for i in range(len(dataset))]
-    [folder] = cache.iterdir()
+    [folder] = written(cache)
     if damage == "cut":  # half an id at the end
         path = folder / "target.uint16"
         path.write_bytes(path.read_bytes()[:-1])
@@ -279,7 +285,7 @@ def test_a_half_written_folder_is_never_read_and_stale_ones_are_deleted(
     failing.encode_batch = encode_then_fail
     with pytest.raises(KeyboardInterrupt):
         encode_dataset(dataset, failing, max_len=64)
-    assert list(cache.iterdir()) == []  # the temporary folder went with the error
+    assert written(cache) == []  # the temporary folder went with the error
 
     # a writer killed outright (kill -9) leaves its temporary folder: never read; deleted once
     # nothing in it was written for STALE_SECONDS, while a writer's recent one is left alone
@@ -292,7 +298,7 @@ def test_a_half_written_folder_is_never_read_and_stale_ones_are_deleted(
     os.utime(stale, (old, old))
     encoded = encode_dataset(dataset, tokenizer, max_len=64)
     assert len(encodings) == 2 and len(encoded) == 60
-    assert sorted(p.name for p in cache.iterdir()) == sorted(
+    assert [p.name for p in written(cache)] == sorted(
         [recent.name, f"{rc._key(dataset, tokenizer, False)}.records"]
     )
 
@@ -308,7 +314,7 @@ def test_a_full_disk_keeps_the_records_in_memory_with_a_note(pairs, cache, monke
     monkeypatch.setattr(rc, "_write_files", full)
     encoded = encode_dataset(dataset, tokenizer, max_len=9, overflow="truncate")
     assert_same_items(encoded, in_memory(dataset, tokenizer, 9, "truncate"))
-    assert list(cache.iterdir()) == []
+    assert written(cache) == []
     assert capsys.readouterr().err == (
         f"glassformer: note: the token cache {cache} cannot be written (No space left on "
         "device); the tokens of pairs.tsv (train) are kept in memory for this run\n"

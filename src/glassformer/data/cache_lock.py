@@ -9,6 +9,10 @@ that the path no longer names the file it locked and locks the path again. Where
 missing (Windows) or the file system refuses locks (some network file systems), nothing is
 locked: two processes may then both encode, each writing its own temporary file and renaming it
 into place (token_cache.py), as without a lock.
+
+So a lock file stays only when its holder was killed. ``remove_stale`` deletes such a file
+under the same rule: it takes the lock without waiting (it fails while a process holds it) and
+deletes the file before it lets go, so a process waiting on that file locks the path again.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,7 +29,7 @@ try:
 except ImportError:  # not a POSIX system
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["exclusive"]
+__all__ = ["exclusive", "remove_stale"]
 
 UNSUPPORTED = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -79,3 +84,27 @@ def _names(path: Path, fd: int) -> bool:
         return False
     held = os.fstat(fd)
     return (found.st_dev, found.st_ino) == (held.st_dev, held.st_ino)
+
+
+def remove_stale(path: Path, age: float) -> bool:
+    """Delete the lock file ``path`` when no process holds its lock and it was made at least
+    ``age`` seconds ago (a killed holder's); whether it was deleted. Nothing where locks are not
+    supported (a file there may belong to a process that cannot lock it)."""
+    if fcntl is None:
+        return False
+    try:
+        if time.time() - path.lstat().st_mtime < age:
+            return False
+        fd = os.open(path, os.O_RDWR | NOFOLLOW)
+    except OSError:
+        return False  # gone already, or not ours to open
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if not _names(path, fd):
+            return False  # deleted meanwhile by its holder; another file may be there now
+        path.unlink()
+        return True
+    except OSError:
+        return False  # held by a live process, or locks not supported
+    finally:
+        os.close(fd)  # releases the lock

@@ -14,10 +14,10 @@ read-only sequence (``len``, indexing, iteration), so it also works as a
 each example, so that every message about an example names the file and the line
 (``where(i)``).
 
-The examples of an lm split read from a text file are not held: ``examples`` (and, for its
-lines, ``lines``) is then an ``OnDisk`` sequence (on_disk.py) that reads the file only when
-asked, and ``texts()`` streams the text in pieces; the built-in corpora and tasks, and
-seq2seq and classification files, hold their examples.
+The examples of a split read from a file are not held: ``examples`` (and, for their lines,
+``lines``) is then an ``OnDisk`` sequence (on_disk.py; record_stream.RecordsOnDisk for seq2seq
+and classification records) that reads the file only when asked, and ``texts()`` streams the
+texts; the built-in corpora and tasks hold their examples.
 """
 
 from __future__ import annotations
@@ -94,8 +94,9 @@ class TextDataset(Sequence):
         check_workers(self.workers)
         check_tokenizer_sample(self.tokenizer_sample)
         on_disk = isinstance(self.examples, OnDisk)
-        if on_disk and self.task != "lm":
-            raise ValueError(f"examples on disk are for task 'lm', not {self.task!r}")
+        if on_disk and self.task not in self.examples.tasks:  # type: ignore[union-attr]
+            allowed = " or ".join(map(repr, self.examples.tasks))  # type: ignore[union-attr]
+            raise ValueError(f"these examples on disk are for task {allowed}, not {self.task!r}")
         if not on_disk:
             object.__setattr__(self, "examples", tuple(self.examples))
         object.__setattr__(self, "labels", tuple(self.labels))
@@ -122,7 +123,8 @@ class TextDataset(Sequence):
                 raise ValueError(  # one class is a split to evaluate on; training needs two
                     f"labels is {self.labels!r}: allowed at least 1 class name, all distinct"
                 )
-            unknown = {lab for lab, _ in self.examples} - set(self.labels)  # type: ignore[misc]
+            examples = () if on_disk else self.examples  # on disk: labels from their scan
+            unknown = {lab for lab, _ in examples} - set(self.labels)  # type: ignore[misc]
             if unknown:
                 raise ValueError(
                     f"examples use labels {sorted(unknown)} that are not in labels "

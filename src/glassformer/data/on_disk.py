@@ -9,7 +9,8 @@ documents, known without reading; iterating reads the file once, a block at a ti
 or for a reader who asks for it). ``texts()`` gives the texts in pieces of about
 ``text_pieces.PIECE_CHARS`` characters, for a tokenizer's training. Two OnDisk sequences are
 equal when they read the same documents (no file is read); one is equal to a tuple or list of
-the same items (which reads it).
+the same items (which reads it). The records of a seq2seq or classification file are read the
+same way (record_stream.RecordsOnDisk).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ WHAT = ("texts", "lines")
 class OnDisk(Sequence):
     """The documents of ``source`` (``what="texts"``) or their lines (``"lines"``), read from
     disk when asked (the module docstring)."""
+
+    tasks: tuple[str, ...] = ("lm",)  # the tasks whose examples these are
 
     def __init__(self, source: Documents, what: str = "texts") -> None:
         if what not in WHAT:

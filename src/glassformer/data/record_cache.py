@@ -11,7 +11,8 @@ memory maps: 2 bytes a token (``token_dtype``) and 8 bytes a record for its offs
   ``$GLASSFORMER_CACHE``, else ``~/.cache/glassformer/tokens``), a folder ``<key>.records``.
 * **Key**: the SHA-256 of the records themselves (a chunk at a time, the lengths of its fields
   and their text as UTF-8, so the same records give the same key however they were read: a
-  file, a built-in task, a list), the task, the class list (classification: the class
+  file, a built-in task, a list; for the records of a file, hashed once as the file is scanned
+  and kept with its scan, record_stream.py), the task, the class list (classification: the class
   indices depend on it), whether a <BOS> opens each text, and the SHA-256 of the tokenizer's
   JSON (``Tokenizer.to_dict``).
 * **Layout** (record_files.py): for each field (``text``; or ``source`` and ``target``)
@@ -27,7 +28,9 @@ memory maps: 2 bytes a token (``token_dtype``) and 8 bytes a record for its offs
   of range) is encoded again. A cache folder that cannot be written is noted, and the arrays
   are kept in memory for the run.
 * **Bounded memory**: records are encoded about ``ENCODE_CHARS`` characters at a time with
-  ``tokenizer.encode_batch`` and appended to the files.
+  ``tokenizer.encode_batch`` and appended to the files; the records of a file are read from it
+  as they are encoded (record_stream.py), hashed again and checked against the key's hash, so
+  a file that changed meanwhile is refused and nothing is kept.
 * **Cores**: a split of at least ``PARALLEL_CHARS`` characters is encoded by at most
   ``workers`` processes (``record_tokens``'s argument, else ``$GLASSFORMER_WORKERS``, else
   every CPU the process may use; token_cache.encode_workers): with a char, word or BPE
@@ -38,7 +41,8 @@ memory maps: 2 bytes a token (``token_dtype``) and 8 bytes a record for its offs
 * **One process encodes**: processes that want the same folder (the ranks of a torchrun, two
   runs started together) take turns on an exclusive lock, ``<key>.lock`` in the cache folder
   (cache_lock.py): the first encodes; the others say that they wait (one line, when progress
-  is shown) and then read its folder.
+  is shown) and then read its folder. The writer deletes the lock file when it is done; one
+  left by a writer that was killed is deleted with the stale temporary folders.
 * **When**: only splits of at least ``CACHE_CHARS`` characters (``uses_record_cache``). A
   smaller one (the built-in synthetic tasks: 10,000 examples of about ten characters; a file of
   a few thousand messages) is encoded in memory in well under a second and some megabytes,
@@ -49,14 +53,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import json
 import os
 import shutil
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -65,8 +68,9 @@ import numpy as np
 from ..progress import Work
 from ..safe_write import replace_dir
 from ..tokenizers.parallel import EncodePool, Records, encode_records, shareable
-from .cache_lock import exclusive
+from .cache_lock import exclusive, remove_stale
 from .examples import TextDataset
+from .record_digest import on_disk, record_chars, records_digest
 from .record_files import FIELDS, RecordTokens, arrays, read_folder
 from .token_cache import SHOWN_CHARS, STALE_SECONDS, cache_folder, encode_workers, token_dtype
 
@@ -86,15 +90,9 @@ __all__ = [
 FORMAT = 1  # bumped when the record folders' layout or key changes
 CACHE_CHARS = 1 << 20  # splits of this many characters or more go through the cache
 ENCODE_CHARS = 1 << 20  # characters of records encoded at a time (about)
-HASH_RECORDS = 8192  # records hashed at a time
 PARALLEL_CHARS = 4 << 20  # smaller splits are encoded in this process (sooner than workers start)
 
 Write = Callable[[str, np.ndarray], object]  # (file name, array to append)
-
-
-def record_chars(dataset: TextDataset) -> int:
-    """Characters to encode in the split: its texts (both sides of a pair)."""
-    return sum(map(len, dataset.texts()))
 
 
 def uses_record_cache(dataset: TextDataset) -> bool:
@@ -165,17 +163,6 @@ def record_tokens(
             f"token cache {target}"
         )
     return found
-
-
-def records_digest(dataset: TextDataset) -> str:
-    """The SHA-256 of the records of ``dataset`` (the module docstring's key): a chunk of
-    records at a time, the lengths of their fields (characters), then their text as UTF-8."""
-    records = hashlib.sha256()
-    for start in range(0, len(dataset.examples), HASH_RECORDS):
-        texts = list(itertools.chain.from_iterable(dataset.examples[start : start + HASH_RECORDS]))
-        records.update(np.fromiter(map(len, texts), "<i8", len(texts)).tobytes())
-        records.update("".join(texts).encode("utf-8", "surrogatepass"))
-    return records.hexdigest()
 
 
 def _key(dataset: TextDataset, tokenizer: Tokenizer, add_bos: bool) -> str:
@@ -256,8 +243,11 @@ def _encode(
     index = {label: k for k, label in enumerate(dataset.labels)}
     chunks: deque[tuple] = deque()  # the chunks handed on, not yet written
 
+    part = on_disk(dataset)  # records on disk: read as they are encoded, checked
+    examples = (ex for _, ex in part.records(check=True)) if part is not None else dataset.examples
+
     def batches() -> Iterator[Records]:
-        for chunk in _chunks(dataset.examples):
+        for chunk in _chunks(examples):
             chunks.append(chunk)
             columns = list(zip(*chunk, strict=True))
             for texts in columns[1:] if classify else columns:
@@ -283,16 +273,17 @@ def _encode(
                 done(len(chunk))
 
 
-def _chunks(examples: tuple) -> Iterator[tuple]:
+def _chunks(examples: Iterable[tuple[str, str]]) -> Iterator[tuple]:
     """Consecutive runs of records of about ``ENCODE_CHARS`` characters."""
-    start, chars = 0, 0
-    for i, example in enumerate(examples):
+    chunk, chars = [], 0
+    for example in examples:
+        chunk.append(example)
         chars += len(example[0]) + len(example[1])
         if chars >= ENCODE_CHARS:
-            yield examples[start : i + 1]
-            start, chars = i + 1, 0
-    if start < len(examples):
-        yield examples[start:]
+            yield tuple(chunk)
+            chunk, chars = [], 0
+    if chunk:
+        yield tuple(chunk)
 
 
 def _label_ids(labels: list[str], index: dict[str, int]) -> np.ndarray:
@@ -303,8 +294,11 @@ def _label_ids(labels: list[str], index: dict[str, int]) -> np.ndarray:
 
 def _clean_stale(folder: Path) -> None:
     """Delete the temporary record folders of writers that stopped (killed, or a full disk):
-    those in which nothing was written for ``STALE_SECONDS``."""
+    those in which nothing was written for ``STALE_SECONDS``; and the lock files of writers
+    that were killed (cache_lock.remove_stale)."""
     now = time.time()
+    for lock in folder.glob("*.lock"):
+        remove_stale(lock, STALE_SECONDS)
     for tmp in folder.glob(".*.records.*"):
         try:
             if tmp.is_dir() and now - _last_written(tmp) > STALE_SECONDS:

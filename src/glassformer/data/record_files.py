@@ -19,6 +19,8 @@ from .examples import TextDataset
 
 __all__ = ["FIELDS", "RecordTokens", "arrays", "files", "read_folder"]
 
+CHECK_RECORDS = 1 << 16  # records whose offsets are checked at a time
+
 FIELDS: dict[str, tuple[str, ...]] = {"seq2seq": ("source", "target"), "classification": ("text",)}
 
 
@@ -75,8 +77,10 @@ def read_folder(
     for tokens, offsets in found.fields.values():
         if len(offsets) != n + 1 or offsets[0] != 0 or offsets[-1] != len(tokens):
             return None
-        if np.any(offsets[1:] <= offsets[:-1]) or np.any(tokens[offsets[1:] - 1] != eos):
-            return None  # every record holds at least its <EOS>, and ends with it
+        for start in range(0, n, CHECK_RECORDS):  # a run of records at a time: bounded memory
+            ends = np.asarray(offsets[start : start + CHECK_RECORDS + 1])
+            if np.any(ends[1:] <= ends[:-1]) or np.any(tokens[ends[1:] - 1] != eos):
+                return None  # every record holds at least its <EOS>, and ends with it
     labels = found.labels
     if labels is not None and (
         len(labels) != n or labels.min() < 0 or labels.max() >= len(dataset.labels)

@@ -5,19 +5,27 @@ Each non-blank line (one with a character that is not a space) is a document; wi
 ``val_fraction`` the records that splits.py holds out (one line in every 1/f, decided by the
 line's index among the non-blank lines as the file streams) are the validation split's, the
 others the training split's. ``read_lines`` counts a split's lines and characters in one pass
-(no line is kept), and refuses a file with too few lines to hold out one.
+(no line is kept), and refuses a file with too few lines to hold out one. The counts are kept in
+the cache folder (scan_cache.py), keyed by the file's digest (its scan, text_scan.py, itself
+kept by the file's stat) and the fraction, so that a later run does not read the file to count.
+
+A gzipped text (``.gz``) is decompressed as it is read, a block at a time; a change to it while
+it is read is caught by its stat (size, modification time) instead of its hash.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from . import scan_cache
 from .documents import Documents, changed, read_chars
+from .formats.compressed import GZIP_ERRORS, is_gzip, open_bytes
 from .splits import held_out_count, is_held_out
 
 __all__ = ["LineDocuments", "read_lines"]
@@ -49,13 +57,20 @@ class LineDocuments(Documents):
     def lines(self, check: bool = False) -> Iterator[tuple[int, str]]:
         """(line number, text) of each line of the split, in order; with ``check``, every byte
         of the file is hashed and a file that no longer matches ``digest`` is refused."""
-        hasher = hashlib.sha256() if check else None
-        for index, (number, line) in enumerate(_non_blank(self.path, self.total, hasher)):
-            if self.split is None or is_held_out(index, self.fraction) == (
-                self.split == "validation"
-            ):
-                yield number, line
+        gz = is_gzip(Path(self.path))
+        hasher = hashlib.sha256() if check and not gz else None
+        before = _stamp(self.path)
+        try:
+            for index, (number, line) in enumerate(_non_blank(self.path, self.total, hasher)):
+                if self.split is None or is_held_out(index, self.fraction) == (
+                    self.split == "validation"
+                ):
+                    yield number, line
+        except GZIP_ERRORS:
+            raise changed(Path(self.path)) from None  # it was whole when it was scanned
         if hasher is not None and hasher.hexdigest() != self.digest["sha256"]:
+            raise changed(Path(self.path))
+        if check and gz and _stamp(self.path) != before:
             raise changed(Path(self.path))
 
     def line_numbers(self) -> Iterator[int]:
@@ -92,11 +107,17 @@ def read_lines(
     docstring), counted."""
     where = str(path.resolve())
     every = LineDocuments(where, None, fraction, total, cache, digest)
-    counts = {True: [0, 0], False: [0, 0]}  # held out or not: lines, characters
-    for index, (_, line) in enumerate(every.lines()):
-        count = counts[bool(fraction) and is_held_out(index, fraction)]
-        count[0] += 1
-        count[1] += len(line)
+    key = {"file": digest, "lines": "non-blank", "val_fraction": str(fraction)}
+    found = scan_cache.kept(cache, "lines", key)
+    if found is not None:
+        counts = {True: found["held"], False: found["kept"]}
+    else:
+        counts = {True: [0, 0], False: [0, 0]}  # held out or not: lines, characters
+        for index, (_, line) in enumerate(every.lines()):
+            count = counts[bool(fraction) and is_held_out(index, fraction)]
+            count[0] += 1
+            count[1] += len(line)
+        scan_cache.keep(cache, "lines", key, {"held": counts[True], "kept": counts[False]})
     if not fraction:
         return LineDocuments(where, None, fraction, total, cache, digest, tuple(counts[False]))
     held_out_count(counts[True][0] + counts[False][0], fraction, "lines", str(path))
@@ -104,10 +125,17 @@ def read_lines(
     return LineDocuments(where, split, fraction, total, cache, digest, counted)
 
 
+def _stamp(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
 def _non_blank(path: str, total: int, hasher: Any | None) -> Iterator[tuple[int, str]]:
-    """(line number, text) of each non-blank line of the file's ``total`` characters."""
+    """(line number, text) of each non-blank line of the file's ``total`` characters (a
+    ``.gz`` file decompressed)."""
     number, rest = 0, ""  # lines passed; the start of a line whose end is not read yet
-    for block in read_chars(path, 0, total, hasher):
+    opener = open_bytes if is_gzip(Path(path)) else None
+    for block in read_chars(path, 0, total, hasher, opener=opener):
         lines = (rest + block).split("\n")
         rest = lines.pop()
         for line in lines:

@@ -16,6 +16,10 @@ with the file's size, modification and change times and inode: a run that finds 
 the same ones reads the scan from there without reading or hashing the file; any change (a
 write changes the change time, which no tool can set back) scans it again. A cache folder that
 cannot be written only means the next run scans again.
+
+A gzipped text (``.gz``) is scanned as it is decompressed, a block at a time; its identity
+(``digest``) is the compressed file's bytes and SHA-256, and a file cut short or damaged is
+refused in one line naming the file (formats/compressed.py).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 
 from ..safe_write import write_text
 from . import documents
+from .formats.compressed import GZIP_ERRORS, gzip_problem, is_gzip, open_bytes
 from .text_bytes import SAMPLE_BYTES, check_start, nul_error, utf8_error
 from .token_cache import cache_folder
 
@@ -83,7 +88,17 @@ def scan_text(path: Path, cache: str | None = None) -> TextScan:
     found = _read_kept(kept, where, stat)
     if found is not None:
         return found
-    scan = _scan(path)
+    if is_gzip(path):
+        try:
+            scan = _scan(path)
+        except GZIP_ERRORS as err:
+            raise ValueError(
+                f"file {str(path)!r}: {gzip_problem(err)}: allowed a whole gzip file"
+            ) from None
+        compressed = documents.file_digest(path)
+        scan = TextScan(int(compressed["bytes"]), str(compressed["sha256"]), scan.chars, scan.marks)
+    else:
+        scan = _scan(path)
     record = {"format": FORMAT, "path": where, "stat": stat, **scan.digest}
     record |= {"chars": scan.chars, "marks": scan.marks}
     try:
@@ -107,14 +122,15 @@ def _read_kept(kept: Path, where: str, stat: list[int]) -> TextScan | None:
 
 
 def _scan(path: Path) -> TextScan:
-    """Read ``path`` once, a block at a time (the module docstring). As ``text_bytes`` does
-    with the whole file, a NUL byte anywhere is refused before bytes that are not UTF-8."""
+    """Read ``path`` once, a block at a time (the module docstring; a ``.gz`` file
+    decompressed). As ``text_bytes`` does with the whole file, a NUL byte anywhere is refused
+    before bytes that are not UTF-8."""
     hasher, decoder = hashlib.sha256(), codecs.getincrementaldecoder("utf-8")()
     size = chars = newlines = 0  # bytes, characters and newlines read so far
     held, seen = "", False  # a "\r" that may start a "\r\n"; a character that is not a space
     marks: list[tuple[int, int, int]] = []
     bad: ValueError | None = None  # the first bytes that are not UTF-8
-    with path.open("rb") as f:
+    with open_bytes(path) as f:
         while True:
             data = f.read(documents.READ_BYTES if size else max(documents.READ_BYTES, 4))
             skip = 0

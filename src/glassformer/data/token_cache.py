@@ -43,7 +43,8 @@ memory map instead of encoding again, so no process holds the corpus as Python o
   two runs started together) take turns on an exclusive lock, ``<key>.lock`` in the cache
   folder (cache_lock.py): the first encodes; the others say that they wait (one line, when
   progress is shown) and then read its token file. The system releases the lock of a process
-  that ends, killed or not, so a lock file left behind never blocks.
+  that ends, killed or not, so a lock file left behind never blocks; the writer deletes it
+  when done, and one left by a killed writer is deleted with the stale temporary files.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ import numpy as np
 from ..progress import Work
 from ..safe_write import replace_file
 from ..tokenizers.parallel import EncodePool, Part, encode_parts, shareable, worker_count
-from .cache_lock import exclusive
+from .cache_lock import exclusive, remove_stale
 from .documents import Documents
 from .text_pieces import pieces
 
@@ -275,8 +276,11 @@ def _pieces(blocks: Iterator[str], size: int | None = None) -> Iterator[str]:
 
 
 def _clean_stale(folder: Path) -> None:
-    """Delete the temporary files of writers that stopped (killed, or a full disk)."""
+    """Delete the temporary files of writers that stopped (killed, or a full disk), and the
+    lock files of writers that were killed (cache_lock.remove_stale)."""
     now = time.time()
+    for lock in folder.glob("*.lock"):
+        remove_stale(lock, STALE_SECONDS)
     for tmp in folder.glob(".*.tmp"):
         try:
             if now - tmp.stat().st_mtime > STALE_SECONDS:

@@ -42,8 +42,6 @@ example keeps the line it starts on (``TextDataset.lines``), so later messages n
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 from fractions import Fraction
 from pathlib import Path
@@ -52,18 +50,16 @@ from ..tasks import check_data_kind
 from . import formats
 from .documents import TextPart
 from .examples import TextDataset
-from .formats.common import MIN_ROWS_CHECKED
 from .formats.compressed import gzip_bytes
 from .on_disk import OnDisk
-from .splits import check_fraction, held_out_count, percent, split_records
+from .record_stream import read_record_split
+from .splits import check_fraction, held_out_count, percent
 from .text_bytes import decode_text
 from .text_lines import read_lines
 from .text_scan import TextScan, scan_text
+from .two_columns import COLUMNS, TwoColumnRows
 
-COLUMNS: dict[str, tuple[str, str]] = {
-    "seq2seq": ("source", "target"),
-    "classification": ("label", "text"),
-}
+__all__ = ["COLUMNS", "NOT_TEXT", "read_file", "read_utf8"]
 NOT_TEXT: frozenset[str] = frozenset({
     ".json", ".arrow", ".feather", ".avro", ".orc", ".pkl", ".pickle", ".npy", ".npz", ".pt",
     ".pth", ".safetensors", ".bin", ".h5", ".hdf5", ".bz2", ".xz", ".zst", ".zip", ".tar",
@@ -119,31 +115,14 @@ def read_file(
             "lm, .tsv or .csv for seq2seq and classification, each also gzipped as .gz), JSON "
             "Lines (.jsonl), Parquet (.parquet), a folder of .txt files or a datasets folder"
         )
-    if task == "lm" and formats.is_gzip(p):
-        if not one_per_line:
-            return formats.read_gzip_text(p, split, fraction, cache)
-        dataset = _read_lines(p, read_utf8(p).replace("\r\n", "\n"), split)
-        return split_records(dataset, fraction, split) if fraction else dataset
+    if task == "lm" and formats.is_gzip(p) and not one_per_line:
+        return formats.read_gzip_text(p, split, fraction, cache)
     if task == "lm":
-        scan = scan_text(p, cache)
+        scan = scan_text(p, cache)  # a .gz file decompressed as it is read
         if one_per_line:
             return _lines(p, scan, split, fraction, cache)
         return _whole_text(p, scan, split, fraction, cache)
-    dataset = _read_records(p, read_utf8(p), task, split, cache)
-    return split_records(dataset, fraction, split) if fraction else dataset
-
-
-def _read_lines(p: Path, text: str, split: str) -> TextDataset:
-    """The non-blank lines of a gzipped text (decompressed whole), each a document."""
-    docs = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
-    return TextDataset(
-        str(p),
-        "lm",
-        split,
-        [d for _, d in docs],
-        description=f"text lines {p}",
-        lines=[n for n, _ in docs],
-    )
+    return read_record_split(TwoColumnRows(p, task, cache), split, fraction, cache)
 
 
 def _lines(p: Path, scan: TextScan, split: str, fraction: Fraction, cache: str | None):
@@ -164,35 +143,6 @@ def _lines(p: Path, scan: TextScan, split: str, fraction: Fraction, cache: str |
     )
 
 
-def _read_records(p: Path, text: str, task: str, split: str, cache: str | None) -> TextDataset:
-    rows = read_two_columns(p, text, task)
-    lines = [n for n, _ in rows]
-    if task == "seq2seq":
-        pairs = [r for _, r in rows]
-        return TextDataset(
-            str(p), task, split, pairs, description=f"pairs {p}", lines=lines, cache=cache
-        )
-    examples = [(label.strip(), txt) for _, (label, txt) in rows]
-    labels = sorted({label for label, _ in examples})
-    if len(rows) >= MIN_ROWS_CHECKED and len(labels) > len(rows) / 2:
-        sep = "," if _is_csv(p) else "<TAB>"
-        raise ValueError(
-            f"file {str(p)!r}: the label column has {len(labels)} distinct values in "
-            f"{len(rows)} rows; is the first column the text? allowed label{sep}text rows, "
-            f"at least 2 a label on average (a text{sep}label header swaps the columns)"
-        )
-    return TextDataset(
-        str(p),
-        task,
-        split,
-        examples,
-        labels=labels,
-        description=f"labelled texts {p}",
-        lines=lines,
-        cache=cache,
-    )
-
-
 def read_utf8(path: Path) -> str:
     """The text of ``path``, which must exist, be UTF-8 (no NUL bytes, no UTF-16; see
     ``text_bytes``), and not be empty or blank; a ``.gz`` file is decompressed first."""
@@ -206,60 +156,6 @@ def read_utf8(path: Path) -> str:
             f"file {str(path)!r}, line 1: the file is empty: allowed a file with some text"
         )
     return text
-
-
-def read_two_columns(path: Path, text: str, task: str) -> list[tuple[int, tuple[str, str]]]:
-    """(line number, (first, second)) for each non-blank record of a two-column file, in the
-    order of ``COLUMNS[task]`` (a header row naming the columns the other way round swaps
-    them)."""
-    first, second = COLUMNS[task]
-    if _is_csv(path):
-        sep, sep_name = ",", ","
-        reader = csv.reader(io.StringIO(text, newline=""), delimiter=",", strict=True)
-    else:
-        sep, sep_name = "\t", "<TAB>"
-        reader = csv.reader(
-            io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE, strict=True
-        )
-    allowed = f"allowed exactly 2 fields, {first}{sep_name}{second}"
-    if sep == ",":
-        allowed += ' (quote a field that contains a comma: "a, b")'
-    names = (first, second)  # the columns in the file's order
-    rows: list[tuple[int, tuple[str, str]]] = []
-    header_seen = False
-    line = 1  # the line on which the next record starts
-    # csv refuses a field longer than its limit (131,072 characters by default); the whole
-    # text is in memory already, so a field as long as the text is allowed: a long text is
-    # then what data.overflow decides
-    limit = csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
-    try:
-        for record in reader:
-            start, line = line, reader.line_num + 1
-            if not any(field.strip() for field in record):
-                continue  # a blank line
-            if not header_seen:
-                header_seen = True
-                named = tuple(f.strip().lower() for f in record)
-                if named in ((first, second), (second, first)):
-                    names = named  # the header: skipped, and it orders the columns
-                    continue
-            where = f"file {str(path)!r}, line {start}"
-            if len(record) != 2:
-                raise ValueError(f"{where}: found {len(record)} fields: {allowed}")
-            for name, field in zip(names, record, strict=True):
-                if not field.strip():
-                    raise ValueError(f"{where}: the {name} is empty: allowed non-empty fields")
-            pair = (record[0], record[1]) if names[0] == first else (record[1], record[0])
-            rows.append((start, pair))
-    except csv.Error as e:
-        raise ValueError(f"file {str(path)!r}, line {reader.line_num}: {e}: {allowed}") from None
-    finally:
-        csv.field_size_limit(limit)  # the process's limit as it was
-    if not rows:
-        raise ValueError(
-            f"file {str(path)!r}, line 1: no {first}{sep_name}{second} records: {allowed}"
-        )
-    return rows
 
 
 def _whole_text(
@@ -281,9 +177,3 @@ def _whole_text(
     return TextDataset(
         str(p), "lm", split, OnDisk(part), description=description, lines=lines, part=part
     )
-
-
-def _is_csv(path: Path) -> bool:
-    """A ``.csv`` file, or one gzipped (``.csv.gz``)."""
-    name = path.name.lower()
-    return name.endswith(".csv") or name.endswith(".csv.gz")

@@ -1,6 +1,7 @@
 """Records (a JSON Lines file's objects, a Parquet file's rows, a datasets folder's rows) as
 the examples of seq2seq and classification data: read as a stream, checked as the two-column
-files of user_files.py are, held in memory as a ``TextDataset``."""
+files of user_files.py are, and read from disk again when asked (record_stream.py), never held
+in memory."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import abc
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 from ..examples import TextDataset
-from ..splits import split_records
+from ..record_stream import RecordRows, read_record_split
 from .common import MIN_ROWS_CHECKED, ROLES, label_of, text_of
 
-__all__ = ["Records", "missing_field", "read_records"]
+__all__ = ["FormatRows", "Records", "missing_field", "read_records"]
 
 
 class Records(abc.ABC):
@@ -50,6 +52,58 @@ def missing_field(where: str, role: str, name: str, have: list[str] | tuple[str,
     )
 
 
+class FormatRows(RecordRows):
+    """The seq2seq or classification records of ``records``: ``fields`` ({role: name}) each a
+    non-empty string (a label may be an integer)."""
+
+    def __init__(self, records: Records, task: str, fields: dict[str, str]) -> None:
+        self.records, self.task, self.fields = records, task, fields
+        self.path, self.unit = records.path, records.unit
+
+    def rows(self) -> Iterator[tuple[int, tuple[str, str]]]:
+        roles, fields = ROLES[self.task], self.fields
+        for n, values in self.records.rows(fields):
+            where = self.records.where(n)
+            pair = []
+            for role, value in zip(roles, values, strict=True):
+                if role == "label":
+                    text = label_of(value, fields[role], where)
+                else:
+                    text = text_of(value, role, fields[role], where)
+                if not text.strip():
+                    raise ValueError(
+                        f"{where}: the {role} (field {fields[role]!r}) is empty: allowed "
+                        "non-empty fields"
+                    )
+                pair.append(text)
+            yield n, (pair[0], pair[1])
+
+    def files(self) -> list[Path]:
+        return self.records.files()
+
+    def identity(self) -> dict[str, Any]:
+        return {"reader": type(self.records).__name__, "fields": self.fields}
+
+    def refuse(self, count: int, labels: list[str]) -> None:
+        path = str(self.path)
+        if not count:
+            raise ValueError(
+                f"file {path!r}: no records: allowed records with the fields "
+                f"{', '.join(self.fields.values())}"
+            )
+        if self.task == "classification" and count >= MIN_ROWS_CHECKED and len(labels) > count / 2:
+            raise ValueError(
+                f"file {path!r}: the label field {self.fields['label']!r} has {len(labels)} "
+                f"distinct values in {count} records; is it the text? allowed at least 2 "
+                "records a label on average (data.label_field names the field of the labels)"
+            )
+
+    @property
+    def description(self) -> str:
+        what = "pairs" if self.task == "seq2seq" else "labelled texts"
+        return f"{what} {self.path}"
+
+
 def read_records(
     records: Records,
     task: str,
@@ -59,45 +113,7 @@ def read_records(
     cache: str | None = None,
 ) -> TextDataset:
     """The seq2seq or classification examples of ``records`` (``split``'s part when
-    ``fraction`` holds some out): each field a non-empty string (a label may be an integer);
-    ``cache``: the token cache's folder for their tokens (record_cache.py)."""
-    roles = ROLES[task]
-    examples: list[tuple[str, str]] = []
-    lines: list[int] = []
-    for n, values in records.rows(fields):
-        where = records.where(n)
-        pair = []
-        for role, value in zip(roles, values, strict=True):
-            if role == "label":
-                text = label_of(value, fields[role], where)
-            else:
-                text = text_of(value, role, fields[role], where)
-            if not text.strip():
-                raise ValueError(
-                    f"{where}: the {role} (field {fields[role]!r}) is empty: allowed non-empty "
-                    "fields"
-                )
-            pair.append(text)
-        examples.append((pair[0], pair[1]))
-        lines.append(n)
-    path = str(records.path)
-    if not examples:
-        raise ValueError(
-            f"file {path!r}: no records: allowed records with the fields "
-            f"{', '.join(fields.values())}"
-        )
-    labels: list[str] = []
-    if task == "classification":
-        labels = sorted({label for label, _ in examples})
-        if len(examples) >= MIN_ROWS_CHECKED and len(labels) > len(examples) / 2:
-            raise ValueError(
-                f"file {path!r}: the label field {fields['label']!r} has {len(labels)} distinct "
-                f"values in {len(examples)} records; is it the text? allowed at least 2 "
-                "records a label on average (data.label_field names the field of the labels)"
-            )
-    what = "pairs" if task == "seq2seq" else "labelled texts"
-    dataset = TextDataset(
-        path, task, split, examples, labels=labels, description=f"{what} {path}", lines=lines,
-        unit=records.unit, cache=cache,
-    )  # fmt: skip
-    return split_records(dataset, fraction, split) if fraction else dataset
+    ``fraction`` holds some out), read as a stream (record_stream.py): each field a non-empty
+    string (a label may be an integer); ``cache``: the token cache's folder for their scan and
+    tokens (record_cache.py)."""
+    return read_record_split(FormatRows(records, task, fields), split, fraction, cache)
