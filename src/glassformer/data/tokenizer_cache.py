@@ -53,6 +53,7 @@ from ..tokenizers.train_parallel import train_on_cores
 from .cache_lock import exclusive
 from .examples import TextDataset
 from .record_cache import CACHE_CHARS, FIELDS, records_digest
+from .record_digest import record_chars
 from .text_pieces import pieces
 from .token_cache import SHOWN_CHARS, cache_folder, encode_workers
 
@@ -173,7 +174,7 @@ def _chars(dataset: TextDataset) -> int:
     """The characters of the texts a tokenizer trains on."""
     if dataset.part is not None:
         return dataset.part.chars
-    return sum(map(len, dataset.texts()))
+    return record_chars(dataset)  # records on disk: counted by their scan
 
 
 def _name(dataset: TextDataset) -> str:
