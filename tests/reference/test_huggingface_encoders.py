@@ -78,8 +78,9 @@ REAL = batch()[1].bool()  # (B, T) the real tokens
 
 
 def close(ours, theirs):
-    """Per-token outputs are compared at the real tokens: inference with the fast paths packs them (fast/packing.py)
-    and leaves glassformer's padded positions at zero, which nothing reads; per-sequence
+    """Per-token outputs are compared at the real tokens: inference with the fast paths packs
+    them (fast/packing.py) and leaves glassformer's padded positions at zero, which nothing
+    reads; per-sequence
     outputs (pooled, classifier logits) in full."""
     if ours.dim() == 3:
         ours, theirs = ours[REAL], theirs[REAL]
