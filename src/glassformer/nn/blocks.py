@@ -43,6 +43,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from ..graphs import AttentionGraph
+from .arguments import TokenPacking
 from .feedforward import FeedForward
 from .hooks import HookPoint
 from .kv_cache import DecoderCache, KVCache
@@ -83,9 +84,9 @@ class Block(nn.Module):
             torch.nn's layout; 0.0: GPT-2's and BERT's).
         bias: biases in the projections and norms.
         eps: the norms' ε.
-        graph, cross_graph: the attention graphs (glassformer.graphs) of the self- and
-            cross-attention, None for every key (Transformers as GNNs: each layer may use
-            its own graph).
+        graph: the attention graph (glassformer.graphs) of the self-attention, None for
+            every key (Transformers as GNNs: each layer may use its own graph).
+        cross_graph: the cross-attention's graph.
         attention_scores: how the self-attention scores a query against a key ("separate",
             "shared" or "dot"; `MultiHeadAttention`); cross-attention keeps separate W^Q,
             W^K (its queries and keys come from two sequences).
@@ -161,7 +162,7 @@ class Block(nn.Module):
         rope: tuple[Tensor, Tensor] | None = None,
         cache: KVCache | None = None,
         memory_cache: KVCache | None = None,
-        packing=None,
+        packing: TokenPacking | None = None,
     ) -> Tensor:
         """x (B, T, C) (and the memory Z (B, S, C)) -> (B, T, C).
 
@@ -173,8 +174,8 @@ class Block(nn.Module):
             causal: add the causal mask (None: the block's default, ``causal``).
             token_mask: (B, T) the real tokens, for the norms (BatchNorm skips padding).
             rope: (cos, sin) rotary tables of the T positions.
-            cache, memory_cache: KV caches of the self- and cross-attention (incremental
-                decoding).
+            cache: the self-attention's KV cache (incremental decoding).
+            memory_cache: the cross-attention's KV cache.
             packing: where the N real tokens of x sit in the (B, T) batch, when x holds them
                 alone (glassformer.fast.packing); attention attends in the (B, T) layout.
         """
@@ -250,7 +251,7 @@ def run_blocks(
     cache: DecoderCache | None = None,
     ln_final: nn.Module | None = None,
     checkpointing: bool = False,
-    packing=None,
+    packing: TokenPacking | None = None,
 ) -> Tensor:
     """The loop over the blocks, X^(l) = Block_l(X^(l-1)) for l = 1..L, then the final norm
     ``ln_final`` (None: none): x (B, T, C) -> (B, T, C). The one loop of every stack and model.

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..graphs import AttentionGraph
-from .arguments import fraction, positive_int
+from .arguments import TokenPacking, fraction, positive_int
 from .graph_attention import graph_attention, graph_mask, with_edges
 from .hooks import HookPoint
 from .kv_cache import KVCache
@@ -229,7 +229,7 @@ class MultiHeadAttention(nn.Module):
         query_start: int | None = None,
         rope: tuple[Tensor, Tensor] | None = None,
         cache: KVCache | None = None,
-        packing=None,
+        packing: TokenPacking | None = None,
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """Attend from x (B, T, C) to z (B, S, C), or to x itself when z is None.
@@ -291,7 +291,7 @@ class MultiHeadAttention(nn.Module):
             mask = mask[..., -k.shape[2] :]
         return start, mask
 
-    def _check_inputs(self, x: Tensor, z: Tensor | None, packing) -> None:
+    def _check_inputs(self, x: Tensor, z: Tensor | None, packing: TokenPacking | None) -> None:
         """Refuse inputs of the wrong rank or width (shapes only: Python ints)."""
         c = self.d_model
         if x.dim() != (3 if packing is None else 2) or x.shape[-1] != c:
@@ -329,7 +329,7 @@ class MultiHeadAttention(nn.Module):
             cache.append(k, v)
         return q, k, v
 
-    def _output(self, z: Tensor, packing=None) -> Tensor:
+    def _output(self, z: Tensor, packing: TokenPacking | None = None) -> Tensor:
         """MultiHead = Concat(head_1, ..., head_H) W^O + b^O, z (B, T, H, D) -> (B, T, C)
         ((N, C) under ``packing``)."""
         b, t, h, d = z.shape

@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .arguments import TokenPacking
+
 __all__ = ["ATTENTION_SCORES", "check_scores", "in_proj_rows", "projection_weights"]
 
 ATTENTION_SCORES = ("separate", "shared", "dot")
@@ -52,7 +54,9 @@ def in_proj_rows(scores: str, d_q: int, d_kv: int) -> list[int]:
     return {"separate": [d_q, d_kv, d_kv], "shared": [d_q, d_kv], "dot": [d_kv]}[scores]
 
 
-def self_projections(attn: nn.Module, x: Tensor, packing=None) -> tuple[Tensor, Tensor, Tensor]:
+def self_projections(
+    attn: nn.Module, x: Tensor, packing: TokenPacking | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
     """Q, K, V (Eq. 4) of the tokens x (..., C), flat: (..., H·D), (..., H_kv·D) twice. One
     matmul; for "shared" and "dot" q and k are the same tensor. ``packing``: x holds the N
     real tokens of a (B, T) batch, (N, C); Q, K, V come back as (B, T, ·), zeros at the

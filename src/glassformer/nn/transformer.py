@@ -9,6 +9,7 @@ from typing import Any
 from torch import Tensor, nn
 
 from ..graphs import AttentionGraph
+from .arguments import TokenPacking
 from .blocks import DecoderBlock, EncoderBlock, run_blocks
 from .kv_cache import DecoderCache
 from .norms import make_norm
@@ -170,7 +171,7 @@ class Encoder(_Stack):
         causal: bool = False,
         token_mask: Tensor | None = None,
         rope: tuple[Tensor, Tensor] | None = None,
-        packing=None,
+        packing: TokenPacking | None = None,
     ) -> Tensor:
         """x (B, T, C) -> (B, T, C); mask broadcastable to (B, H, T, T), True = may attend;
         ``packing``: run on the real tokens only (glassformer.fast.packing.packing_for)."""
