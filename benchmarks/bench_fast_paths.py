@@ -2,8 +2,8 @@
 it. The same model runs with the path on (as built) and with that one path switched to its
 reference form; everything else stays as it is.
 
-    packing  inference on the real tokens of a padded batch (fast/packing.py); off: every
-             PackedEncoderBlock back to the reference EncoderBlock. Encoder inference on a
+    packing  inference on the real tokens of a padded batch (fast/packing.py); off: the
+             model told ``use_fast_paths(False)``, the reference layout. Encoder inference on a
              padded batch, BERT layout: tiny (4 layers, 128, 4 heads) and base (BERT base:
              12 layers, 768, 12 heads).
     layout   input-major weights while decoding (fast/layout.py); off: the weights as
@@ -38,13 +38,11 @@ Prints a table and writes bench-results/fast_paths.json.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -57,11 +55,9 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/bench_fast_p
 from benchmarks import encoder_peers, paired, peers
 from benchmarks.common import Shape, environment, write_json
 from benchmarks.fast_paths_report import EARNS, SPREAD, print_report, relay_note, verdict
-from glassformer.fast import packing
+from glassformer.fast import fast_paths, packing
 from glassformer.fast.layout import input_major_weights
-from glassformer.fast.packing import PackedEncoderBlock
-from glassformer.models import DecoderLM, EncoderModel
-from glassformer.nn import EncoderBlock
+from glassformer.models import DecoderLM, EncoderModel, base
 
 PATHS = ("packing", "layout")
 SHAPES = ("tiny", "base")
@@ -96,29 +92,11 @@ def cases(paths: list[str], shapes: list[str]) -> list[Case]:
 
 
 # The switches: the model as built (on), or with one path in its reference form (off) ----------
-CLASSES = {"packing": (EncoderBlock, PackedEncoderBlock)}
-
-
-@contextmanager
-def reference_classes(model: torch.nn.Module, path: str) -> Iterator[None]:
-    """Inside: every module of ``path``'s fast class in ``model`` has its reference class
-    (packing); the fast classes are put back on exit."""
-    reference, fast = CLASSES[path]
-    changed = [m for m in model.modules() if type(m) is fast]
-    try:
-        for m in changed:
-            m.__class__ = reference
-        yield
-    finally:
-        for m in changed:
-            m.__class__ = fast
-
-
 def switch(model: torch.nn.Module, path: str, on: bool):
     """A context manager: inside it ``model`` runs with ``path`` on or off."""
     if path == "layout":
         return input_major_weights(model, on)
-    return contextlib.nullcontext() if on else reference_classes(model, path)
+    return fast_paths(model, on)
 
 
 # Workloads: (model, step) where step() returns the outputs to compare ---------------------------
@@ -161,17 +139,18 @@ def difference(model: torch.nn.Module, path: str, step: Callable[[], torch.Tenso
 
 def packing_runs(model: torch.nn.Module, step: Callable[[], torch.Tensor]) -> bool:
     """Does the step take the packing path (its conditions met), with the path on?"""
-    ran, block = [], packing.packed_block
+    ran, real = [], base.packing_for
 
     def spy(*args):
-        ran.append(True)
-        return block(*args)
+        ran.append(real(*args) is not None)
+        return None if not ran[-1] else packing.packing_for(*args)
 
-    packing.packed_block = spy
+    base.packing_for = spy
     try:
-        step()
+        with fast_paths(model, True):
+            step()
     finally:
-        packing.packed_block = block
+        base.packing_for = real
     return any(ran)
 
 

@@ -45,7 +45,7 @@ def glassformer_config(shape: Shape) -> ModelConfig:
 
 
 def build_glassformer(shape: Shape):
-    model = EncoderModel(glassformer_config(shape))
+    model = EncoderModel(glassformer_config(shape)).use_fast_paths()  # packing (glassformer.fast)
     return model, lambda ids, mask: model(ids, mask)
 
 

@@ -1,5 +1,6 @@
-"""glassformer.fast is an overlay: ``use_fast_paths`` swaps reference classes for fast ones and
-back, with the same parameters, and the reference code runs without the package."""
+"""glassformer.fast is chosen by the caller: a model built runs the reference code, a caller
+(generation, prediction, evaluation) turns the fast paths on for its block of code, a model
+told no keeps the reference code, and the reference code runs without the package."""
 
 import subprocess
 import sys
@@ -7,34 +8,27 @@ from pathlib import Path
 
 import torch
 
-from glassformer.fast import use_fast_paths
-from glassformer.fast.packing import PackedEncoderBlock
-from glassformer.models import EncoderDecoder, EncoderMLM
+from glassformer.fast import fast_paths
+from glassformer.fast.packing import packing_for
+from glassformer.models import EncoderMLM
 from glassformer.models.config import ModelConfig
-from glassformer.nn import DecoderBlock, EncoderBlock
+from glassformer.nn import Encoder, EncoderBlock, padding_mask
 
 SMALL = dict(vocab_size=40, d_model=16, n_head=4, n_layer=2, max_len=16)
 
 
-def test_fast_paths_off_give_back_exactly_the_reference_classes():
+def test_a_model_takes_the_fast_paths_only_where_its_caller_chooses_them():
     model = EncoderMLM(ModelConfig(family="encoder", **SMALL))
     keys = list(model.state_dict())
-    assert {type(b) for b in model.blocks} == {PackedEncoderBlock}  # as built
-    model.use_fast_paths(False)
-    assert {type(b) for b in model.blocks} == {EncoderBlock}
-    assert model.fast_paths is False and list(model.state_dict()) == keys
-    model.use_fast_paths(True)
-    assert {type(b) for b in model.blocks} == {PackedEncoderBlock}
-
-
-def test_only_the_classes_with_a_fast_form_change():
-    model = use_fast_paths(EncoderDecoder(ModelConfig(family="encoder-decoder", **SMALL)), False)
-    before = [type(m) for m in model.modules()]
-    use_fast_paths(model, True)
-    after = [type(m) for m in model.modules()]
-    changed = {(a, b) for a, b in zip(before, after, strict=True) if a is not b}
-    assert changed == {(EncoderBlock, PackedEncoderBlock)}
-    assert {type(b) for b in model.decoder.blocks} == {DecoderBlock}
+    assert model.fast_paths is None and {type(b) for b in model.blocks} == {EncoderBlock}
+    assert "Packed" not in repr(model)
+    with fast_paths(model):
+        assert model.fast_paths is True
+    assert model.fast_paths is None and list(model.state_dict()) == keys
+    model.use_fast_paths(False)  # told no: every caller keeps the reference code
+    with fast_paths(model):
+        assert model.fast_paths is False
+    assert model.use_fast_paths() is model and model.fast_paths is True
 
 
 def test_the_reference_code_and_its_tests_need_no_fast_package():
@@ -56,16 +50,17 @@ def test_the_reference_code_and_its_tests_need_no_fast_package():
         assert "glassformer.fast" not in path.read_text(encoding="utf-8"), path
 
 
-def test_packed_and_reference_blocks_agree_in_values_and_gradients():
-    """Training (gradients on) never packs: the fast block's output and gradients are the
-    reference block's, bit for bit."""
+def test_training_never_packs_and_keeps_the_reference_values_and_gradients():
+    """With gradients on, ``packing_for`` says None: the stack runs the reference layout,
+    bit for bit."""
     torch.manual_seed(0)
-    block = EncoderBlock(16, 4, 32, norm_first=True)
+    enc = Encoder(2, 16, 4, 32, norm_first=True).eval()
     x = torch.randn(2, 7, 16, requires_grad=True)
-    ref = block(x)
+    token_mask = torch.tensor([[True] * 7, [True] * 4 + [False] * 3])
+    mask = padding_mask(torch.tensor([7, 4]), 7)
+    assert packing_for(enc, mask, token_mask) is None
+    ref = enc(x, mask, token_mask=token_mask)
     (g_ref,) = torch.autograd.grad(ref.sum(), x)
-    use_fast_paths(block)
-    assert type(block) is PackedEncoderBlock
-    fast = block(x)
+    fast = enc(x, mask, token_mask=token_mask, packing=packing_for(enc, mask, token_mask))
     (g_fast,) = torch.autograd.grad(fast.sum(), x)
     assert torch.equal(fast, ref) and torch.equal(g_fast, g_ref)

@@ -4,12 +4,17 @@ only; every real token's output is exactly the unpacked one, the padding is zero
 import pytest
 import torch
 
-from glassformer.fast import use_fast_paths
-from glassformer.fast.packing import Packing, hides_padding, packed_attention
+from glassformer.fast.packing import Packing, hides_padding, packing_for
 from glassformer.nn import Encoder, MultiHeadAttention, padding_mask
 
 LENGTHS = torch.tensor([7, 3, 0, 5])  # a row with no real token at all
 T = 7
+
+
+def fast(enc, x, mask=None, *, causal=False, token_mask=None):
+    """The stack as a caller that chose the fast paths runs it: packed when packing_for says."""
+    packing = packing_for(enc, mask, token_mask, causal)
+    return enc(x, mask, causal=causal, token_mask=token_mask, packing=packing)
 
 
 def test_pack_and_unpack():
@@ -37,7 +42,7 @@ OPTIONS = [
 @pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(o) or "post-norm")
 def test_encoder_inference_packs_and_changes_no_real_token(options):
     torch.manual_seed(0)
-    enc = use_fast_paths(Encoder(2, 16, 4, 32, **options))
+    enc = Encoder(2, 16, 4, 32, **options)
     if options.get("norm") == "batch":  # running statistics that are not the initial ones
         for m in enc.modules():
             if hasattr(m, "running_mean"):
@@ -48,8 +53,9 @@ def test_encoder_inference_packs_and_changes_no_real_token(options):
     token_mask = torch.arange(T) < LENGTHS[:, None]
     mask = padding_mask(LENGTHS, T)
     with torch.no_grad():
-        packed = enc(x, mask, token_mask=token_mask)
-    plain = enc(x, mask, token_mask=token_mask).detach()  # gradients on: nothing is packed
+        assert packing_for(enc, mask, token_mask) is not None
+        packed = fast(enc, x, mask, token_mask=token_mask)
+    plain = enc(x, mask, token_mask=token_mask).detach()  # the reference layout
     assert torch.isfinite(packed).all()
     torch.testing.assert_close(packed[token_mask], plain[token_mask], rtol=0, atol=1e-6)
     assert packed[~token_mask].abs().max() == 0
@@ -57,7 +63,8 @@ def test_encoder_inference_packs_and_changes_no_real_token(options):
 
 
 def _masks(token_mask: torch.Tensor) -> dict[str, tuple[torch.Tensor, bool]]:
-    """(mask, causal) pairs: only "padding" and "causal padding" hide the padded keys."""
+    """(mask, causal) pairs: all but "full" and "arbitrary" hide the padded keys (row 1 is
+    padded at its end, so the causal mask hides them too)."""
     b, t = token_mask.shape
     pad = token_mask.view(b, 1, 1, t)
     arbitrary = torch.rand(b, 1, t, t, generator=torch.Generator().manual_seed(1)) < 0.6
@@ -78,31 +85,32 @@ def test_inference_equals_training_path_at_real_tokens_for_every_mask(name, dtyp
     """Packing drops the padded tokens only under a mask that hides them from every real
     query; under a full, causal or graph mask they take part and the ordinary path runs."""
     torch.manual_seed(0)
-    enc = use_fast_paths(Encoder(2, 8, 2, 16).to(dtype).eval())
+    enc = Encoder(2, 8, 2, 16).to(dtype).eval()
     x = torch.randn(2, 5, 8, dtype=dtype)
     token_mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=torch.bool)
     mask, causal = _masks(token_mask)[name]
     with torch.enable_grad():
         a = enc(x, mask, causal=causal, token_mask=token_mask).detach()
     with torch.no_grad():
-        b = enc(x, mask, causal=causal, token_mask=token_mask)
+        packs = packing_for(enc, mask, token_mask, causal) is not None
+        b = fast(enc, x, mask, causal=causal, token_mask=token_mask)
+    assert packs == (name not in ("full", "arbitrary"))  # the others hide the padded keys
     torch.testing.assert_close(b[token_mask], a[token_mask], rtol=0, atol=atol)
 
 
 def test_no_packing_without_padding_or_in_training():
     torch.manual_seed(0)
-    enc = use_fast_paths(Encoder(1, 16, 4, 32))
-    x = torch.randn(2, T, 16)
+    enc = Encoder(1, 16, 4, 32)
     full = torch.ones(2, T, dtype=torch.bool)
     partial = full.clone()
     partial[1, 4:] = False
+    mask = padding_mask(torch.tensor([T, 4]), T)
     enc.eval()
     with torch.no_grad():
-        assert torch.equal(enc(x, token_mask=full), enc(x))  # nothing to skip
-    enc.train()
-    with torch.no_grad():  # training mode (dropout, batch statistics): never packed
-        out = enc(x, padding_mask(torch.tensor([T, 4]), T), token_mask=partial)
-    assert out[1, 4:].abs().max() > 0
+        assert packing_for(enc, full[:, None, None], full) is None  # nothing to skip
+        assert packing_for(enc, mask, partial) is not None
+        enc.train()  # training mode (dropout, batch statistics): never packed
+        assert packing_for(enc, mask, partial) is None
 
 
 def test_multihead_attention_on_packed_tokens():
@@ -113,7 +121,7 @@ def test_multihead_attention_on_packed_tokens():
     mask = padding_mask(LENGTHS, T)
     p = Packing.from_mask(token_mask)
     want = mha(x, mask=mask)[0][token_mask]
-    got = packed_attention(mha, p.pack(x), mask, False, None, None, p)  # (N, C)
+    got = mha(p.pack(x), mask=mask, packing=p)[0]  # (N, C)
     torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
 
 
@@ -129,52 +137,32 @@ def test_an_additive_mask_hides_the_padding_where_it_is_minus_infinity():
 def test_no_packing_while_a_hook_is_attached():
     """A hook sees the (B, T, ·) layout the notes use, never the packed (N, ·) one."""
     torch.manual_seed(0)
-    enc = use_fast_paths(Encoder(2, 16, 4, 32)).eval()
+    enc = Encoder(2, 16, 4, 32).eval()
     x = torch.randn(4, T, 16)
     token_mask = torch.arange(T) < LENGTHS[:, None]
     mask = padding_mask(LENGTHS, T)
     shapes = []
     handle = enc.blocks[1].hook_resid_pre.add_hook(lambda t, hook: shapes.append(t.shape))
     with torch.no_grad():
-        hooked = enc(x, mask, token_mask=token_mask)
+        hooked = fast(enc, x, mask, token_mask=token_mask)
     handle.remove()
     with torch.no_grad():
-        packed = enc(x, mask, token_mask=token_mask)
+        packed = fast(enc, x, mask, token_mask=token_mask)
     assert shapes == [(4, T, 16)]
     assert packed[~token_mask].abs().max() == 0 < hooked[~token_mask].abs().max()
     torch.testing.assert_close(hooked[token_mask], packed[token_mask], rtol=0, atol=1e-6)
 
 
-def test_the_padding_is_checked_once_a_pass_and_again_after_an_in_place_change(monkeypatch):
-    """Every block gets the same masks: hides_padding runs once for the stack, and again
-    when a mask was changed in place (its version moved)."""
-    from glassformer.fast import packing
-
-    calls, real = [], packing.hides_padding
-    monkeypatch.setattr(packing, "hides_padding", lambda *a: calls.append(1) or real(*a))
+def test_each_pass_looks_at_its_own_masks():
+    """No answer is kept between passes: a mask changed in place (or made in inference
+    mode) is looked at again."""
     torch.manual_seed(0)
-    enc = use_fast_paths(Encoder(3, 16, 4, 32)).eval()
-    x = torch.randn(4, T, 16)
-    token_mask = torch.arange(T) < LENGTHS[:, None]
-    mask = padding_mask(LENGTHS, T)
-    with torch.no_grad():
-        first = enc(x, mask, token_mask=token_mask)
-        assert calls == [1]
-        mask[1, ..., 4] = True  # row 1's real queries may see its padded key 4: no packing
-        again = enc(x, mask, token_mask=token_mask)
-    assert calls == [1, 1]
-    assert first[~token_mask].abs().max() == 0 < again[~token_mask].abs().max()
-
-
-def test_masks_made_in_inference_mode_are_checked_every_time():
-    """An inference tensor has no version counter: no answer is kept for it."""
-    torch.manual_seed(0)
-    enc = use_fast_paths(Encoder(2, 16, 4, 32)).eval()
+    enc = Encoder(3, 16, 4, 32).eval()
     x = torch.randn(4, T, 16)
     with torch.inference_mode():
         token_mask = torch.arange(T) < LENGTHS[:, None]
         mask = padding_mask(LENGTHS, T)
-        packed = enc(x, mask, token_mask=token_mask)
-        mask[1, ..., 4] = True  # in place, unversioned: packing no longer applies
-        plain = enc(x, mask, token_mask=token_mask)
-    assert packed[~token_mask].abs().max() == 0 < plain[~token_mask].abs().max()
+        first = fast(enc, x, mask, token_mask=token_mask)
+        mask[1, ..., 4] = True  # row 1's real queries may see its padded key 4: no packing
+        again = fast(enc, x, mask, token_mask=token_mask)
+    assert first[~token_mask].abs().max() == 0 < again[~token_mask].abs().max()

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from glassformer import graphs as G
-from glassformer.fast import packing
-from glassformer.models import DecoderLM, EncoderDecoder, EncoderMLM, load_model
+from glassformer.fast import fast_paths, packing
+from glassformer.models import DecoderLM, EncoderDecoder, EncoderMLM, base, load_model
 from glassformer.models.config import ModelConfig
 
 SMALL = dict(vocab_size=40, d_model=32, n_head=4, max_len=24, init_std=0.2)
@@ -138,12 +138,14 @@ def test_the_fast_paths_agree_on_a_padded_batch_with_a_window_graph(monkeypatch)
     mask = torch.ones(3, 12, dtype=torch.long)
     mask[1, 7:] = 0
     mask[2, 3:] = 0
-    ran, block = [], packing.packed_block
-    monkeypatch.setattr(packing, "packed_block", lambda *a: ran.append(1) or block(*a))
+    ran = []
+    monkeypatch.setattr(
+        base, "packing_for", lambda *a: ran.append(packing.packing_for(*a)) or ran[-1]
+    )
     with torch.no_grad():
-        fast = model(x, mask).logits
-        assert ran == [1, 1]  # the packed path ran, block by block
-        model.use_fast_paths(False)
-        plain = model(x, mask).logits
+        with fast_paths(model):
+            fast = model(x, mask).logits
+        assert len(ran) == 1 and isinstance(ran[0], packing.Packing)  # packed, once a pass
+        plain = model(x, mask).logits  # the reference code: the model was never told
     real = mask.bool()
     torch.testing.assert_close(fast[real], plain[real], atol=1e-5, rtol=1e-5)

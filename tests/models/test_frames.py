@@ -55,8 +55,8 @@ def frames_of(call, stop: bool = False) -> list[tuple[str, str]]:
     return found[0]
 
 
-MODEL_TO_KERNEL = [("nn/blocks.py", "forward"), ("nn/multihead.py", "forward"),
-                   ("nn/multihead.py", "attend")]  # fmt: skip
+MODEL_TO_KERNEL = [("nn/blocks.py", "run_blocks"), ("nn/blocks.py", "forward"),
+                   ("nn/multihead.py", "forward"), ("nn/multihead.py", "attend")]  # fmt: skip
 
 
 def test_a_decoder_reaches_the_kernel_through_a_block_and_its_attention():
@@ -67,17 +67,12 @@ def test_a_decoder_reaches_the_kernel_through_a_block_and_its_attention():
     assert frames == [("models/decoder.py", "forward"), *MODEL_TO_KERNEL]
 
 
-def test_an_encoder_reaches_the_kernel_the_same_way_and_one_frame_deeper_when_packing():
-    """The reference modules: 4 frames in 3 files. With the fast paths on, the packed block
-    (fast/packing.py) calls the reference block when it does not pack: one frame more."""
+def test_an_encoder_reaches_the_kernel_the_same_way_with_or_without_its_fast_paths():
+    """The one loop runs the one block whichever layout the caller chose."""
     model = EncoderMLM(preset("tiny-encoder", **SMALL)).eval()
     ids = torch.tensor([[1, 2, 3]])
-    assert frames_at_the_kernel(model, ids) == [
-        ("models/encoder.py", "forward"),
-        ("fast/packing.py", "forward"),
-        *MODEL_TO_KERNEL,
-    ]
-    model.use_fast_paths(False)
+    assert frames_at_the_kernel(model, ids) == [("models/encoder.py", "forward"), *MODEL_TO_KERNEL]
+    model.use_fast_paths(True)
     assert frames_at_the_kernel(model, ids) == [("models/encoder.py", "forward"), *MODEL_TO_KERNEL]
 
 

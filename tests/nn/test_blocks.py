@@ -47,7 +47,7 @@ def test_decoder_block_order_self_cross_ff(norm_first):
     y = x
     for norm, f in ((blk.ln1, sa), (blk.ln2, ca), (blk.ln3, blk.mlp)):
         y = y + f(norm(y)) if norm_first else norm(y + f(y))
-    torch.testing.assert_close(blk(x, z, memory_mask=mm), y)
+    torch.testing.assert_close(blk(x, memory=z, memory_mask=mm), y)
 
 
 @pytest.mark.parametrize("norm", ["layer", "rms", "batch"])

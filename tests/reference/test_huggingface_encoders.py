@@ -16,6 +16,7 @@ from torch.testing import assert_close
 
 transformers = pytest.importorskip("transformers")
 
+from glassformer.fast import fast_paths  # noqa: E402
 from glassformer.interop.huggingface import from_huggingface, to_huggingface  # noqa: E402
 from glassformer.models import EncoderClassifier, EncoderMLM, EncoderModel  # noqa: E402
 from glassformer.models.config import ModelConfig  # noqa: E402
@@ -67,7 +68,7 @@ def batch():
 
 def run_both(hf, model):
     ids, mask, types = batch()
-    with torch.no_grad():
+    with torch.no_grad(), fast_paths(model):  # inference as evaluation runs it: packed
         ref = hf(ids, attention_mask=mask, token_type_ids=types, output_hidden_states=True)
         out = model(ids, mask, token_type_ids=types)
     return ref, out
@@ -77,8 +78,9 @@ REAL = batch()[1].bool()  # (B, T) the real tokens
 
 
 def close(ours, theirs):
-    """Per-token outputs are compared at the real tokens: inference packs them (fast/packing.py)
-    and leaves glassformer's padded positions at zero, which nothing reads; per-sequence
+    """Per-token outputs are compared at the real tokens: inference with the fast paths packs
+    them (fast/packing.py) and leaves glassformer's padded positions at zero, which nothing
+    reads; per-sequence
     outputs (pooled, classifier logits) in full."""
     if ours.dim() == 3:
         ours, theirs = ours[REAL], theirs[REAL]

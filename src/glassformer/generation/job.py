@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..fast import layout
+from ..fast import fast_paths, layout
 from ..models import DecoderLM, EncoderDecoder
 from .beam import beam_search
 from .config import GenerationConfig
@@ -121,12 +121,14 @@ class GenerationJob:
 
     @contextmanager
     def running(self) -> Iterator[None]:
-        """The model as decoding wants it: eval mode (no dropout) and, with its fast paths on,
-        input-major weights (glassformer.fast.layout); both undone on exit."""
+        """The model as decoding wants it: eval mode (no dropout), its CPU fast paths
+        (glassformer.fast) and with them input-major weights (glassformer.fast.layout); all
+        undone on exit."""
         c = self.config
-        relayout = layout.pays(self.model, c.use_cache, c.max_new_tokens)
-        with eval_mode(self.model), layout.input_major_weights(self.model, relayout):
-            yield
+        with fast_paths(self.model), eval_mode(self.model):
+            relayout = layout.pays(self.model, c.use_cache, c.max_new_tokens)
+            with layout.input_major_weights(self.model, relayout):
+                yield
 
     def _session(self) -> Session:
         make = Seq2SeqSession if self.seq2seq else DecoderSession

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..fast import fast_paths
 from ..models import EncoderClassifier, EncoderMLM
 from ..models.heads import ClassificationHead
 from ..models.tokens import drop_undefined_ids
@@ -209,7 +210,7 @@ def _run(model, rows: list[list[int]], batch_size: int, pad_id: int):
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size={batch_size!r} is not allowed: an int >= 1")
     device = next(model.parameters()).device
-    with eval_mode(model), torch.inference_mode():
+    with eval_mode(model), fast_paths(model), torch.inference_mode():
         for start in range(0, len(rows), batch_size):
             ids, mask = pad_prompts(rows[start : start + batch_size], None, pad_id, left=False)
             check_ids(ids, model.config.vocab_size, "inputs")

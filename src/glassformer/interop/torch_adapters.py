@@ -168,7 +168,7 @@ def decode(
         causal=memory_causal,  # cross-attention has no causal switch: fold it into the mask
         names=("memory_mask", "memory_key_padding_mask"),
     )
-    y = decoder(x, z, self_mask, cross_mask, causal=causal)
+    y = decoder(x, mask=self_mask, memory=z, memory_mask=cross_mask, causal=causal)
     return from_batch_first(y, batch_first, batched)
 
 

@@ -8,10 +8,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
-import torch
 from torch import nn
 
-from .. import fast
+from ..fast.packing import Packing, packing_for
 from ..nn import LearnedPositionalEncoding, MultiHeadAttention, TokenEmbedding
 from . import checkpoint
 from .config import ModelConfig
@@ -43,14 +42,15 @@ class GlassformerModel(TokenMethods, HookedModel, nn.Module):
     """Base class: ``config``, ``num_parameters``, ``flops_per_token``, ``save_pretrained`` /
     ``from_pretrained``, the hook points (``run_with_cache``, ``run_with_hooks``, see
     models/hooked.py), the attached ``tokenizer`` with ``to_tokens`` / ``to_str_tokens`` /
-    ``to_single_token`` (models/tokens.py) and the choice of the CPU fast paths
-    (``use_fast_paths``).
+    ``to_single_token`` (models/tokens.py) and the caller's choice of the CPU fast paths
+    (``use_fast_paths``, off when built).
 
     Subclasses that set ``family`` register under their class name (the ``architecture``
     written to config.json); a subclass made by a wrapper (FSDP's ``FSDPDecoderLM``) saves as
     the class it wraps."""
 
     family: ClassVar[str] = ""
+    fast_paths: bool | None = None  # the CPU fast paths (glassformer.fast); None: the caller's
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -73,15 +73,22 @@ class GlassformerModel(TokenMethods, HookedModel, nn.Module):
         self.tokenizer = None  # attached tokenizer (models/tokens.py), saved with the model
 
     def post_init(self) -> None:
-        """What every model does once its modules are built: initialise the weights, and take
-        the CPU fast paths (glassformer.fast)."""
+        """What every model does once its modules are built: initialise the weights."""
         self.init_weights()
-        self.use_fast_paths(True)
 
     def use_fast_paths(self, on: bool = True) -> GlassformerModel:
-        """Run the CPU fast paths of glassformer.fast (``on``, the default) or the reference
-        code only (False); the results agree to float rounding. Returns the model."""
-        return fast.use_fast_paths(self, on)
+        """Take the CPU fast paths of glassformer.fast where they apply (``on``) or run the
+        reference code only (False); the results agree to float rounding. Returns the model.
+        A model built, never told, runs the reference code except where its caller chooses
+        the fast paths (``with glassformer.fast.fast_paths(model):``, as generation,
+        prediction and evaluation do)."""
+        self.fast_paths = on
+        return self
+
+    def packing(self, mask, token_mask) -> Packing | None:
+        """The packing of this pass's padded batch (glassformer.fast.packing) for the loop
+        over an encoder's blocks, when the fast paths are chosen and it applies; else None."""
+        return packing_for(self, mask, token_mask) if self.fast_paths else None
 
     # Size and cost ------------------------------------------------------------------------------
     def num_parameters(self, *, exclude_embeddings: bool = False) -> int:
@@ -107,12 +114,7 @@ class GlassformerModel(TokenMethods, HookedModel, nn.Module):
         n_attention = sum(1 for m in self.modules() if isinstance(m, MultiHeadAttention))
         return 6 * n_matmul + 12 * n_attention * t * self.config.d_model
 
-    checkpointing = False  # see enable_checkpointing
-
-    def checkpointed(self) -> bool:
-        """Are the blocks' activations recomputed in the backward pass (enable_checkpointing,
-        in training with gradients)?"""
-        return self.checkpointing and self.training and torch.is_grad_enabled()
+    checkpointing = False  # see enable_checkpointing (run_blocks reads it)
 
     def enable_checkpointing(self, on: bool = True) -> None:
         """Activation checkpointing in training: each block's activations are recomputed in

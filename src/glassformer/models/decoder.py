@@ -18,12 +18,9 @@ whose attention depends on relative positions only, a sequence may run past ``ma
 
 from __future__ import annotations
 
-from functools import partial
-
 from torch import Tensor
-from torch.utils.checkpoint import checkpoint
 
-from ..nn import DecoderCache
+from ..nn import DecoderCache, run_blocks
 from ..nn.transformer import lookbacks, new_decoder_cache
 from .base import GlassformerModel
 from .config import ModelConfig
@@ -136,12 +133,17 @@ class DecoderLM(GlassformerModel, InputEmbedding, LMHead):
             check_length(t, past, limit)
         token_mask = None if real is None else real[:, -t:]  # (B, T) the new positions
         x, rope = self.embed_input(input_ids, positions, token_mask=token_mask, length=past + t)
-        caches = [None] * len(self.blocks) if cache is None else cache.self_attn
-        recompute = self.checkpointed()
-        for block, layer_cache in zip(self.blocks, caches, strict=True):  # X ← Block_l(X)
-            run = partial(checkpoint, block, use_reentrant=False) if recompute else block
-            x = run(x, mask=mask, causal=True, token_mask=token_mask, rope=rope, cache=layer_cache)
-        h = x if self.ln_final is None else self.ln_final(x, token_mask)  # (B, T, C)
+        h = run_blocks(  # X ← Block_l(X) for l = 1..L, then the final norm: (B, T, C)
+            self.blocks,
+            x,
+            mask,
+            causal=True,
+            token_mask=token_mask,
+            rope=rope,
+            cache=cache,
+            ln_final=self.ln_final,
+            checkpointing=self.checkpointing,
+        )
         logits = self.lm_logits(h)  # (B, T, N_V)
         loss = None
         if labels is not None:

@@ -14,11 +14,9 @@ pre-trained as a language model).
 
 from __future__ import annotations
 
-from functools import partial
-
 from torch import Tensor
-from torch.utils.checkpoint import checkpoint
 
+from ..nn import run_blocks
 from .base import GlassformerModel
 from .config import ModelConfig
 from .heads import ClassificationHead
@@ -73,11 +71,16 @@ class DecoderClassifier(GlassformerModel, InputEmbedding, ClassificationHead):
         mask, real = key_mask(attention_mask, (input_ids.shape[0], t))  # (B, 1, 1, T), (B, T)
         positions = positions_from_mask(attention_mask, t, 0, input_ids.device, self.config.max_len)
         x, rope = self.embed_input(input_ids, positions, token_mask=real, length=t)
-        recompute = self.checkpointed()
-        for block in self.blocks:  # X ← Block_l(X)
-            run = partial(checkpoint, block, use_reentrant=False) if recompute else block
-            x = run(x, mask=mask, causal=True, token_mask=real, rope=rope, cache=None)
-        h = x if self.ln_final is None else self.ln_final(x, real)  # (B, T, C)
+        h = run_blocks(  # X ← Block_l(X) for l = 1..L, then the final norm: (B, T, C)
+            self.blocks,
+            x,
+            mask,
+            causal=True,
+            token_mask=real,
+            rope=rope,
+            ln_final=self.ln_final,
+            checkpointing=self.checkpointing,
+        )
         logits = self.class_logits(h, real)  # (B, n_classes)
         loss = None if labels is None else lm_loss(logits, labels, shift=False)
         return ModelOutput(logits=logits, hidden_states=h, loss=loss)

@@ -12,12 +12,9 @@ positions count over the real tokens: a left-padded input gives the unpadded out
 
 from __future__ import annotations
 
-from functools import partial
-
 from torch import Tensor, nn
-from torch.utils.checkpoint import checkpoint
 
-from ..nn import HookPoint
+from ..nn import HookPoint, run_blocks
 from .base import GlassformerModel
 from .config import ModelConfig
 from .heads import ClassificationHead, LMHead, pool
@@ -96,11 +93,16 @@ class EncoderModel(GlassformerModel, InputEmbedding):
         mask, real = key_mask(attention_mask, (input_ids.shape[0], t))  # (B, 1, 1, T), (B, T)
         positions = positions_from_mask(attention_mask, t, 0, input_ids.device, self.config.max_len)
         x, rope = self.embed_input(input_ids, positions, token_type_ids, token_mask=real)
-        recompute = self.checkpointed()
-        for block in self.blocks:  # X ← Block_l(X)
-            run = partial(checkpoint, block, use_reentrant=False) if recompute else block
-            x = run(x, mask, token_mask=real, rope=rope)
-        h = x if self.ln_final is None else self.ln_final(x, real)  # (B, T, C)
+        h = run_blocks(  # X ← Block_l(X) for l = 1..L, then the final norm: (B, T, C)
+            self.blocks,
+            x,
+            mask,
+            token_mask=real,
+            rope=rope,
+            ln_final=self.ln_final,
+            checkpointing=self.checkpointing,
+            packing=self.packing(mask, real),
+        )
         return self.outputs(h, real, labels)
 
     def outputs(self, h: Tensor, real: Tensor | None, labels: Tensor | None) -> ModelOutput:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..nn import Decoder, DecoderCache, Encoder, TokenEmbedding
+from ..nn import DecoderCache, TokenEmbedding, run_blocks
 from ..nn.transformer import new_decoder_cache
 from .base import GlassformerModel
 from .config import ModelConfig
@@ -28,25 +28,29 @@ from .stacks import decoder_stack, encoder_stack
 __all__ = ["EncoderDecoder", "shift_right"]
 
 
-class SourceEncoder(Encoder, InputEmbedding):
-    """The encoder of an encoder-decoder, with its input embedding: ``embed``, ``pos_embed``,
-    ``ln_embed`` (InputEmbedding), ``blocks`` and ``ln_final`` (glassformer.nn.Encoder)."""
+class SourceEncoder(InputEmbedding, nn.Module):
+    """The encoder of an encoder-decoder, its parts only (``EncoderDecoder.encode`` runs
+    them): ``embed``, ``pos_embed``, ``ln_embed`` (InputEmbedding), ``blocks`` (EncoderBlocks)
+    and ``ln_final``."""
+
+    checkpointing = False  # see GlassformerModel.enable_checkpointing
 
     def __init__(self, config: ModelConfig) -> None:
-        nn.Module.__init__(self)  # the embedding first: the hook points in the order of a pass
+        super().__init__()  # the embedding first: the hook points in the order of a pass
         self.add_input_embedding(config, config.vocab_size)
         self.blocks, self.ln_final = encoder_stack(config)
 
 
-class TargetDecoder(Decoder, InputEmbedding):
-    """The decoder of an encoder-decoder, with its input embedding: ``embed`` (the source's
-    when ``share_embeddings``), ``pos_embed``, ``ln_embed`` (InputEmbedding), ``blocks`` and
-    ``ln_final`` (glassformer.nn.Decoder)."""
+class TargetDecoder(InputEmbedding, nn.Module):
+    """The decoder of an encoder-decoder, its parts only (``EncoderDecoder.decode`` runs
+    them): ``embed`` (the source's when ``share_embeddings``), ``pos_embed``, ``ln_embed``
+    (InputEmbedding), ``blocks`` (DecoderBlocks with cross-attention) and ``ln_final``."""
+
+    checkpointing = False
 
     def __init__(self, config: ModelConfig, token: TokenEmbedding | None = None) -> None:
-        nn.Module.__init__(self)
+        super().__init__()
         self.add_input_embedding(config, config.resolved_tgt_vocab_size, token)
-        self.cross_attention = True
         self.blocks, self.ln_final = decoder_stack(config, cross_attention=True)
 
 
@@ -112,7 +116,16 @@ class EncoderDecoder(GlassformerModel, LMHead):
         mask, real = key_mask(attention_mask, (input_ids.shape[0], t))
         positions = positions_from_mask(attention_mask, t, 0, input_ids.device, self.config.max_len)
         x, rope = self.encoder.embed_input(input_ids, positions, token_mask=real)
-        return self.encoder(x, mask, token_mask=real, rope=rope)
+        return run_blocks(  # Z ← Block_l(Z) for l = 1..L_enc, then the final norm: (B, S, C)
+            self.encoder.blocks,
+            x,
+            mask,
+            token_mask=real,
+            rope=rope,
+            ln_final=self.encoder.ln_final,
+            checkpointing=self.encoder.checkpointing,
+            packing=self.packing(mask, real),
+        )
 
     def decode(
         self,
@@ -142,8 +155,17 @@ class EncoderDecoder(GlassformerModel, LMHead):
         else:
             check_length(t, past, self.config.max_len)
         x, rope = self.decoder.embed_input(decoder_input_ids, positions, token_mask=token_mask)
-        h = self.decoder(
-            x, memory, mask, memory_mask, token_mask=token_mask, rope=rope, cache=cache
+        h = run_blocks(  # X ← Block_l(X, Z) for l = 1..L_dec, then the final norm: (B, T, C)
+            self.decoder.blocks,
+            x,
+            mask,
+            memory=memory,
+            memory_mask=memory_mask,
+            token_mask=token_mask,
+            rope=rope,
+            cache=cache,
+            ln_final=self.decoder.ln_final,
+            checkpointing=self.decoder.checkpointing,
         )
         logits = self.lm_logits(h)  # (B, T, V_tgt)
         return ModelOutput(logits=logits, hidden_states=h, encoder_hidden_states=memory)

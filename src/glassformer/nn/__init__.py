@@ -1,6 +1,6 @@
 """The transformer's components, each from its formula in the lecture notes."""
 
-from .blocks import DecoderBlock, EncoderBlock
+from .blocks import Block, DecoderBlock, EncoderBlock, run_blocks
 from .embedding import TokenEmbedding, Unembedding
 from .feedforward import ACTIVATIONS, FeedForward
 from .hooks import HookPoint, hook_points
@@ -36,6 +36,7 @@ __all__ = [
     "POSITIONAL_KINDS",
     "POSITIONAL_LAYOUTS",
     "BatchNorm",
+    "Block",
     "Decoder",
     "DecoderBlock",
     "DecoderCache",
@@ -65,6 +66,7 @@ __all__ = [
     "make_positional_encoding",
     "padding_mask",
     "padding_mask_from_ids",
+    "run_blocks",
     "shift_matrix",
     "sinusoid_table",
 ]

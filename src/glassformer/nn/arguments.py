@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
+from typing import Protocol
 
-__all__ = ["fraction", "positive_int", "positive_number"]
+from torch import Tensor
+
+__all__ = ["TokenPacking", "fraction", "positive_int", "positive_number"]
 
 
 def positive_int(who: str, name: str, value: object) -> int:
@@ -31,3 +34,14 @@ def positive_number(who: str, name: str, value: object) -> float:
     if not ok or not math.isfinite(value) or value <= 0:
         raise ValueError(f"{who}: {name}={value!r} is not allowed: a finite number > 0")
     return float(value)
+
+
+class TokenPacking(Protocol):
+    """Where the N real tokens of a padded (B, T) batch sit, for a caller that runs the
+    blocks on them alone (glassformer.fast.packing.Packing is one)."""
+
+    def pack(self, x: Tensor) -> Tensor:
+        """(B, T, ...) -> (N, ...): the real tokens, in order."""
+
+    def unpack(self, u: Tensor) -> Tensor:
+        """(N, ...) -> (B, T, ...), zeros at the padding."""

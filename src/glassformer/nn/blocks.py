@@ -12,11 +12,13 @@ pre-norm and post-norm as two branches:
     post-norm (Vaswani et al., Algorithms 8, 9,         X ← layer_norm(X + MHAttention(X))
                norm_first=False)                        X ← layer_norm(X + MLP(X))
 
-EncoderBlock = self-attention + feed-forward (Algorithm 9's layer;
-torch.nn.TransformerEncoderLayer).
-DecoderBlock = masked self-attention + cross-attention to the encoder output Z + feed-forward
-(Algorithm 8's decoder layer; torch.nn.TransformerDecoderLayer); with ``cross_attention=False``
-it is the GPT layer of Algorithm 10 (DTransformer).
+One class, ``Block``, is every layer: self-attention, then cross-attention to the memory Z
+when it has one, then the feed-forward, written once in ``Block.forward``. ``EncoderBlock``
+(Algorithm 9's layer; torch.nn.TransformerEncoderLayer) and ``DecoderBlock`` (Algorithm 8's
+decoder layer, torch.nn.TransformerDecoderLayer; with ``cross_attention=False`` the GPT layer
+of Algorithm 10) are Block with their defaults: no cross-attention and bidirectional, or
+cross-attention and causal. ``run_blocks`` is the one loop over a stack of them,
+X^(l) = Block_l(X^(l-1)) for l = 1..L, that every stack and model calls.
 
 Dropout sites (training only; the identity in eval mode), pre-norm written out:
 
@@ -33,24 +35,32 @@ its own rate, ``activation_dropout``.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+import torch
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
 
 from ..graphs import AttentionGraph
+from .arguments import TokenPacking
 from .feedforward import FeedForward
 from .hooks import HookPoint
-from .kv_cache import KVCache
+from .kv_cache import DecoderCache, KVCache
 from .multihead import MultiHeadAttention
 from .norms import make_norm
 
-__all__ = ["DecoderBlock", "EncoderBlock"]
+__all__ = ["Block", "DecoderBlock", "EncoderBlock", "run_blocks"]
 
 
-class _Block(nn.Module):
-    """The sub-layers of a block, under TransformerLens's names: ``attn`` after the norm
-    ``ln1``, (``cross_attn`` after ``ln2``,) then ``mlp`` after ``ln2`` (``ln3`` when the
-    block cross-attends), as in TransformerLens's GPT-2 and T5 blocks.
+class Block(nn.Module):
+    """Self-attention, cross-attention to the memory Z (``cross_attention``), feed-forward,
+    each in its residual connection (Algorithms 8-10's layers).
+
+    Parts under TransformerLens's names: ``ln1``, ``attn`` (`MultiHeadAttention`), then
+    ``ln2``, ``cross_attn`` (attention to Z) and ``ln3`` in a block that cross-attends,
+    ``mlp`` (`FeedForward`) after ``ln2`` (``ln3`` when the block cross-attends), as in
+    TransformerLens's GPT-2 and T5 blocks.
 
     Hook points: ``hook_resid_pre`` the stream X entering the block, ``hook_attn_out`` /
     ``hook_cross_attn_out`` / ``hook_mlp_out`` what each sub-layer writes (after dropout),
@@ -58,18 +68,31 @@ class _Block(nn.Module):
     cross-attention), ``hook_resid_post`` the block's output; each norm's output is its
     ``hook_normalized``.
 
-    Dropout: ``dropout`` on each sub-layer's output (``self.dropout``), ``attn_dropout`` on
-    the attention weights (None: = dropout), ``ff_dropout`` on the feed-forward's hidden
-    layer (``mlp.dropout``; None: = dropout, torch.nn's layout; 0.0: GPT-2's and BERT's).
-
-    ``attention_scores``: how the self-attention ``attn`` scores a query against a key
-    ("separate", "shared" or "dot": nn/qk_projections.py); cross-attention keeps separate
-    W^Q, W^K (its queries and keys come from two sequences; the notes' argument is about one).
-
-    ``graph`` and ``cross_graph``: the attention graphs (glassformer.graphs) of the block's
-    self- and cross-attention, None for every key (Transformers as GNNs: each layer may use
-    its own graph).
+    Args:
+        d_model: the width C of the stream.
+        n_head: attention heads H.
+        d_ff: the feed-forward's hidden width.
+        cross_attention: a cross-attention sub-layer to the memory Z (an encoder-decoder's
+            decoder).
+        n_kv_head: key/value heads (grouped-query attention), None: n_head.
+        activation: the feed-forward's ("relu"; `FeedForward`).
+        norm: "layer", "rms" or "batch".
+        norm_first: False: post-norm, Vaswani et al.; True: pre-norm, the notes and GPT-2.
+        dropout: on each sub-layer's output (``self.dropout``).
+        attn_dropout: on the attention weights (None: = dropout).
+        ff_dropout: on the feed-forward's hidden layer (``mlp.dropout``; None: = dropout,
+            torch.nn's layout; 0.0: GPT-2's and BERT's).
+        bias: biases in the projections and norms.
+        eps: the norms' ε.
+        graph: the attention graph (glassformer.graphs) of the self-attention, None for
+            every key (Transformers as GNNs: each layer may use its own graph).
+        cross_graph: the cross-attention's graph.
+        attention_scores: how the self-attention scores a query against a key ("separate",
+            "shared" or "dot"; `MultiHeadAttention`); cross-attention keeps separate W^Q,
+            W^K (its queries and keys come from two sequences).
     """
+
+    causal = False  # the self-attention's default, when a call does not say
 
     def __init__(
         self,
@@ -127,130 +150,46 @@ class _Block(nn.Module):
     def _drop(self, u: Tensor) -> Tensor:
         return self.dropout(u) if self.training else u  # the identity in eval mode
 
-
-class EncoderBlock(_Block):
-    """Self-attention then feed-forward, each in its residual connection (Algorithm 9's
-    layer); bidirectional unless a mask or ``causal`` says otherwise.
-
-    Parts under TransformerLens's names: ``ln1``, ``attn`` (`MultiHeadAttention`), ``ln2``,
-    ``mlp`` (`FeedForward`). Hook points: ``hook_resid_pre`` the stream X entering the block,
-    ``hook_attn_out`` and ``hook_mlp_out`` what each sub-layer writes (after dropout),
-    ``hook_resid_mid`` the stream after attention, ``hook_resid_post`` the block's output.
-
-    Args:
-        d_model: the width C of the stream.
-        n_head: attention heads H.
-        d_ff: the feed-forward's hidden width.
-        **options: keyword options of every block: ``n_kv_head`` (grouped-query attention,
-            None: n_head), ``activation`` ("relu"; `FeedForward`), ``norm`` ("layer", "rms"
-            or "batch"), ``norm_first`` (False: post-norm, Vaswani et al.; True: pre-norm,
-            the notes and GPT-2), ``dropout`` (0.0, on each sub-layer's output),
-            ``attn_dropout`` and ``ff_dropout`` (None: = dropout), ``bias`` (True), ``eps``
-            (1e-5, the norms' ε), ``graph`` (an AttentionGraph for the self-attention, None:
-            every key), ``attention_scores`` ("separate", "shared" or "dot").
-    """
-
-    def __init__(self, d_model: int, n_head: int, d_ff: int, **options: Any) -> None:
-        super().__init__(d_model, n_head, d_ff, cross_attention=False, **options)
-
     def forward(
         self,
         x: Tensor,
         mask: Tensor | None = None,
         *,
-        causal: bool = False,
-        token_mask: Tensor | None = None,
-        rope: tuple[Tensor, Tensor] | None = None,
-    ) -> Tensor:
-        """x (B, T, C) -> (B, T, C).
-
-        Args:
-            x: (B, T, C) the stream X.
-            mask: broadcastable to (B, H, T, T), True = may attend.
-            causal: add the causal mask.
-            token_mask: (B, T) the real tokens, for the norms (BatchNorm skips padding).
-            rope: (cos, sin) rotary tables of the T positions.
-        """
-        attn_args = dict(mask=mask, causal=causal, graph=self.graph, rope=rope)
-        resid_pre = self.hook_resid_pre(x)
-        if self.norm_first:  # pre-norm, the notes: X ← X + F(layer_norm(X))
-            attn_out = self.attn(self.ln1(resid_pre, token_mask), **attn_args)[0]
-            attn_out = self.hook_attn_out(self._drop(attn_out))
-            resid_mid = self.hook_resid_mid(resid_pre + attn_out)
-            mlp_out = self.hook_mlp_out(self._drop(self.mlp(self.ln2(resid_mid, token_mask))))
-            resid_post = resid_mid + mlp_out
-        else:  # post-norm, Vaswani et al.: X ← layer_norm(X + F(X))
-            attn_out = self.hook_attn_out(self._drop(self.attn(resid_pre, **attn_args)[0]))
-            resid_mid = self.hook_resid_mid(self.ln1(resid_pre + attn_out, token_mask))
-            mlp_out = self.hook_mlp_out(self._drop(self.mlp(resid_mid)))
-            resid_post = self.ln2(resid_mid + mlp_out, token_mask)
-        return self.hook_resid_post(resid_post)
-
-
-class DecoderBlock(_Block):
-    """Masked self-attention, then cross-attention to the memory Z (if ``cross_attention``),
-    then feed-forward, each in its residual connection (Algorithm 8's decoder layer; without
-    cross-attention Algorithm 10's layer).
-
-    Parts under TransformerLens's names: ``ln1``, ``attn`` (masked self-attention), ``ln2``,
-    ``cross_attn`` (attention to Z), ``ln3``, ``mlp``; without cross-attention ``ln1``,
-    ``attn``, ``ln2``, ``mlp``. Hook points as `EncoderBlock`'s, and ``hook_cross_attn_out``,
-    ``hook_resid_mid_cross`` for the cross-attention.
-
-    Args:
-        d_model: the width C of the stream.
-        n_head: attention heads H.
-        d_ff: the feed-forward's hidden width.
-        cross_attention: a cross-attention sub-layer to the memory Z (an encoder-decoder's
-            decoder); False: the decoder-only (GPT) layer.
-        **options: keyword options of every block: ``n_kv_head`` (grouped-query attention,
-            None: n_head), ``activation`` ("relu"; `FeedForward`), ``norm`` ("layer", "rms"
-            or "batch"), ``norm_first`` (False: post-norm, Vaswani et al.; True: pre-norm,
-            the notes and GPT-2), ``dropout`` (0.0, on each sub-layer's output),
-            ``attn_dropout`` and ``ff_dropout`` (None: = dropout), ``bias`` (True), ``eps``
-            (1e-5, the norms' ε), ``graph`` (an AttentionGraph for the self-attention, None:
-            every key), ``attention_scores`` ("separate", "shared" or "dot").
-            ``cross_graph``: the cross-attention's graph.
-    """
-
-    def __init__(
-        self,
-        d_model: int,
-        n_head: int,
-        d_ff: int,
-        *,
-        cross_attention: bool = True,
-        **options: Any,
-    ) -> None:
-        super().__init__(d_model, n_head, d_ff, cross_attention=cross_attention, **options)
-
-    def forward(
-        self,
-        x: Tensor,
         memory: Tensor | None = None,
-        mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
-        *,
-        causal: bool = True,
+        causal: bool | None = None,
         token_mask: Tensor | None = None,
         rope: tuple[Tensor, Tensor] | None = None,
         cache: KVCache | None = None,
         memory_cache: KVCache | None = None,
+        packing: TokenPacking | None = None,
     ) -> Tensor:
-        """x (B, T, C), memory Z (B, S, C) -> (B, T, C).
+        """x (B, T, C) (and the memory Z (B, S, C)) -> (B, T, C).
 
-        mask: extra self-attention mask (B, H, T, T_all) on top of the causal one;
-        memory_mask: cross-attention mask broadcastable to (B, H, T, S);
-        cache / memory_cache: KV caches for self- and cross-attention (incremental decoding).
+        Args:
+            x: (B, T, C) the stream X; (N, C) the real tokens alone under ``packing``.
+            mask: self-attention mask broadcastable to (B, H, T, T_all), True = may attend.
+            memory: (B, S, C) the memory Z, exactly when the block cross-attends.
+            memory_mask: cross-attention mask broadcastable to (B, H, T, S).
+            causal: add the causal mask (None: the block's default, ``causal``).
+            token_mask: (B, T) the real tokens, for the norms (BatchNorm skips padding).
+            rope: (cos, sin) rotary tables of the T positions.
+            cache: the self-attention's KV cache (incremental decoding).
+            memory_cache: the cross-attention's KV cache.
+            packing: where the N real tokens of x sit in the (B, T) batch, when x holds them
+                alone (glassformer.fast.packing); attention attends in the (B, T) layout.
         """
         if (memory is None) != (self.cross_attn is None):
             raise ValueError(
-                "DecoderBlock: pass memory exactly when the block has cross-attention "
+                f"{type(self).__name__}: pass memory exactly when the block has cross-attention "
                 f"(cross_attention={self.cross_attn is not None}, "
                 f"memory given={memory is not None})"
             )
-        attn_args = dict(mask=mask, causal=causal, graph=self.graph, rope=rope, cache=cache)
-        if self.cross_attn is not None:  # the target positions query the memory Z
+        causal = self.causal if causal is None else causal
+        attn_args = dict(
+            mask=mask, causal=causal, graph=self.graph, rope=rope, cache=cache, packing=packing
+        )
+        if memory is not None:  # the target positions query the memory Z
             q0 = 0 if cache is None else cache.position  # x's first position, not yet cached
             cross_args = dict(
                 mask=memory_mask, graph=self.cross_graph, query_start=q0, cache=memory_cache
@@ -260,7 +199,7 @@ class DecoderBlock(_Block):
             attn_out = self.attn(self.ln1(resid_pre, token_mask), **attn_args)[0]
             attn_out = self.hook_attn_out(self._drop(attn_out))
             resid = self.hook_resid_mid(resid_pre + attn_out)
-            if self.cross_attn is not None:
+            if memory is not None:
                 cross_out = self.cross_attn(self.ln2(resid, token_mask), memory, **cross_args)[0]
                 cross_out = self.hook_cross_attn_out(self._drop(cross_out))
                 resid = self.hook_resid_mid_cross(resid + cross_out)
@@ -269,10 +208,83 @@ class DecoderBlock(_Block):
         else:  # post-norm, Vaswani et al.: X ← layer_norm(X + F(X))
             attn_out = self.hook_attn_out(self._drop(self.attn(resid_pre, **attn_args)[0]))
             resid = self.hook_resid_mid(self.ln1(resid_pre + attn_out, token_mask))
-            if self.cross_attn is not None:
+            if memory is not None:
                 cross_out = self.cross_attn(resid, memory, **cross_args)[0]
                 cross_out = self.hook_cross_attn_out(self._drop(cross_out))
                 resid = self.hook_resid_mid_cross(self.ln2(resid + cross_out, token_mask))
             mlp_out = self.hook_mlp_out(self._drop(self.mlp(resid)))
             resid_post = self.ln_mlp(resid + mlp_out, token_mask)
         return self.hook_resid_post(resid_post)
+
+
+class EncoderBlock(Block):
+    """A Block without cross-attention, bidirectional unless a call says ``causal=True``
+    (Algorithm 9's layer). Arguments as `Block`'s."""
+
+    def __init__(self, d_model: int, n_head: int, d_ff: int, **options: Any) -> None:
+        super().__init__(d_model, n_head, d_ff, cross_attention=False, **options)
+
+
+class DecoderBlock(Block):
+    """A causal Block, with cross-attention to the memory Z unless ``cross_attention=False``
+    (Algorithm 8's decoder layer; without cross-attention Algorithm 10's layer). Arguments
+    as `Block`'s."""
+
+    causal = True
+
+    def __init__(
+        self, d_model: int, n_head: int, d_ff: int, *, cross_attention: bool = True, **options
+    ) -> None:
+        super().__init__(d_model, n_head, d_ff, cross_attention=cross_attention, **options)
+
+
+def run_blocks(
+    blocks: nn.ModuleList,
+    x: Tensor,
+    mask: Tensor | None = None,
+    *,
+    memory: Tensor | None = None,
+    memory_mask: Tensor | None = None,
+    causal: bool | None = None,
+    token_mask: Tensor | None = None,
+    rope: tuple[Tensor, Tensor] | None = None,
+    cache: DecoderCache | None = None,
+    ln_final: nn.Module | None = None,
+    checkpointing: bool = False,
+    packing: TokenPacking | None = None,
+) -> Tensor:
+    """The loop over the blocks, X^(l) = Block_l(X^(l-1)) for l = 1..L, then the final norm
+    ``ln_final`` (None: none): x (B, T, C) -> (B, T, C). The one loop of every stack and model.
+
+    ``causal``: None: each block's default (a DecoderBlock's self-attention is causal).
+    ``cache``: a DecoderCache, one KVCache per block (and per cross-attention).
+    ``checkpointing``: in training with gradients, each block's activations are not kept for
+    the backward pass but recomputed there (memory for one block instead of L, at the cost of
+    a second forward pass through every block).
+    ``packing``: run the blocks on the N real tokens of the padded batch, (N, C)
+    (glassformer.fast.packing chooses it): packed before the first block, unpacked after the
+    final norm, zeros at the padding.
+    """
+    n = len(blocks)
+    self_caches = [None] * n if cache is None else cache.self_attn
+    cross_caches = [None] * n if cache is None or cache.cross_attn is None else cache.cross_attn
+    if packing is not None:  # (B, T, C) -> (N, C); every token left is real
+        x, token_mask = packing.pack(x), None
+    recompute = checkpointing and blocks.training and torch.is_grad_enabled()
+    for block, c_self, c_cross in zip(blocks, self_caches, cross_caches, strict=True):
+        run = partial(checkpoint, block, use_reentrant=False) if recompute else block
+        x = run(
+            x,
+            mask,
+            memory=memory,
+            memory_mask=memory_mask,
+            causal=causal,
+            token_mask=token_mask,
+            rope=rope,
+            cache=c_self,
+            memory_cache=c_cross,
+            packing=packing,
+        )
+    if ln_final is not None:
+        x = ln_final(x, token_mask)
+    return x if packing is None else packing.unpack(x)

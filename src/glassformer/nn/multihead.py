@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..graphs import AttentionGraph
-from .arguments import fraction, positive_int
+from .arguments import TokenPacking, fraction, positive_int
 from .graph_attention import graph_attention, graph_mask, with_edges
 from .hooks import HookPoint
 from .kv_cache import KVCache
@@ -229,6 +229,7 @@ class MultiHeadAttention(nn.Module):
         query_start: int | None = None,
         rope: tuple[Tensor, Tensor] | None = None,
         cache: KVCache | None = None,
+        packing: TokenPacking | None = None,
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """Attend from x (B, T, C) to z (B, S, C), or to x itself when z is None.
@@ -250,6 +251,9 @@ class MultiHeadAttention(nn.Module):
             cache: self-attention appends the new keys/values and attends to all cached ones;
                 cross-attention computes the source's keys/values on the first call and
                 reuses them.
+            packing: x holds the N real tokens of a padded batch alone, (N, C)
+                (glassformer.fast.packing): the projections run on them, Eq. (1) on the
+                (B, T) layout (self-attention, no hook attached).
             need_weights: also return the attention weights A (runs the written-out path).
 
         Returns:
@@ -257,8 +261,8 @@ class MultiHeadAttention(nn.Module):
         """
         if isinstance(mask, AttentionGraph):
             mask, graph = None, (mask if graph is None else graph & mask)
-        self._check_inputs(x, z)
-        q, k, v = self._project(x, z, rope, cache)  # (B, H, T, D), (B, H_kv, S, D)
+        self._check_inputs(x, z, packing)
+        q, k, v = self._project(x, z, rope, cache, packing)  # (B, H, T, D), (B, H_kv, S, D)
         k, v = _hooked(self.hook_keys, k), _hooked(self.hook_values, v)  # all S, cached too
         key_start, mask = self._cached_keys(mask, k, z, cache)
         y, weights = attend(  # (B, H, T, D): Eq. (1), head by head
@@ -275,7 +279,7 @@ class MultiHeadAttention(nn.Module):
             need_weights=need_weights,
         )
         y = self.hook_z(y.transpose(1, 2))  # (B, T, H, D): head_i
-        return self._output(y), weights
+        return self._output(y, packing), weights
 
     @staticmethod
     def _cached_keys(mask, k: Tensor, z: Tensor | None, cache: KVCache | None):
@@ -287,10 +291,10 @@ class MultiHeadAttention(nn.Module):
             mask = mask[..., -k.shape[2] :]
         return start, mask
 
-    def _check_inputs(self, x: Tensor, z: Tensor | None) -> None:
+    def _check_inputs(self, x: Tensor, z: Tensor | None, packing: TokenPacking | None) -> None:
         """Refuse inputs of the wrong rank or width (shapes only: Python ints)."""
         c = self.d_model
-        if x.dim() != 3 or x.shape[-1] != c:
+        if x.dim() != (3 if packing is None else 2) or x.shape[-1] != c:
             raise ValueError(
                 f"MultiHeadAttention: x must be (B, T, C) with C = d_model = {c}; got shape "
                 f"{tuple(x.shape)}"
@@ -301,12 +305,12 @@ class MultiHeadAttention(nn.Module):
                 f"C = d_model = {c}; got shape {tuple(z.shape)}"
             )
 
-    def _project(self, x, z, rope, cache) -> tuple[Tensor, Tensor, Tensor]:
+    def _project(self, x, z, rope, cache, packing) -> tuple[Tensor, Tensor, Tensor]:
         """Q, K, V (Eq. 4 for self-attention, Eq. 5 for cross-attention), split into heads:
         q (B, H, T, D), k and v (B, H_kv, S, D), with the cached positions."""
         h, h_kv = self.n_head, self.n_kv_head
         if z is None:  # self-attention, Eq. (4): one matmul for [Q K V]
-            q, k, v = self_projections(self, x)  # (B, T, H D), (B, T, H_kv D) twice
+            q, k, v = self_projections(self, x, packing)  # (B, T, H D), (B, T, H_kv D) twice
             q, k = self._heads(self.hook_q, q, h), self._heads(self.hook_k, k, h_kv)
             v = self._heads(self.hook_v, v, h_kv)
             if rope is not None:  # RoPE: rotate each query and key by its position's angles
@@ -325,9 +329,12 @@ class MultiHeadAttention(nn.Module):
             cache.append(k, v)
         return q, k, v
 
-    def _output(self, z: Tensor) -> Tensor:
-        """MultiHead = Concat(head_1, ..., head_H) W^O + b^O, z (B, T, H, D) -> (B, T, C)."""
+    def _output(self, z: Tensor, packing: TokenPacking | None = None) -> Tensor:
+        """MultiHead = Concat(head_1, ..., head_H) W^O + b^O, z (B, T, H, D) -> (B, T, C)
+        ((N, C) under ``packing``)."""
         b, t, h, d = z.shape
+        if packing is not None:  # W^O on the real tokens only
+            return self.out_proj(packing.pack(z.reshape(b, t, h * d)))  # (N, C)
         if self.hook_result.active:  # the same sum, one term per head: Σ_h z_h W^O_h + b^O
             w = self.out_proj.weight.view(-1, h, d)  # (C, H, D): W^O's columns by head
             result = self.hook_result(torch.einsum("bthd,chd->bthc", z, w))  # (B, T, H, C)

@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .arguments import TokenPacking
+
 __all__ = ["ATTENTION_SCORES", "check_scores", "in_proj_rows", "projection_weights"]
 
 ATTENTION_SCORES = ("separate", "shared", "dot")
@@ -52,17 +54,22 @@ def in_proj_rows(scores: str, d_q: int, d_kv: int) -> list[int]:
     return {"separate": [d_q, d_kv, d_kv], "shared": [d_q, d_kv], "dot": [d_kv]}[scores]
 
 
-def self_projections(attn: nn.Module, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def self_projections(
+    attn: nn.Module, x: Tensor, packing: TokenPacking | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
     """Q, K, V (Eq. 4) of the tokens x (..., C), flat: (..., H·D), (..., H_kv·D) twice. One
-    matmul; for "shared" and "dot" q and k are the same tensor."""
+    matmul; for "shared" and "dot" q and k are the same tensor. ``packing``: x holds the N
+    real tokens of a (B, T) batch, (N, C); Q, K, V come back as (B, T, ·), zeros at the
+    padding (one unpacking of the projections)."""
     d_q, d_kv = attn.n_head * attn.head_dim, attn.n_kv_head * attn.head_dim
+    place = (lambda u: u) if packing is None else packing.unpack
     if attn.scores == "separate":
-        return attn.in_proj(x).split([d_q, d_kv, d_kv], dim=-1)
+        return place(attn.in_proj(x)).split([d_q, d_kv, d_kv], dim=-1)
     if attn.scores == "shared":
-        qk, v = attn.in_proj(x).split([d_q, d_kv], dim=-1)
+        qk, v = place(attn.in_proj(x)).split([d_q, d_kv], dim=-1)
         return qk, qk, v
-    x = x.contiguous()  # split into heads by a view
-    return x, x, attn.in_proj(x)
+    qk = place(x.contiguous())  # split into heads by a view
+    return qk, qk, place(attn.in_proj(x))
 
 
 def cross_queries(attn: nn.Module, x: Tensor) -> Tensor:

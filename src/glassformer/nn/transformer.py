@@ -4,15 +4,13 @@ with an optional final norm (needed after pre-norm blocks, whose output is not n
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
-import torch
 from torch import Tensor, nn
-from torch.utils.checkpoint import checkpoint
 
 from ..graphs import AttentionGraph
-from .blocks import DecoderBlock, EncoderBlock
+from .arguments import TokenPacking
+from .blocks import DecoderBlock, EncoderBlock, run_blocks
 from .kv_cache import DecoderCache
 from .norms import make_norm
 
@@ -29,17 +27,10 @@ __all__ = [
 
 class _Stack(nn.Module):
     """What both stacks share: the ``blocks`` and the final norm ``ln_final`` (None after
-    post-norm blocks), named as in TransformerLens, and activation checkpointing of the blocks.
-
-    With ``checkpointing`` on (and in training with gradients), each block's activations are
-    not kept for the backward pass but recomputed there: memory for one block instead of L,
-    at the cost of a second forward pass through every block."""
+    post-norm blocks), named as in TransformerLens, and activation checkpointing of the
+    blocks (``checkpointing``, see ``run_blocks``)."""
 
     checkpointing = False
-
-    def _checkpointed(self) -> bool:
-        """Are the blocks' activations recomputed in the backward pass (see above)?"""
-        return self.checkpointing and self.training and torch.is_grad_enabled()
 
 
 def make_final_norm(final_norm: bool | None, options: dict, d_model: int) -> nn.Module | None:
@@ -180,13 +171,21 @@ class Encoder(_Stack):
         causal: bool = False,
         token_mask: Tensor | None = None,
         rope: tuple[Tensor, Tensor] | None = None,
+        packing: TokenPacking | None = None,
     ) -> Tensor:
-        """x (B, T, C) -> (B, T, C); mask broadcastable to (B, H, T, T), True = may attend."""
-        recompute = self._checkpointed()
-        for block in self.blocks:  # X^(l) = Block_l(X^(l-1))
-            run = partial(checkpoint, block, use_reentrant=False) if recompute else block
-            x = run(x, mask, causal=causal, token_mask=token_mask, rope=rope)
-        return x if self.ln_final is None else self.ln_final(x, token_mask)
+        """x (B, T, C) -> (B, T, C); mask broadcastable to (B, H, T, T), True = may attend;
+        ``packing``: run on the real tokens only (glassformer.fast.packing.packing_for)."""
+        return run_blocks(
+            self.blocks,
+            x,
+            mask,
+            causal=causal,
+            token_mask=token_mask,
+            rope=rope,
+            ln_final=self.ln_final,
+            checkpointing=self.checkpointing,
+            packing=packing,
+        )
 
 
 class Decoder(_Stack):
@@ -257,21 +256,16 @@ class Decoder(_Stack):
     ) -> Tensor:
         """x (B, T, C), memory (B, S, C) -> (B, T, C). With a cache, x holds only the new
         positions and attends to the cached ones as well."""
-        n = len(self.blocks)
-        self_caches = [None] * n if cache is None else cache.self_attn
-        cross_caches = [None] * n if cache is None or cache.cross_attn is None else cache.cross_attn
-        recompute = self._checkpointed()
-        for block, c_self, c_cross in zip(self.blocks, self_caches, cross_caches, strict=True):
-            run = partial(checkpoint, block, use_reentrant=False) if recompute else block
-            x = run(
-                x,
-                memory,
-                mask,
-                memory_mask,
-                causal=causal,
-                token_mask=token_mask,
-                rope=rope,
-                cache=c_self,
-                memory_cache=c_cross,
-            )
-        return x if self.ln_final is None else self.ln_final(x, token_mask)
+        return run_blocks(
+            self.blocks,
+            x,
+            mask,
+            memory=memory,
+            memory_mask=memory_mask,
+            causal=causal,
+            token_mask=token_mask,
+            rope=rope,
+            cache=cache,
+            ln_final=self.ln_final,
+            checkpointing=self.checkpointing,
+        )
