@@ -43,8 +43,10 @@ def percent(fraction: float | Fraction) -> str:
 
 
 def is_held_out(index: int, fraction: Fraction) -> bool:
-    """Whether record ``index`` (from 0) is held out for validation (the module docstring)."""
-    return math.floor((index + 1) * fraction) > math.floor(index * fraction)
+    """Whether record ``index`` (from 0) is held out for validation (the module docstring);
+    in integers, f = p / q (Fraction arithmetic took most of a scan's time)."""
+    p, q = fraction.numerator, fraction.denominator
+    return (index + 1) * p // q > index * p // q
 
 
 def held_out_count(n: int, fraction: Fraction, unit: str, path: str) -> int:

@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
@@ -147,8 +146,9 @@ def sampled(
     """The texts i with ``ceil((i + 1) f) > ceil(i f)`` (f = ``fraction``): about a fraction f
     of them, spread evenly, the first always among them; ``passed(n)`` is told the characters
     of each text left out."""
+    p, q = fraction.numerator, fraction.denominator
     for i, text in enumerate(texts):
-        if math.ceil((i + 1) * fraction) > math.ceil(i * fraction):
+        if -(-(i + 1) * p // q) > -(-i * p // q):  # ceil((i + 1) f) > ceil(i f), in integers
             yield text
         elif passed is not None:
             passed(len(text))
