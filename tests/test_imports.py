@@ -30,12 +30,12 @@ FLOORS: list[tuple[str, ...]] = [
     # plain Python: bounds, the command line's names, preset shapes, progress, writes, parsing,
     # tasks
     ("limits", "names", "preset_shapes", "progress", "safe_write", "structured", "tasks"),
-    ("graphs", "run_layout", "tokenizers"),  # graph algebra and kernels; run folder layout; text
+    ("graphs", "machine", "tokenizers"),  # graph algebra and kernels; the machine's memory; text
     ("nn",),  # the layers of the notes
     ("fast",),  # the fast paths over nn
     ("models",),  # ModelConfig and the models built from it
     ("circuits", "data", "finetune", "generation", "interop", "presets"),  # what uses a model
-    ("inspect", "training"),
+    ("inspect", "predict", "training"),  # looking inside; classify and fill-mask; training
     ("explore", "runs"),
     ("cli",),
     ("examples",),  # worked examples, end to end: commands that train through runs, as cli's

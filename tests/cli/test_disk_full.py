@@ -13,7 +13,7 @@ import re
 import pytest
 from safetensors import SafetensorError
 
-from glassformer.models import load_model
+from glassformer import load_model
 
 SAVE_EVERY_2 = ["--set", "train.save_every=2", "--set", "sample.max_new_tokens=0"]
 # what safetensors 0.4-0.8 says when the disk is full (seen on a full tmpfs)

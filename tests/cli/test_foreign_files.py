@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from glassformer.models.config import ModelConfig
-from glassformer.run_layout import best_or_latest
+from glassformer.training.layout import best_or_latest
 
 DEPTH = 100_000
 DEEP_JSON = "[" * DEPTH + "]" * DEPTH

@@ -10,9 +10,9 @@ import sys
 import pytest
 import torch
 
+from glassformer import load_model
 from glassformer.cli import train as train_cmd
 from glassformer.generation import GenerationConfig, generate
-from glassformer.models import load_model
 
 
 def train_args(cli, data, out, *extra):

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from glassformer.models import DecoderClassifier, DecoderLM, EncoderClassifier, load_model
-from glassformer.run_layout import latest_checkpoint
+from glassformer import load_model
+from glassformer.models import DecoderClassifier, DecoderLM, EncoderClassifier
 from glassformer.runs import Run, RunError
 from glassformer.tokenizers import BPETokenizer
+from glassformer.training.layout import latest_checkpoint
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()

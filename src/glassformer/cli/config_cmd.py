@@ -22,7 +22,7 @@ from typing import Any
 from ..data.examples import OVERFLOW
 from ..data.registry import dataset_options
 from ..data.synthetic import DEFAULT_SIZES
-from ..presets import PRESETS
+from ..models.presets import PRESETS
 from ..runs.datasets import DEFAULT_OVERFLOW
 from ..runs.plan import VAL_FRACTION
 from ..runs.settings import DERIVED, SECTIONS, _toml_value

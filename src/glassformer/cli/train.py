@@ -19,7 +19,6 @@ from typing import Any
 import torch
 
 from ..generation import GenerationConfig
-from ..run_layout import CHECKPOINTS
 from ..runs import Run, RunInterrupted
 from ..runs.claim import differences
 from ..runs.data_identity import ACCEPT_FLAG
@@ -31,6 +30,7 @@ from ..runs.scale import note_scale
 from ..runs.settings import builtin_config_path, to_toml
 from ..tasks import TASKS
 from ..training import DiskFullError, Trainer, TrainingError
+from ..training.layout import CHECKPOINTS
 from ..training.lock import StaleLockWarning
 from ..training.runtime import SlowBfloat16Warning
 from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Interrupted, UsageError

@@ -9,17 +9,27 @@
     resume      a kept run's plan, checked against the settings given
     data_identity   the size and SHA-256 of the data, recorded and checked on resume
     claim       a run folder claimed: checked, locked, not over a kept run
-    record      run.json written and read; a checkpoint of a run found and loaded
+    folder      load_model: the model of a checkpoint folder or a run folder
+    record      run.json written and read
     fits        will the model's training fit the device
     scale       GLASSFORMER_TEST_SCALE, a test aid that shrinks a run
     evaldata    is a data file of a checkpoint's task
 
-The folder's layout (the checkpoints folder) is glassformer/run_layout.py's, which the trainer
-and the model loader read too. Errors are ``RunError``, a ``ValueError``.
+The checkpoints folder inside a run folder is the trainer's (training/layout.py). Errors are
+``RunError``, a ``ValueError``.
 """
 
 from .errors import RunError, RunInterrupted
+from .folder import load_model, resolve_checkpoint
 from .plan import RunPlan, make_plan
 from .run import Run
 
-__all__ = ["Run", "RunError", "RunInterrupted", "RunPlan", "make_plan"]
+__all__ = [
+    "Run",
+    "RunError",
+    "RunInterrupted",
+    "RunPlan",
+    "load_model",
+    "make_plan",
+    "resolve_checkpoint",
+]

@@ -27,7 +27,7 @@ from typing import Any
 from ..data import list_datasets
 from ..data.formats import guess_kind
 from ..models.config import ModelConfig
-from ..presets import PRESETS
+from ..models.presets import PRESETS
 from ..tasks import TASKS, task_for_data
 from ..training import TrainConfig
 from .errors import RunError

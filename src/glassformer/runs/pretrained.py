@@ -40,12 +40,13 @@ from typing import Any
 
 import torch
 
-from ..models.checkpoint import CONFIG_FILE, load_pretrained
+from ..models.checkpoint import CONFIG_FILE
 from ..models.config import GRAPH_FIELDS, ModelConfig
 from ..models.registry import model_class
-from ..run_layout import CHECKPOINTS, RUN_FILE, best_or_latest
 from ..tasks import TASKS
+from ..training.layout import CHECKPOINTS, best_or_latest
 from .errors import RunError
+from .folder import RUN_FILE, load_model
 from .model_folders import is_huggingface_dir, peek_huggingface, read_huggingface
 
 __all__ = [
@@ -244,7 +245,7 @@ def _check_tokenizer(path: str, tokenizer, vocab_size: int, task: str) -> None:
 def _read_checkpoint(path: Path):
     """(model, tokenizer) of a glassformer checkpoint or run folder."""
     try:
-        model = load_pretrained(path)
+        model = load_model(path)
     except ValueError as err:  # its message names the file
         where = "" if str(err).startswith(str(path)) else f"{path}: "
         raise RunError(f"--init-from {where}{err}") from None

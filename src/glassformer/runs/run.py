@@ -30,10 +30,10 @@ from ..models.checkpoint import check_finite, check_vocabulary
 from ..models.config import ModelConfig
 from ..models.registry import model_class
 from ..progress import progress_mode
-from ..run_layout import latest_checkpoint
 from ..tasks import TASKS
 from ..tokenizers import load_tokenizer
 from ..training import Trainer, lr_at
+from ..training.layout import latest_checkpoint
 from ..training.lock import RunLock
 from .claim import check_out, refuse_kept_run, take_lock
 from .curves import write_loss_plot, write_tensorboard

@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
-from ..run_layout import latest_checkpoint
 from .config import TrainConfig
 from .errors import TrainingError
+from .layout import latest_checkpoint
 
 __all__ = ["DivergedError", "diverged", "finite_record", "non_finite_parameter"]
 

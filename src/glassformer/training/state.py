@@ -35,13 +35,13 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from ..finetune import LORA_FILE, join_state, lora_layers, plain_modules, split_state
+from ..machine import format_bytes
 from ..models import GlassformerModel
-from ..models.budget import format_bytes
 from ..models.legacy_keys import current_names
-from ..run_layout import CHECKPOINTS, PREFIX, best_or_latest, checkpoints, latest_checkpoint
 from ..safe_write import replace_dir, replace_file, write_text
 from ..structured import loads_json
 from .errors import DiskFullError
+from .layout import CHECKPOINTS, PREFIX, best_or_latest, checkpoints, latest_checkpoint
 from .optim import optimizer_name
 from .state_check import check_training_state
 

@@ -21,11 +21,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..models import EncoderClassifier, EncoderMLM
-from ..models.heads import ClassificationHead
-from ..models.tokens import drop_undefined_ids
-from .decoding import eval_mode
-from .inputs import check_ids, check_text, pad_prompts
+from .generation.decoding import eval_mode
+from .generation.inputs import check_ids, check_text, pad_prompts
+from .models import EncoderClassifier, EncoderMLM
+from .models.heads import ClassificationHead
+from .models.tokens import drop_undefined_ids
 
 __all__ = [
     "Candidate",

@@ -1,20 +1,20 @@
-"""The layout of a run folder written by ``glassformer train``, and which checkpoint to load.
+"""The checkpoints the trainer writes in its output folder, and which of them to load.
 
-    <run>/checkpoints/step-000500/   one complete checkpoint per saved step (training/state.py)
+    <out>/checkpoints/step-000500/   one complete checkpoint per saved step (state.py)
 
-This module is the one place that names the checkpoints folder (``CHECKPOINTS``) and the run
-file (``RUN_FILE``). Nothing here imports torch or the models, so the model loader
-(``load_pretrained`` accepts a run folder), the trainer and ``glassformer.runs`` can all use it.
+This module is the one place that names the checkpoints folder (``CHECKPOINTS``); the trainer
+writes it, and ``glassformer.runs`` finds a run folder's checkpoint with it (runs/record.py).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .structured import loads_json
+from ..structured import loads_json
+
+__all__ = ["CHECKPOINTS", "best_or_latest", "checkpoints", "latest_checkpoint"]
 
 CHECKPOINTS, PREFIX = "checkpoints", "step-"
-RUN_FILE = "run.json"  # the run's plan and settings (runs/record.py)
 
 
 def checkpoints(run_dir: Path) -> list[Path]:
@@ -26,6 +26,7 @@ def checkpoints(run_dir: Path) -> list[Path]:
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The newest complete checkpoint of a run, None before the first."""
     found = checkpoints(run_dir)
     return found[-1] if found else None
 
