@@ -27,9 +27,9 @@ Edge = tuple[str, str, str]  # (importer, imported, "file:line")
 # glassformer's top-level modules and subpackages, lowest floor first ("glassformer" is the
 # package's own __init__). Each imports only from floors below its own.
 FLOORS: list[tuple[str, ...]] = [
-    # plain Python: bounds, the command line's names, preset shapes, progress, writes, parsing,
-    # tasks
-    ("limits", "names", "preset_shapes", "progress", "safe_write", "structured", "tasks"),
+    # plain Python: bounds, what errors name, the command line's names, preset shapes,
+    # progress, writes, parsing, tasks
+    ("limits", "named", "names", "preset_shapes", "progress", "safe_write", "structured", "tasks"),
     ("graphs", "machine", "tokenizers"),  # graph algebra and kernels; the machine's memory; text
     ("nn",),  # the layers of the notes
     ("fast",),  # the fast paths over nn

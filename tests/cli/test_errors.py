@@ -110,7 +110,7 @@ def test_checkpoint_errors(cli, lm_run, task_runs, tmp_path):
         (["eval", "--checkpoint", tmp_path / "nope"], ["nope", "no such directory"]),
         (["eval", "--checkpoint", tmp_path / "empty"], ["neither a checkpoint"]),
         (["eval", "--checkpoint", bad, "--data", "shakespeare"], ["model.safetensors"]),
-        (["eval", "--checkpoint", lone], ["name the --data"]),
+        (["eval", "--checkpoint", lone], ["give --data FILE"]),
         (["eval", "--checkpoint", lm, "--data", "reverse"], ["'reverse'", "seq2seq"]),
         (["eval", "--checkpoint", lm, "--set", "train.lr=1"], ["only data.KEY=VALUE"]),
         (["generate", "--checkpoint", classifier], ["class EncoderClassifier", "generate takes"]),

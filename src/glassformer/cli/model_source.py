@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..runs import load_model, resolve_checkpoint
-from ..runs.model_folders import is_huggingface_dir, read_huggingface
+from ..runs import is_huggingface_dir, load_model, read_huggingface, resolve_checkpoint
 from ..training import resolve_device
 from .errors import UsageError
 
@@ -20,7 +19,7 @@ def load_model_dir(path: Path, kinds: tuple[type, ...], command: str, device: st
     COMMAND takes models of the classes ``kinds``."""
     if not is_huggingface_dir(path):
         return _load_checkpoint(path, kinds, command, device)
-    model = read_huggingface(path, "--checkpoint").to(resolve_device(device))
+    model = read_huggingface(path, "checkpoint").to(resolve_device(device))
     _check_kind(model, path, kinds, command, huggingface=True)
     return model, path
 

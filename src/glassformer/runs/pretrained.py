@@ -83,18 +83,20 @@ WHAT = (
 
 
 def check_init_path(name: str) -> str:
-    """``--init-from name`` as an absolute path, refused when it is not a folder that holds a
+    """``init_from`` ``name`` as an absolute path, refused when it is not a folder that holds a
     model (a config.json, or a run folder's checkpoints)."""
     if not name.strip():
-        raise RunError(f"--init-from {name!r}: an empty path; {WHAT}")
+        raise RunError(f"init_from {name!r}: an empty path; {WHAT}", argument="init_from")
     path = Path(name).expanduser()
     if not path.is_dir():
         what = "no such folder" if not path.exists() else "not a folder"
-        raise RunError(f"--init-from {name}: {what}; {WHAT}")
+        raise RunError(f"init_from {name}: {what}; {WHAT}", argument="init_from")
     if not (path / CONFIG_FILE).is_file():
         _check_run_has_checkpoint(name, path)
     if not (path / CONFIG_FILE).is_file() and not (path / CHECKPOINTS).is_dir():
-        raise RunError(f"--init-from {name}: not a model (no {CONFIG_FILE}); {WHAT}")
+        raise RunError(
+            f"init_from {name}: not a model (no {CONFIG_FILE}); {WHAT}", argument="init_from"
+        )
     return str(path.resolve())
 
 
@@ -103,9 +105,10 @@ def _check_run_has_checkpoint(name: str, path: Path) -> None:
     is_run = (path / RUN_FILE).is_file() or (path / CHECKPOINTS).is_dir()
     if is_run and best_or_latest(path) is None:
         raise RunError(
-            f"--init-from {name}: the run has no checkpoint yet (nothing in "
+            f"init_from {name}: the run has no checkpoint yet (nothing in "
             f"{path / CHECKPOINTS}); train it until it saves one (train.save_every), or pick a "
-            "run or checkpoint folder that has one"
+            "run or checkpoint folder that has one",
+            argument="init_from",
         )
 
 
@@ -164,8 +167,9 @@ class Pretrained:
                     continue
                 if got.shape != tensor.shape:  # the configs agree but for the head
                     raise RunError(
-                        f"--init-from {self.path}: tensor {name!r} has shape "
-                        f"{tuple(got.shape)}, the run's model needs {tuple(tensor.shape)}"
+                        f"init_from {self.path}: tensor {name!r} has shape "
+                        f"{tuple(got.shape)}, the run's model needs {tuple(tensor.shape)}",
+                        argument="init_from",
                     )
                 tensor.copy_(got)
                 used.add(name)
@@ -188,11 +192,11 @@ def load_start(path: str, task: str, overrides: dict[str, Any], labels: tuple[st
     weights are read and converted."""
     folder = Path(path)
     if is_huggingface_dir(folder):
-        cls, meta, tokenizer = peek_huggingface(folder, "--init-from")
+        cls, meta, tokenizer = peek_huggingface(folder, "init_from")
         _check_family(path, cls.family, cls.__name__, task)
         if type(meta.get("vocab_size")) is int:  # else the conversion says what is wrong
             _check_tokenizer(path, tokenizer, meta["vocab_size"], task)
-        model = read_huggingface(folder, "--init-from", tokenizer)
+        model = read_huggingface(folder, "init_from", tokenizer)
     else:
         model, tokenizer = _read_checkpoint(folder)
     config = model.config
@@ -215,7 +219,10 @@ def _check_family(path: str, family: str, name: str, task: str) -> None:
         need = " or ".join(f"{f} ({c})" for f, c in families.items())
         article = "an" if family[0] in "aeiou" else "a"
         raise RunError(
-            f"--init-from {path}: {article} {family} model ({name}); --task {task} needs {need}"
+            f"init_from {path}: {article} {family} model ({name}); run.task={task} needs "
+            f"{need}",
+            argument="init_from",
+            names=["run.task"],
         )
 
 
@@ -227,18 +234,21 @@ def _check_tokenizer(path: str, tokenizer, vocab_size: int, task: str) -> None:
     n = tokenizer.file_vocab_size
     if n > vocab_size:
         raise RunError(
-            f"--init-from {path}: its tokenizer defines {n} ids but the model's vocabulary is "
+            f"init_from {path}: its tokenizer defines {n} ids but the model's vocabulary is "
             f"{vocab_size}; ids {vocab_size} .. {n - 1} have no embedding: give the folder "
-            "the tokenizer the model was trained with"
+            "the tokenizer the model was trained with",
+            argument="init_from",
         )
     used = ("<PAD>", "<BOS>", "<EOS>", *(("<MASK>",) if task == "mlm" else ()))
     for role in used:
         i = tokenizer._role_id(role)
         if i >= vocab_size:
             raise RunError(
-                f"--init-from {path}: --task {task} uses the role {role}, which its tokenizer "
-                f"lacks (added as id {i}, past the model's vocabulary of {vocab_size}): give "
-                f"the folder a tokenizer that names a {role} token"
+                f"init_from {path}: run.task={task} uses the role {role}, which its "
+                f"tokenizer lacks (added as id {i}, past the model's vocabulary of {vocab_size}): "
+                f"give the folder a tokenizer that names a {role} token",
+                argument="init_from",
+                names=["run.task"],
             )
 
 
@@ -248,11 +258,12 @@ def _read_checkpoint(path: Path):
         model = load_model(path)
     except ValueError as err:  # its message names the file
         where = "" if str(err).startswith(str(path)) else f"{path}: "
-        raise RunError(f"--init-from {where}{err}") from None
+        raise RunError(f"init_from {where}{err}", argument="init_from") from None
     if model.tokenizer is None:
         raise RunError(
-            f"--init-from {path}: the checkpoint has no tokenizer.json; the run needs the "
-            "tokenizer the model was trained with"
+            f"init_from {path}: the checkpoint has no tokenizer.json; the run needs the "
+            "tokenizer the model was trained with",
+            argument="init_from",
         )
     return model, model.tokenizer
 
@@ -266,9 +277,10 @@ def _check_overrides(path: str, config: ModelConfig, overrides: dict[str, Any]) 
         resolved = getattr(config, f"resolved_{key}", have)
         if value != have and value != resolved:
             raise RunError(
-                f"--set model.{key}={value!r} contradicts the weights of --init-from {path}, "
+                f"model.{key}={value!r} contradicts the weights of the model at {path}, "
                 f"which fix {key}={resolved!r}; leave it out (settings the weights do not "
-                f"fix: {', '.join(FREE[:5])}, ...)"
+                f"fix: {', '.join(FREE[:5])}, ...)",
+                names=[f"model.{key}"],
             )
     return {k: v for k, v in overrides.items() if k in FREE}
 

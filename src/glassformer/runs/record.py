@@ -93,7 +93,8 @@ def read_run(run_dir: Path) -> tuple[RunPlan, ModelConfig]:
     if not path.is_file():
         raise RunError(
             f"nothing to resume in {run_dir}: it has no {RUN_FILE} "
-            "(start a new run there without --resume)"
+            "(start a new run there: Run.plan, not Run.resume)",
+            names=["Run.resume"],
         )
     try:
         data = loads_json(path.read_bytes(), str(path))
