@@ -3,10 +3,10 @@
 A message opens with the Python argument it is about (``init_from runs/x: not a model``) and
 writes its advice with settings and arguments (``lower train.lr (e.g. train.lr=0.0005)``,
 ``continue it with Run.resume``): a value to set as ``key=value``, a value the run has as
-``key = value`` (``train.warmup = 4 is longer than the run``). ``naming`` records both on the exception (``argument``,
-``names``), so that the command line can say the flags that give them (cli/hints.py:
-``--init-from runs/x``, ``--set train.lr=0.0005``, ``--resume``); the library itself never
-names a flag. Plain Python, importable from every floor.
+``key = value`` (``train.warmup = 4 is longer than the run``). ``naming`` records both on
+the exception (``argument``, ``names``), so that the command line can say the flags that give
+them (cli/hints.py: ``--init-from runs/x``, ``--set train.lr=0.0005``, ``--resume``); the
+library itself never names a flag. Plain Python, importable from every floor.
 """
 
 from __future__ import annotations

@@ -100,8 +100,7 @@ def output_dir(path: Path, option: str) -> None:
     the message names ("out")."""
     if os.path.lexists(path) and not path.is_dir():  # a file, or a link to nothing
         raise RunError(
-            f"{option} {path}: exists and is not a directory; allowed: a new or existing "
-            "directory",
+            f"{option} {path}: exists and is not a directory; allowed: a new or existing directory",
             argument=option,
         )
     _writable_parent(path, option)

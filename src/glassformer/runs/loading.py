@@ -53,8 +53,7 @@ def load_inputs(
     pretrained = None
     if plan.train.steps == 0:
         raise RunError(
-            "train.steps=0 trains nothing; nothing was written; give train.steps=N with "
-            "N >= 1",
+            "train.steps=0 trains nothing; nothing was written; give train.steps=N with N >= 1",
             names=["train.steps"],
         )
     train_data, val_data = load_splits(plan)

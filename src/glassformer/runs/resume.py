@@ -136,7 +136,6 @@ def check_reached(plan: RunPlan, step: int) -> None:
     """A run resumed at ``step``: refuse a --steps below it."""
     if step > plan.train.steps:
         raise RunError(
-            f"train.steps={plan.train.steps} is below step {step}, which {plan.out} has "
-            "reached",
+            f"train.steps={plan.train.steps} is below step {step}, which {plan.out} has reached",
             names=["train.steps"],
         )
