@@ -3,16 +3,25 @@
     <out>/checkpoints/step-000500/   one complete checkpoint per saved step (state.py)
 
 This module is the one place that names the checkpoints folder (``CHECKPOINTS``); the trainer
-writes it, and ``glassformer.runs`` finds a run folder's checkpoint with it (runs/record.py).
+writes it (and prunes it to ``keep_last``), and ``glassformer.runs`` finds a run folder's
+checkpoint with it (runs/folder.py).
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from ..structured import loads_json
 
-__all__ = ["CHECKPOINTS", "best_or_latest", "checkpoints", "latest_checkpoint"]
+__all__ = [
+    "CHECKPOINTS",
+    "best_or_latest",
+    "checkpoints",
+    "latest_checkpoint",
+    "prune",
+    "remove_partial_checkpoints",
+]
 
 CHECKPOINTS, PREFIX = "checkpoints", "step-"
 
@@ -45,3 +54,21 @@ def best_or_latest(run_dir: Path) -> Path | None:
         if candidate.is_dir():
             return candidate
     return found[-1]
+
+
+def prune(run_dir: Path, keep_last: int, keep: set[int]) -> None:
+    """Delete all but the newest ``keep_last`` checkpoints and the steps in ``keep``."""
+    found = checkpoints(run_dir)
+    for path in found[: max(len(found) - keep_last, 0)]:
+        if int(path.name[len(PREFIX) :]) not in keep:
+            shutil.rmtree(path, ignore_errors=True)  # a link is left, never followed
+
+
+def remove_partial_checkpoints(run_dir: Path) -> list[Path]:
+    """Delete the hidden temporary folders (``.step-*``) of checkpoint writes that a kill
+    interrupted; they are never loaded. Call only while holding the run's lock."""
+    root = Path(run_dir) / CHECKPOINTS
+    found = sorted(root.glob(f".{PREFIX}*")) if root.is_dir() else []
+    for path in found:
+        shutil.rmtree(path, ignore_errors=True)
+    return found
