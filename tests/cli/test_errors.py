@@ -166,7 +166,7 @@ def test_ctrl_c_before_training_exits_130_with_one_line(cli, lm_files, tmp_path,
     def interrupt(plan):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("glassformer.runs.run.load_splits", interrupt)
+    monkeypatch.setattr("glassformer.runs.loading.load_splits", interrupt)
     result = cli.run("train", "--data", lm_files[0], "--out", tmp_path / "r")
     assert (result.code, result.err) == (130, "glassformer: interrupted\n")
 

@@ -115,7 +115,7 @@ def make_plan(settings: Settings, *, scale: float | None = None) -> RunPlan:
         raise RunError(
             f"data.val_fraction={data_options['val_fraction']} holds out part of run.data for "
             f"validation, but run.val_data={run.val_data} is given; use one of them",
-            names=["run.val_data"],
+            names=["run.data", "run.val_data"],
         )
     elif run.val_data.lower() == "none":
         validation = None
