@@ -116,6 +116,19 @@ def test_a_mistake_is_a_run_error_naming_it(tmp_path, kwargs, words):
     assert not (tmp_path / "run").exists()
 
 
+def test_evaluate_gives_the_report_glassformer_eval_writes(tmp_path, text):
+    run = Run.plan(data=str(text), out=tmp_path / "run", steps=2, settings=TINY)
+    run.train()
+    report = run.evaluate(batch_size=4, batches=3)
+    assert (report["task"], report["split"], report["examples"]) == ("lm", "validation", 10)  # the held-out windows
+    again = Run.resume(tmp_path / "run").evaluate(batch_size=4, batches=3)
+    assert again == report
+    written = tmp_path / "eval.json"
+    args = ["--checkpoint", str(tmp_path / "run"), "--batch-size", "4", "--batches", "3"]
+    assert main(["eval", *args, "--json", str(written)]) == 0
+    assert json.loads(written.read_text()) == json.loads(json.dumps(report))
+
+
 def test_resuming_a_folder_without_a_run_is_a_run_error(tmp_path):
     with pytest.raises(RunError, match="nothing to resume in .*: it has no run.json"):
         Run.resume(tmp_path)

@@ -14,7 +14,7 @@ exactly the same run. Defaults fill what the settings leave open:
                 runs/<data>-<tokenizer> (lm) or runs/<data>-<task>-<tokenizer>
 
 ``train`` adds the size and hash of the data it loaded (data_identity.py), which ``--resume``
-checks. Under GLASSFORMER_TEST_SCALE (a test aid, scale.py) the plan's counts are scaled down.
+checks. With ``scale=F`` (a test aid, scale.py) the plan's counts are scaled down.
 """
 
 from __future__ import annotations
