@@ -50,7 +50,7 @@ def print_header(run: Run, builtin, settings) -> None:
             print(line)
     if run.start is not None:  # what came from --init-from, and the fine-tuning settings
         train = plan.train
-        print(f"{run.start.line()}; train.lr={train.lr:g}, train.warmup={train.warmup}")
+        print(f"{_start_line(run.start)}; train.lr={train.lr:g}, train.warmup={train.warmup}")
     start = f"resuming at step {run.step}" if run.checkpoint is not None else "training"
     print(f"{start} to step {plan.train.steps}; run directory: {plan.out}", flush=True)
 
@@ -142,3 +142,12 @@ def overflow_line(splits: dict[str, tuple[TextDataset, Any]], max_len: int) -> s
     verb = "dropped" if raw.overflow == "drop" else "truncated"
     shown = " and ".join(f"{n:,} of {total:,} {name}" for name, n, total in counts)
     return f"{shown} {unit} longer than max_len {max_len} were {verb} (data.overflow)"
+
+
+def _start_line(report) -> str:
+    """``init from PATH: 22.7M parameters from it; new: classifier 384 -> 2``."""
+    parts = [f"init from {report.source}: {report.loaded / 1e6:.2f}M parameters from it"]
+    parts.append("new: " + (", ".join(report.new) if report.new else "nothing"))
+    if report.left_out:
+        parts.append("left out: " + ", ".join(report.left_out))
+    return "; ".join(parts)

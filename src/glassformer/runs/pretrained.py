@@ -22,7 +22,7 @@ What the task takes from each family (``TASKS[task].families``):
                                         score; ``--set model.classifier_dropout`` sets one)
 
 The weights are copied by name; what the new model has and the checkpoint lacks is new
-(initialised as a model of that config is, seeded by train.seed), and ``StartReport`` says
+(initialised as a model of that config is, seeded by train.seed; start_weights.py), and ``StartReport`` says
 which parts are new and which of the checkpoint's were left out.
 
 Defaults for fine-tuning, written into the run's settings where the user gave none (so that
@@ -33,12 +33,8 @@ Face's examples for full fine-tuning), ``train.warmup`` 10% of the steps, and fo
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import torch
 
 from ..models.checkpoint import CONFIG_FILE
 from ..models.config import GRAPH_FIELDS, ModelConfig
@@ -48,6 +44,7 @@ from ..training.layout import CHECKPOINTS, best_or_latest
 from .errors import RunError
 from .folder import RUN_FILE, load_model
 from .model_folders import is_huggingface_dir, peek_huggingface, read_huggingface
+from .start_weights import Pretrained, StartReport
 
 __all__ = [
     "FINE_TUNE_CONTEXT",
@@ -120,70 +117,6 @@ def fine_tune_defaults(task: str, steps: int) -> dict[str, Any]:
     return defaults
 
 
-@dataclass
-class StartReport:
-    """What a run started from PATH took from it: ``loaded`` parameters (a tied matrix once),
-    the ``new`` parts ("classifier 384 -> 2") and the checkpoint's parts ``left_out``."""
-
-    source: str
-    loaded: int = 0
-    new: list[str] = dataclasses.field(default_factory=list)
-    left_out: list[str] = dataclasses.field(default_factory=list)
-
-    def line(self) -> str:
-        """``init from PATH: 22.7M parameters; new: classifier 384 -> 2``."""
-        parts = [f"init from {self.source}: {self.loaded / 1e6:.2f}M parameters from it"]
-        parts.append("new: " + (", ".join(self.new) if self.new else "nothing"))
-        if self.left_out:
-            parts.append("left out: " + ", ".join(self.left_out))
-        return "; ".join(parts)
-
-
-@dataclass
-class Pretrained:
-    """A pre-trained model read for a task: the model as read, its tokenizer, and the class
-    and config of the model the run trains."""
-
-    path: str
-    model: Any
-    tokenizer: Any
-    architecture: type
-    config: ModelConfig
-
-    def copy_into(self, model: torch.nn.Module) -> StartReport:
-        """Copy the weights of the pre-trained model into ``model`` (built from ``config``)
-        by name; what ``model`` has and the checkpoint lacks stays as initialised."""
-        source = _unique(self.model)
-        report = StartReport(self.path)
-        keep_classifier = self.model.config.extra.get("labels") == self.config.extra.get(
-            "labels"
-        ) and self.model.config.n_classes == self.config.n_classes
-        used = set()
-        with torch.no_grad():
-            for name, tensor in _unique(model).items():
-                got = source.get(name)
-                head = name.split(".")[0] == "classifier"
-                if got is None or (head and not keep_classifier):
-                    continue
-                if got.shape != tensor.shape:  # the configs agree but for the head
-                    raise RunError(
-                        f"init_from {self.path}: tensor {name!r} has shape "
-                        f"{tuple(got.shape)}, the run's model needs {tuple(tensor.shape)}",
-                        argument="init_from",
-                    )
-                tensor.copy_(got)
-                used.add(name)
-                report.loaded += tensor.numel()
-        report.new = _parts(model, [n for n in _unique(model) if n not in used])
-        had = dict(self.model.named_children())
-        for name, child in model.named_children():  # a new head that shares a loaded matrix
-            shared = next(child.parameters(), None) is not None and name not in had
-            if shared and not any(part.split()[0] == name for part in report.new):
-                report.new.append(f"{name} (sharing the loaded token embedding)")
-        report.left_out = _parts(self.model, [n for n in source if n not in used])
-        return report
-
-
 def load_start(path: str, task: str, overrides: dict[str, Any], labels: tuple[str, ...]):
     """The pre-trained model at ``path`` (checked by check_init_path) for ``task``: its
     tokenizer, and the class and config of the run's model (module docstring); RunError when
@@ -219,8 +152,7 @@ def _check_family(path: str, family: str, name: str, task: str) -> None:
         need = " or ".join(f"{f} ({c})" for f, c in families.items())
         article = "an" if family[0] in "aeiou" else "a"
         raise RunError(
-            f"init_from {path}: {article} {family} model ({name}); run.task={task} needs "
-            f"{need}",
+            f"init_from {path}: {article} {family} model ({name}); run.task={task} needs {need}",
             argument="init_from",
             names=["run.task"],
         )
@@ -305,29 +237,3 @@ def _task_fields(source: str, config: ModelConfig, task: str, labels) -> dict[st
     if config.pooler:  # BERT: [CLS] and the pre-trained pooler
         return {**fields, "pooling": "cls"}
     return {**fields, "pooling": "mean"}
-
-
-def _unique(model) -> dict[str, torch.Tensor]:
-    """The model's tensors by name, a tied one under its first name only."""
-    seen, out = set(), {}
-    for name, tensor in model.state_dict(keep_vars=True).items():
-        if id(tensor) not in seen:
-            seen.add(id(tensor))
-            out[name] = tensor.detach()
-    return out
-
-
-def _parts(model, names: list[str]) -> list[str]:
-    """Module names of ``names`` (e.g. "classifier 384 -> 2", "unembed"), in order."""
-    shown: dict[str, str] = {}
-    modules = dict(model.named_modules())
-    for name in names:
-        prefix = name.rsplit(".", 1)[0]
-        module = modules.get(prefix)
-        top = prefix.split(".")[0]
-        linear = isinstance(module, torch.nn.Linear)
-        if linear and (top == prefix or prefix == f"{top}.proj"):  # a head: its sizes
-            shown.setdefault(top, f"{top} {module.in_features} -> {module.out_features}")
-        else:
-            shown.setdefault(top, top)
-    return list(shown.values())
