@@ -21,9 +21,9 @@ What the task takes from each family (``TASKS[task].families``):
                                         no dropout before the classifier (Hugging Face's
                                         score; ``--set model.classifier_dropout`` sets one)
 
-The weights are copied by name; what the new model has and the checkpoint lacks is new
-(initialised as a model of that config is, seeded by train.seed; start_weights.py), and ``StartReport`` says
-which parts are new and which of the checkpoint's were left out.
+The weights are copied by name (start_weights.py); what the new model has and the checkpoint
+lacks is new (initialised as a model of that config is, seeded by train.seed), and
+``StartReport`` says which parts are new and which of the checkpoint's were left out.
 
 Defaults for fine-tuning, written into the run's settings where the user gave none (so that
 run.json records them and ``--resume`` rebuilds the same plan): ``train.lr`` 5e-5 (Hugging
