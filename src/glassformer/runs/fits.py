@@ -26,10 +26,11 @@ from .plan import RunPlan
 
 __all__ = ["ADVICE_NAMES", "check_fits", "memory_advice", "training_memory"]
 
-ADVICE_NAMES = ("run.vocab_size", "train.grad_accum")  # the names a refusal's advice assigns
+# the names memory_advice's advice assigns
+ADVICE_NAMES = ("run.vocab_size", "train.batch_size", "model.max_len", "train.grad_accum")
 
 BATCH_ADVICE = (
-    "lower train.batch_size or model.max_len (train.grad_accum=N keeps "
+    "lower train.batch_size=N or model.max_len=N (train.grad_accum=N keeps "
     "the batch per step with 1/N of the memory)"
 )
 
@@ -51,7 +52,7 @@ def check_fits(plan: RunPlan, config: ModelConfig, architecture: type) -> None:
             setting=setting_name(plan),
         )
     except ValueError as err:
-        raise RunError(str(err), names=ADVICE_NAMES) from None
+        raise RunError(str(err), names=["run.vocab_size"]) from None
 
 
 def memory_advice(
