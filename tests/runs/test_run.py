@@ -116,9 +116,13 @@ def test_a_mistake_is_a_run_error_naming_it(tmp_path, kwargs, words):
     assert not (tmp_path / "run").exists()
 
 
-def test_evaluate_gives_the_report_glassformer_eval_writes(tmp_path, text):
+def test_summary_and_evaluate_give_what_glassformer_train_and_eval_print(tmp_path, text):
     run = Run.plan(data=str(text), out=tmp_path / "run", steps=2, settings=TINY)
     run.train()
+    summary = run.summary()
+    assert (summary["task"], summary["data"], summary["tokenizer"]) == ("lm", "cats.txt", "char")
+    assert (summary["step"], summary["steps"], summary["context"]) == (0, 2, 16)
+    assert summary["parameters"] == run.model.num_parameters() == summary["trained"]
     report = run.evaluate(batch_size=4, batches=3)
     # the held-out part of the text: 10 windows, fewer than 3 batches of 4
     assert (report["task"], report["split"], report["examples"]) == ("lm", "validation", 10)

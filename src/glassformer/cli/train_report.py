@@ -13,7 +13,6 @@ from ..data.documents import TextPart
 from ..data.splits import percent
 from ..generation import GenerationConfig
 from ..runs import Run, RunPlan, builtin_config_path, to_toml
-from ..tasks import TASKS
 from ..training import Trainer
 from ..training.layout import CHECKPOINTS
 from .textgen import continue_text
@@ -21,26 +20,19 @@ from .textgen import continue_text
 __all__ = ["held_out_line", "overflow_line", "print_header", "print_summary"]
 
 
-def _usable_ids(trainer) -> int:
-    """The ids a run can use: the tokenizer's, less a role placed past the model's rows (a
-    pretrained decoder's ``<MASK>``, which no LM task uses)."""
-    return min(trainer.tokenizer.vocab_size, trainer.model.config.vocab_size)
-
-
 def print_header(run: Run, builtin, settings) -> None:
     plan, trainer, train_data, val_data = run.plan, run.trainer, run.train_data, run.val_data
     if builtin is not None:
         print(f"glassformer: built-in config {builtin!r} ({builtin_config_path(builtin)})")
     print(to_toml(settings).rstrip() + "\n")
-    model = trainer.model
-    unit = "text" if TASKS[plan.task].data == "lm" else "example"
-    val = _count(len(val_data), f"validation {unit}") if val_data is not None else None
+    model, s = trainer.model, run.summary()
+    unit = s["unit"]
+    val = _count(s["val_examples"], f"validation {unit}") if val_data is not None else None
     print(
-        f"{plan.task} on {Path(plan.data).name}: {_count(len(train_data), f'training {unit}')}, "
-        f"{val or 'no validation'}; "
-        f"{plan.tokenizer} tokenizer ({_usable_ids(trainer)} tokens); "
-        f"{plan.preset} model ({model.num_parameters() / 1e6:.2f}M parameters"
-        f"{_trained(trainer)}, context {trainer.window()}) on {trainer.device}"
+        f"{s['task']} on {s['data']}: {_count(s['train_examples'], f'training {unit}')}, "
+        f"{val or 'no validation'}; {s['tokenizer']} tokenizer ({s['tokens']} tokens); "
+        f"{s['model']} model ({s['parameters'] / 1e6:.2f}M parameters"
+        f"{_trained(s['trained'], s['total'])}, context {s['context']}) on {s['device']}"
     )
     encoded = {"training": (train_data, trainer.train_stream.dataset)}
     if val_data is not None:
@@ -55,10 +47,9 @@ def print_header(run: Run, builtin, settings) -> None:
     print(f"{start} to step {plan.train.steps}; run directory: {plan.out}", flush=True)
 
 
-def _trained(trainer: Trainer) -> str:
+def _trained(n: int, total: int) -> str:
     """``, 12,288 train`` when only part of the model trains (frozen parts, LoRA), else ``""``."""
-    n = trainer.trained
-    if n == trainer.total:
+    if n == total:
         return ""
     return f", {n / 1e6:.2f}M train" if n >= 10_000 else f", {n:,} train"
 

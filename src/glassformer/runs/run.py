@@ -42,6 +42,7 @@ from .pretrained import StartReport
 from .record import checkpoint_step, write_run
 from .resume import check_reached, resumed_plan
 from .settings import Settings, check_settings, load_config, merge
+from .summary import run_summary
 
 __all__ = ["Run"]
 
@@ -252,6 +253,13 @@ class Run:
             self.model, self.tokenizer, *data, self.plan.train, self.plan.out, progress=progress
         )
         return self.trainer
+
+    def summary(self) -> dict[str, Any]:
+        """What the built run is, as data (summary.py): task, data, tokenizer, model,
+        parameters, context, device, steps; after ``build()``."""
+        if self.trainer is None:
+            raise RunError("Run.summary() comes after run.load() and run.build()")
+        return run_summary(self)
 
     # Evaluating ----------------------------------------------------------------------------
     def evaluate(
