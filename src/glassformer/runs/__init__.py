@@ -1,11 +1,16 @@
 """What makes a training run, usable from Python: ``Run.plan(...).train()``.
 
-    run         Run: plan, resume, load, build, fit (what ``glassformer train`` does)
+    run         Run: plan, resume, load, build, fit, evaluate (what ``glassformer train``
+                and ``eval`` do)
+    loading     what Run.load() reads: the data, the tokenizer, the model config
+    summary     Run.summary(): what a built run is, as data
     settings    the settings tables ([run] [model] [train] [data] [sample]), TOML configs,
                 ``section.key=value`` assignments, layering and checks
     plan        settings resolved into a RunPlan (task, data, tokenizer, preset, TrainConfig)
     datasets    the plan's data loaded and its tokenizer trained
-    pretrained  a run started from a pre-trained model (init_from): its tokenizer, config, weights
+    pretrained  a run started from a pre-trained model (init_from): its tokenizer and config
+    start_weights   the pre-trained weights copied into the run's model, and what was copied
+    model_folders   a Hugging Face model folder read (init_from, --checkpoint)
     resume      a kept run's plan, checked against the settings given
     data_identity   the size and SHA-256 of the data, recorded and checked on resume
     claim       a run folder claimed: checked, locked, not over a kept run
@@ -15,6 +20,7 @@
     scale       scale=F, a test aid that shrinks a run
     evaluation  a checkpoint's metrics on a dataset (Run.evaluate, glassformer eval)
     evaldata    is a data file of a checkpoint's task
+    curves      loss.png and the TensorBoard logs from metrics.jsonl
 
 The checkpoints folder inside a run folder is the trainer's (training/layout.py). Errors are
 ``RunError``, a ``ValueError``, whose messages name Python arguments and settings, never a
