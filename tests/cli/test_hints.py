@@ -4,6 +4,10 @@ that give them; a library error itself names no flag (glassformer/named.py)."""
 
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+
 import pytest
 
 from glassformer.cli.hints import as_flags, with_flags
@@ -59,6 +63,12 @@ from glassformer.runs import Run, RunError
             "--model tiny-encoder is a preset of the encoder family but --task lm needs "
             "the decoder family",
         ),
+        (
+            "setting 'lr=1': the key needs a section",
+            "setting",
+            (),
+            "--set 'lr=1': the key needs a section",
+        ),
     ],
 )
 def test_a_message_is_said_with_the_flags(message, argument, names, shown):
@@ -77,3 +87,37 @@ def test_a_run_error_names_the_setting_and_the_command_line_the_flag(tmp_path):
         Run.plan(data=str(tmp_path / "none.txt"), out=tmp_path / "run", steps=0)
     assert str(caught.value).startswith(f"data {tmp_path / 'none.txt'}: the file does not")
     assert with_flags(caught.value).startswith(f"--data {tmp_path / 'none.txt'}: the file")
+
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "glassformer"
+FLAG = re.compile(r"(^|[\s(])--[a-z]")
+
+
+def _strings(path: Path):
+    """The string constants of a module outside its docstrings, with their lines."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            yield node.lineno, node.value
+
+
+def test_the_run_and_model_library_names_no_flag():
+    """runs/, training/, models/ and generation/ say arguments and settings; the flags are the
+    command line's (a docstring may name them)."""
+    rooms = [SRC / "runs", SRC / "training", SRC / "models", SRC / "generation"]
+    found = [
+        f"{path.relative_to(SRC)}:{line}: {text!r}"
+        for room in rooms
+        for path in sorted(room.rglob("*.py"))
+        for line, text in _strings(path)
+        if FLAG.search(text)
+    ]
+    assert not found, "\n".join(found)

@@ -30,6 +30,7 @@ FLAGS = {
     "model": "--model",
     "out": "--out",
     "seed": "--seed",
+    "setting": "--set",
     "steps": "--steps",
     "strategy": "--strategy",
     "task": "--task",

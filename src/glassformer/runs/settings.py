@@ -185,18 +185,26 @@ def parse_value(text: str, where: str = "the value") -> Any:
 
 
 def parse_assignment(text: str) -> tuple[str, str, Any]:
-    """``section.key=value`` -> (section, key, value), the key checked against the section."""
+    """``section.key=value`` -> (section, key, value), the key checked against the section.
+    A mistake is a ``RunError`` that opens with "setting" (the command line's ``--set``)."""
     name, eq, raw = text.partition("=")
     name = name.strip()
     if not eq or not name:
-        raise RunError(f"--set {text!r}: expected SECTION.KEY=VALUE, e.g. train.lr=1e-3")
+        raise RunError(
+            f"setting {text!r}: expected SECTION.KEY=VALUE, e.g. train.lr=1e-3",
+            argument="setting",
+        )
     section, dot, key = name.partition(".")
     if not dot or not key:
         raise RunError(
-            f"--set {text!r}: the key needs a section; allowed sections: {', '.join(SECTIONS)} "
-            f"(e.g. model.d_model=64)"
+            f"setting {text!r}: the key needs a section; allowed sections: "
+            f"{', '.join(SECTIONS)} (e.g. model.d_model=64)",
+            argument="setting",
         )
-    value = parse_value(raw.strip(), f"--set {name}")
+    try:
+        value = parse_value(raw.strip(), f"setting {name}")
+    except RunError as err:
+        raise RunError(str(err), argument="setting") from None
     if section == "model" and key in GRAPH_FIELDS and isinstance(value, list):
         value = ["full" if v is None else v for v in value]  # TOML has no null
     check_settings({section: {key: value}})
