@@ -27,15 +27,15 @@ Edge = tuple[str, str, str]  # (importer, imported, "file:line")
 # glassformer's top-level modules and subpackages, lowest floor first ("glassformer" is the
 # package's own __init__). Each imports only from floors below its own.
 FLOORS: list[tuple[str, ...]] = [
-    # plain Python: bounds, the command line's names, preset shapes, progress, writes, parsing,
-    # tasks
-    ("limits", "names", "preset_shapes", "progress", "safe_write", "structured", "tasks"),
-    ("graphs", "run_layout", "tokenizers"),  # graph algebra and kernels; run folder layout; text
+    # plain Python: bounds, what errors name, the command line's names, preset shapes,
+    # progress, writes, parsing, tasks
+    ("limits", "named", "names", "preset_shapes", "progress", "safe_write", "structured", "tasks"),
+    ("graphs", "machine", "tokenizers"),  # graph algebra and kernels; the machine's memory; text
     ("nn",),  # the layers of the notes
     ("fast",),  # the fast paths over nn
     ("models",),  # ModelConfig and the models built from it
     ("circuits", "data", "finetune", "generation", "interop", "presets"),  # what uses a model
-    ("inspect", "training"),
+    ("inspect", "predict", "training"),  # looking inside; classify and fill-mask; training
     ("explore", "runs"),
     ("cli",),
     ("examples",),  # worked examples, end to end: commands that train through runs, as cli's

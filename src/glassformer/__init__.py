@@ -7,61 +7,17 @@ glassformer`` and ``glassformer --version`` answer without loading PyTorch, and
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# each public name -> the module that defines it (a submodule: the name itself)
-_SOURCES = {
-    "nn": ".nn",
-    "ModelConfig": ".models.config",
-    "capture": ".inspect",
-    "from_torch": ".interop",
-    "to_torch": ".interop",
-    "from_huggingface": ".interop.huggingface",
-    "from_huggingface_dir": ".interop.huggingface",
-    "to_huggingface": ".interop.huggingface",
-    **dict.fromkeys(
-        (
-            "DecoderLM",
-            "EncoderClassifier",
-            "EncoderDecoder",
-            "EncoderMLM",
-            "EncoderModel",
-            "GlassformerModel",
-            "ModelOutput",
-            "load_model",
-        ),
-        ".models",
-    ),
-    "PRESETS": ".presets",
-    "preset": ".presets",
-}
-
-__all__ = [
-    "PRESETS",
-    "DecoderLM",
-    "EncoderClassifier",
-    "EncoderDecoder",
-    "EncoderMLM",
-    "EncoderModel",
-    "GlassformerModel",
-    "ModelConfig",
-    "ModelOutput",
-    "capture",
-    "from_huggingface",
-    "from_huggingface_dir",
-    "from_torch",
-    "load_model",
-    "nn",
-    "preset",
-    "to_huggingface",
-    "to_torch",
-]
-
-if TYPE_CHECKING:  # what the names are, for type checkers and the API reference
+# ruff: noqa: F401 (the imports below are the list of public names)
+if TYPE_CHECKING:  # the public names, listed once: type checkers, the API reference, and below
     from . import nn
+    from .generation import generate, generate_text
     from .inspect import capture
     from .interop import from_torch, to_torch
     from .interop.huggingface import from_huggingface, from_huggingface_dir, to_huggingface
@@ -73,10 +29,28 @@ if TYPE_CHECKING:  # what the names are, for type checkers and the API reference
         EncoderModel,
         GlassformerModel,
         ModelOutput,
-        load_model,
     )
     from .models.config import ModelConfig
-    from .presets import PRESETS, preset
+    from .models.presets import PRESETS, preset
+    from .runs import Run, load_model
+
+
+def _sources() -> dict[str, str]:
+    """Each public name -> the module that defines it (a submodule: the name itself), read
+    from the ``if TYPE_CHECKING:`` imports above, so that the names are written only there."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    block = next(
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    )
+    found = {}
+    for node in block.body:
+        for alias in getattr(node, "names", []):
+            found[alias.name] = f".{node.module}" if node.module else f".{alias.name}"
+    return found
+
+
+_SOURCES = _sources()
+__all__ = sorted(_SOURCES)
 
 
 def __getattr__(name: str) -> Any:

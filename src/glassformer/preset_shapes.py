@@ -1,6 +1,6 @@
-"""The named model shapes, as the keyword arguments of their ModelConfig (presets.py makes
-them ModelConfigs). This module imports nothing, so that the command line lists the names
-without importing PyTorch.
+"""The named model shapes, as the keyword arguments of their ModelConfig (models/presets.py
+makes them ModelConfigs). This module imports nothing, so that the command line lists the
+names without importing PyTorch.
 
     tiny            decoder, 4 layers, d_model 128, 4 heads, context 256: a CPU-sized GPT
     tiny-encoder    the same shape as an encoder (masked LM, classification)

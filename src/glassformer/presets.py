@@ -1,20 +1,6 @@
-"""Named model shapes. ``preset(name, **overrides)`` returns a ModelConfig; a tokenizer usually
-overrides ``vocab_size``. The shapes, with what each one is: preset_shapes.py."""
+"""``glassformer.presets``: the named model shapes, ``preset(name, **overrides)`` and
+``PRESETS``, as the documentation imports them; they live in glassformer/models/presets.py."""
 
-from __future__ import annotations
-
-from typing import Any
-
-from .models.config import ModelConfig
-from .preset_shapes import SHAPES
+from .models.presets import PRESETS, preset
 
 __all__ = ["PRESETS", "preset"]
-
-PRESETS: dict[str, ModelConfig] = {name: ModelConfig(**shape) for name, shape in SHAPES.items()}
-
-
-def preset(name: str, **overrides: Any) -> ModelConfig:
-    """The ModelConfig named ``name`` with ``overrides`` applied (and validated)."""
-    if name not in PRESETS:
-        raise ValueError(f"model preset {name!r} is not known; choose one of {sorted(PRESETS)}")
-    return PRESETS[name].replace(**overrides)

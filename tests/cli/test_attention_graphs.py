@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from glassformer import graphs as G
+from glassformer import load_model
 from glassformer.generation import generate_text
-from glassformer.models import load_model
 from glassformer.runs.settings import parse_assignment, to_toml
 
 if sys.version_info >= (3, 11):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from glassformer.models import load_model
+from glassformer import load_model
 
 from .conftest import LM_TEXT
 

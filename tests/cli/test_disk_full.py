@@ -13,7 +13,7 @@ import re
 import pytest
 from safetensors import SafetensorError
 
-from glassformer.models import load_model
+from glassformer import load_model
 
 SAVE_EVERY_2 = ["--set", "train.save_every=2", "--set", "sample.max_new_tokens=0"]
 # what safetensors 0.4-0.8 says when the disk is full (seen on a full tmpfs)
@@ -97,7 +97,7 @@ def test_a_full_disk_for_another_file_is_one_line(cli, lm_files, tmp_path, monke
     def full(path, text):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr("glassformer.training.trainer.append_text", full)
+    monkeypatch.setattr("glassformer.training.metrics_log.append_text", full)
     out = tmp_path / "run"
     result = cli.run("train", "--data", lm_files[0], "--out", out, *cli.TINY, *SAVE_EVERY_2)
     assert result.code == 1, result.err

@@ -110,7 +110,7 @@ def test_checkpoint_errors(cli, lm_run, task_runs, tmp_path):
         (["eval", "--checkpoint", tmp_path / "nope"], ["nope", "no such directory"]),
         (["eval", "--checkpoint", tmp_path / "empty"], ["neither a checkpoint"]),
         (["eval", "--checkpoint", bad, "--data", "shakespeare"], ["model.safetensors"]),
-        (["eval", "--checkpoint", lone], ["name the --data"]),
+        (["eval", "--checkpoint", lone], ["give --data FILE"]),
         (["eval", "--checkpoint", lm, "--data", "reverse"], ["'reverse'", "seq2seq"]),
         (["eval", "--checkpoint", lm, "--set", "train.lr=1"], ["only data.KEY=VALUE"]),
         (["generate", "--checkpoint", classifier], ["class EncoderClassifier", "generate takes"]),
@@ -166,7 +166,7 @@ def test_ctrl_c_before_training_exits_130_with_one_line(cli, lm_files, tmp_path,
     def interrupt(plan):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("glassformer.runs.run.load_splits", interrupt)
+    monkeypatch.setattr("glassformer.runs.loading.load_splits", interrupt)
     result = cli.run("train", "--data", lm_files[0], "--out", tmp_path / "r")
     assert (result.code, result.err) == (130, "glassformer: interrupted\n")
 

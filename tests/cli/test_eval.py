@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from glassformer import load_model
 from glassformer.data import load_dataset
-from glassformer.models import load_model
 
 
 def logged(cli, run_dir, step):

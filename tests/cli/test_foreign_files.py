@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from glassformer.models.config import ModelConfig
-from glassformer.run_layout import best_or_latest
+from glassformer.training.layout import best_or_latest
 
 DEPTH = 100_000
 DEEP_JSON = "[" * DEPTH + "]" * DEPTH
@@ -149,7 +149,7 @@ def test_a_deeply_nested_best_record_falls_back_to_the_latest_checkpoint(bpe_run
     run, step = copy_run(bpe_run, tmp_path)
     (step / "trainer.json").write_text(DEEP_JSON, encoding="utf-8")
     assert best_or_latest(run) == step
-    from glassformer.cli.evaluate import _train_config
+    from glassformer.runs.evaluation import _train_config
 
     assert _train_config(step) == {}  # eval then uses its defaults
 

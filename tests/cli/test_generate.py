@@ -7,9 +7,9 @@ import io
 
 import pytest
 
+from glassformer import load_model
 from glassformer.cli import main
 from glassformer.generation import generate_text
-from glassformer.models import load_model
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,8 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
+from glassformer import load_model
 from glassformer.interop.huggingface import from_huggingface_dir
-from glassformer.models import load_model
 from glassformer.tokenizers import HFTokenizer, load_hf_tokenizer
 
 SENTENCES = [

@@ -9,8 +9,9 @@ import json
 import pytest
 import torch
 
+from glassformer import load_model
 from glassformer.data import load_dataset
-from glassformer.models import DecoderLM, load_model
+from glassformer.models import DecoderLM
 
 
 def test_a_decoder_trains_on_the_induction_task(cli, tmp_path):

@@ -10,9 +10,9 @@ import sys
 import pytest
 import torch
 
-from glassformer.cli import train as train_cmd
+from glassformer import load_model
 from glassformer.generation import GenerationConfig, generate
-from glassformer.models import load_model
+from glassformer.training import Trainer
 
 
 def train_args(cli, data, out, *extra):
@@ -35,7 +35,7 @@ def test_out_of_memory_names_the_settings_to_lower(cli, lm_files, tmp_path, monk
     def fit(self, **kwargs):
         raise error
 
-    monkeypatch.setattr(train_cmd.Trainer, "fit", fit)
+    monkeypatch.setattr(Trainer, "fit", fit)
     result = cli.run(*train_args(cli, lm_files[0], tmp_path / "run", "--steps", "2"))
     cli.assert_user_error(
         result, "out of memory", "--set train.batch_size", "--set model.max_len", "grad_accum"
@@ -82,7 +82,7 @@ def test_other_runtime_errors_are_not_called_out_of_memory(cli, lm_files, tmp_pa
     def fit(self, **kwargs):
         raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
 
-    monkeypatch.setattr(train_cmd.Trainer, "fit", fit)
+    monkeypatch.setattr(Trainer, "fit", fit)
     with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
         cli.run(*train_args(cli, lm_files[0], tmp_path / "run", "--steps", "2"))
 

@@ -16,9 +16,10 @@ import torch
 from starlette.testclient import TestClient
 from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
+from glassformer import load_model
 from glassformer.explore import explore_data
 from glassformer.explore.server import HEADER, create_app
-from glassformer.models import DecoderClassifier, load_model
+from glassformer.models import DecoderClassifier
 from glassformer.runs.model_folders import read_huggingface
 
 from .test_hf_dirs import wordpiece

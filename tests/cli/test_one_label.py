@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from glassformer import load_model
 from glassformer.data import load_dataset
-from glassformer.models import load_model
 
 
 def test_eval_scores_a_file_of_one_label(cli, task_runs, tmp_path):

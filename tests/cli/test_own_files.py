@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from glassformer import load_model
 from glassformer.cli import build_parser
 from glassformer.cli.train import gather_settings
-from glassformer.models import load_model
 from glassformer.runs.datasets import load_split, load_splits
 from glassformer.runs.plan import make_plan
 from glassformer.runs.record import read_run

@@ -8,7 +8,7 @@ import json
 
 import torch
 
-from glassformer.models import load_model
+from glassformer import load_model
 from glassformer.nn.sinusoid import sinusoid_table
 
 

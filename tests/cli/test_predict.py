@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from glassformer.generation import classify, fill_mask
-from glassformer.models import load_model
+from glassformer import load_model
+from glassformer.predict import classify, fill_mask
 
 TEXTS = ["abcd", "dcba", "aab"]
 

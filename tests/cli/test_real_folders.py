@@ -17,8 +17,8 @@ import pytest
 from starlette.testclient import TestClient
 from tokenizers import Tokenizer
 
+from glassformer import load_model
 from glassformer.explore.server import HEADER, create_app
-from glassformer.models import load_model
 
 ROWS = "label,text\n" + "".join(
     f"pos,a fair and sunny day {i}\n" if i % 2 else f"neg,a foul and stormy night {i}\n"

@@ -25,10 +25,10 @@ from tokenizers import (
 )
 from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
+from glassformer import load_model
 from glassformer.explore.server import HEADER, create_app
 from glassformer.generation import generate
 from glassformer.interop.huggingface import from_huggingface_dir
-from glassformer.models import load_model
 
 SENTENCES = [
     "To be, or not to be, that is the question:",

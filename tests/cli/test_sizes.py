@@ -9,11 +9,11 @@ import shutil
 import pytest
 import torch
 
-from glassformer.cli import train as train_cmd
 from glassformer.models import DecoderLM
 from glassformer.models.size import count_parameters
 from glassformer.presets import preset
 from glassformer.tokenizers import CharTokenizer
+from glassformer.training import Trainer
 
 HUGE = ["--set", "model.n_layer=1000", "--set", "model.d_model=16384", "--set", "model.n_head=16"]
 
@@ -77,7 +77,7 @@ def test_out_of_memory_names_the_model_when_it_is_the_larger_part(
     def fit(self, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 MiB")
 
-    monkeypatch.setattr(train_cmd.Trainer, "fit", fit)
+    monkeypatch.setattr(Trainer, "fit", fit)
     argv = ["--set", "model.d_model=384", "--steps", "2"]
     result = cli.run("train", "--data", lm_files[0], "--out", tmp_path / "run", *cli.TINY, *argv)
     cli.assert_user_error(

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from glassformer import load_model
 from glassformer.cli import build_parser
 from glassformer.cli.train import gather_settings
 from glassformer.data import load_dataset
 from glassformer.generation import generate_text
-from glassformer.models import load_model
 from glassformer.runs.plan import make_plan
 from glassformer.runs.settings import load_config, parse_value
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from glassformer.models import load_model
+from glassformer import load_model
 
 LORA_ERRORS = {
     "freeze names nothing": (

@@ -15,11 +15,11 @@ import torch
 import glassformer.data.documents as documents
 import glassformer.data.text_pieces as text_pieces
 import glassformer.data.token_cache as tc
+from glassformer.cli.train_report import held_out_line
 from glassformer.data import LMDataset, load_dataset
 from glassformer.data.encoding import PackedWindows
 from glassformer.data.on_disk import OnDisk
 from glassformer.data.token_cache import token_file
-from glassformer.runs.datasets import held_out_line
 from glassformer.tokenizers import get_tokenizer
 from glassformer.training.batches import BatchStream
 

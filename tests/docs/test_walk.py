@@ -5,8 +5,9 @@ walked on its own, in a fresh folder: its commands and its Python blocks in page
 ``glassformer train`` commands that make the runs included, so that a later command finds the
 run under the name the earlier one wrote. ``make demo`` runs the command its Makefile recipe
 runs; ``cd`` and ``mkdir -p`` change and make folders (``~`` is the walk's own home folder).
-The runs are shortened by ``GLASSFORMER_TEST_SCALE`` (glassformer/runs/scale.py: steps,
-evaluations and generated examples times 0.002), nothing else: the commands are the page's.
+The runs are shortened by ``GLASSFORMER_TEST_SCALE`` (read by glassformer/cli/scale.py,
+applied by glassformer/runs/scale.py: steps, evaluations and generated examples times 0.002),
+nothing else: the commands are the page's.
 
 A page either starts by changing into a scratch folder (the tutorials), or writes nothing
 outside ``runs/`` (which .gitignore covers) in the folder it starts in, standing for the

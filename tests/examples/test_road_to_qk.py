@@ -9,10 +9,10 @@ import signal
 import pytest
 import torch
 
+from glassformer import load_model
 from glassformer.data import load_dataset
 from glassformer.examples import road_to_qk
 from glassformer.examples.road_to_qk import compare, main, measure, plot_results
-from glassformer.models import load_model
 from glassformer.runs import RunInterrupted
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from glassformer import load_model
 from glassformer.cli import main
-from glassformer.models import load_model
 
 TINY = [
     "--steps", "1", "--set", "model.d_model=32", "--set", "model.n_layer=2",

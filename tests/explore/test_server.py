@@ -23,10 +23,10 @@ import pytest
 import torch
 from starlette.testclient import TestClient
 
+from glassformer import load_model
 from glassformer.cli import main
 from glassformer.explore import explore_data, server
 from glassformer.explore.server import HEADER, MAX_BODY, create_app
-from glassformer.models import load_model
 
 from .conftest import PROMPTS, serving
 

@@ -11,10 +11,9 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from glassformer import DecoderLM, preset
+from glassformer import DecoderLM, load_model, preset
 from glassformer.data import load_dataset
 from glassformer.finetune import LORA_FILE, lora_layers, merge_lora
-from glassformer.models import load_model
 from glassformer.tokenizers import CharTokenizer
 from glassformer.training import TrainConfig, Trainer
 from glassformer.training.state import latest_checkpoint

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from glassformer import graphs as G
+from glassformer import load_model
 from glassformer.fast import fast_paths, packing
-from glassformer.models import DecoderLM, EncoderDecoder, EncoderMLM, base, load_model
+from glassformer.models import DecoderLM, EncoderDecoder, EncoderMLM, base
 from glassformer.models.config import ModelConfig
 
 SMALL = dict(vocab_size=40, d_model=32, n_head=4, max_len=24, init_std=0.2)

@@ -5,11 +5,11 @@ and load like "separate"; what cannot express them refuses them."""
 import pytest
 import torch
 
-from glassformer import ModelConfig
+from glassformer import ModelConfig, load_model
 from glassformer.generation.api import generate
 from glassformer.inspect import trace
 from glassformer.interop import to_torch
-from glassformer.models import DecoderLM, EncoderDecoder, EncoderMLM, load_model
+from glassformer.models import DecoderLM, EncoderDecoder, EncoderMLM
 
 SMALL = dict(vocab_size=30, d_model=16, n_head=4, n_layer=2, max_len=16)
 FAMILIES = {"decoder": DecoderLM, "encoder": EncoderMLM, "encoder-decoder": EncoderDecoder}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from glassformer.models import ARCHITECTURES, DecoderClassifier, DecoderLM, load_model
+from glassformer import load_model
+from glassformer.models import ARCHITECTURES, DecoderClassifier, DecoderLM
 from glassformer.models.config import ModelConfig
 from glassformer.models.heads import pool
 from glassformer.tasks import task_for_model

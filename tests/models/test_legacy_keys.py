@@ -12,7 +12,8 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from glassformer.models import EncoderDecoder, load_model
+from glassformer import load_model
+from glassformer.models import EncoderDecoder
 from glassformer.models.legacy_keys import current_names
 
 LEGACY = Path(__file__).parent / "data" / "legacy"

@@ -9,8 +9,7 @@ import json
 import pytest
 import torch
 
-from glassformer import DecoderLM, EncoderDecoder, ModelConfig
-from glassformer.models import load_model
+from glassformer import DecoderLM, EncoderDecoder, ModelConfig, load_model
 from glassformer.nn.sinusoid import sinusoid_table
 
 SMALL = dict(vocab_size=20, d_model=16, n_head=2, n_layer=1, max_len=12)

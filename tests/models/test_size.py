@@ -1,20 +1,20 @@
 """A model's size from its config alone (models/size.py: the model built on the meta device)
-and the memory check that uses it (models/budget.py): counts checked by hand, nothing
-allocated, the RNG untouched, and a model that cannot fit refused, naming the settings to
-lower."""
+and the memory check that uses it (models/budget.py, with machine.py's memory): counts checked
+by hand, nothing allocated, the RNG untouched, and a model that cannot fit refused, naming the
+settings to lower."""
 
 import pytest
 import torch
 
+from glassformer import machine
+from glassformer.machine import available_memory, format_bytes
 from glassformer.models import DecoderLM, EncoderDecoder, EncoderModel
 from glassformer.models import budget as budget_module
 from glassformer.models.budget import (
     Training,
-    available_memory,
     check_memory,
     describe_size,
     dominant_settings,
-    format_bytes,
     memory_bytes,
 )
 from glassformer.models.size import buffer_elements, count_parameters, parameter_parts
@@ -167,12 +167,12 @@ def test_a_cuda_device_is_compared_with_its_free_memory(monkeypatch):
     """The weights are built on the CPU first (enough RAM), then trained on the GPU (too
     little free there): the message names the device."""
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (1 << 30, 80 << 30))
-    monkeypatch.setattr(budget_module, "_available_ram", lambda: 64 << 30)
+    monkeypatch.setattr(machine, "available_ram", lambda: 64 << 30)
     config = preset("gpt2", n_layer=48, d_model=1600, n_head=25)  # GPT-2 XL: 1.6e9
     check_memory(config, DecoderLM, device="cpu", training=False)
     with pytest.raises(ValueError, match=r"more than the 1.0 GiB free on cuda:0; lower n_layer"):
         check_memory(config, DecoderLM, device=torch.device("cuda", 0), training=True)
-    monkeypatch.setattr(budget_module, "_available_ram", lambda: 2 << 30)  # not even the weights
+    monkeypatch.setattr(machine, "available_ram", lambda: 2 << 30)  # not even the weights
     with pytest.raises(ValueError, match="available on this machine"):
         check_memory(config, DecoderLM, device=torch.device("cuda", 0), training=True)
 

@@ -8,8 +8,9 @@ import torch
 import transformers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from glassformer import load_model
 from glassformer.interop.huggingface import from_huggingface
-from glassformer.models import DecoderLM, load_model
+from glassformer.models import DecoderLM
 from glassformer.presets import preset
 from glassformer.tokenizers import CharTokenizer, HFTokenizer
 

@@ -27,9 +27,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.testing import assert_close
 
+from glassformer import load_model
 from glassformer.interop import from_torch, torch_key_map
 from glassformer.interop.huggingface import from_huggingface, to_huggingface
-from glassformer.models import DecoderLM, load_model
+from glassformer.models import DecoderLM
 from glassformer.models.config import ModelConfig
 from glassformer.nn.feedforward import FeedForward
 from glassformer.presets import preset

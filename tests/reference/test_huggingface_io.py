@@ -15,6 +15,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
+from glassformer import load_model  # noqa: E402
 from glassformer.interop.huggingface import (  # noqa: E402
     SUPPORTED,
     from_huggingface,
@@ -23,7 +24,7 @@ from glassformer.interop.huggingface import (  # noqa: E402
     to_huggingface,
 )
 from glassformer.interop.huggingface.folder_checks import WeightsNote  # noqa: E402
-from glassformer.models import DecoderLM, GlassformerModel, load_model  # noqa: E402
+from glassformer.models import DecoderLM, GlassformerModel  # noqa: E402
 from glassformer.models.config import ModelConfig  # noqa: E402
 
 transformers.logging.set_verbosity_error()

@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-import glassformer.runs.run as train_cmd
+import glassformer.runs.loading as train_cmd
 from glassformer.cli import build_parser
 from glassformer.cli.train_args import gather_settings
 from glassformer.runs.plan import make_plan, model_config
@@ -122,8 +122,8 @@ def test_a_warmup_longer_than_the_run_gets_a_note(cli, lm_files, tmp_path):
     assert result.code == 0, result.err
     # lr(s) = lr (s + 1) / warmup: 1e-2 * 2 / 4 at the last step (s = 1)
     assert (
-        "glassformer: note: train.warmup=4 is longer than the run's 2 steps: the learning rate "
-        "only rises, to 0.005 at the last step, and never reaches train.lr=0.01 "
+        "glassformer: note: train.warmup = 4 is longer than the run's 2 steps: the learning "
+        "rate only rises, to 0.005 at the last step, and never reaches train.lr = 0.01 "
         "(--set train.warmup=N with N <= 2 reaches it)"
     ) in result.err.splitlines()
     # metrics.jsonl logs, after each step, the rate of the next: step 2 ran at 0.005
@@ -160,7 +160,7 @@ def test_the_demo_does_not_show_another_run_kept_in_its_folder(cli, tmp_path, no
         result = cli.run("train")
         cli.assert_user_error(
             result, "runs/shakespeare-char already holds a run with other settings "
-            "(model.max_len not set there, 64 here)", "--out runs/shakespeare-char --resume",
+            "(model.max_len not set there, 64 here)", "--out runs/shakespeare-char and --resume",
             "choose another --out",
         )  # fmt: skip
         assert (out / "run.json").read_bytes() == before

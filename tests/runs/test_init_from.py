@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from glassformer.models import DecoderClassifier, DecoderLM, EncoderClassifier, load_model
-from glassformer.run_layout import latest_checkpoint
+from glassformer import load_model
+from glassformer.models import DecoderClassifier, DecoderLM, EncoderClassifier
 from glassformer.runs import Run, RunError
 from glassformer.tokenizers import BPETokenizer
+from glassformer.training.layout import latest_checkpoint
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
@@ -289,9 +290,9 @@ def test_free_model_settings_apply_and_fixed_ones_must_agree(tmp_path, files, hf
 @pytest.mark.parametrize(
     ("name", "data", "task", "message"),
     [
-        ("bart", "csv", "classify", r"an encoder-decoder model .*--task classify needs encoder"),
-        ("bert", "txt", "lm", r"an encoder model .*--task lm needs decoder"),
-        ("gpt2", "tsv", "seq2seq", r"a decoder model .*--task seq2seq needs encoder-decoder"),
+        ("bart", "csv", "classify", r"an encoder-decoder model .*run.task=classify needs encoder"),
+        ("bert", "txt", "lm", r"an encoder model .*run.task=lm needs decoder"),
+        ("gpt2", "tsv", "seq2seq", r"a decoder model .*run.task=seq2seq needs encoder-decoder"),
     ],
 )
 def test_a_model_of_another_family_is_refused(tmp_path, files, hf_dirs, name, data, task, message):
@@ -339,7 +340,7 @@ def test_a_folder_whose_weights_hold_nan_is_refused_not_blamed_on_the_learning_r
     with pytest.raises(RunError) as err:
         run.load()
     assert str(err.value) == (
-        f"--init-from {folder}: tensor 'blocks.1.mlp.fc1.weight' holds 1 NaN value: the "
+        f"init_from {folder}: tensor 'blocks.1.mlp.fc1.weight' holds 1 NaN value: the "
         "weights are damaged (a run that diverged, or a corrupted file); load another "
         "checkpoint or train again"
     )

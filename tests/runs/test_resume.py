@@ -11,7 +11,7 @@ import signal
 import pytest
 import torch
 
-from glassformer.models import load_model
+from glassformer import load_model
 from glassformer.training import Trainer
 
 CONSTANT_LR = ["--set", "train.min_lr=1e-2", "--set", "train.save_every=4"]

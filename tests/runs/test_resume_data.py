@@ -38,7 +38,7 @@ def test_a_changed_training_file_is_refused_then_accepted_with_the_flag(cli, tmp
         f"the training file {data} changed since the run last read it (1,440 bytes, sha256 "
         f"{part['sha256'][:12]}... then; 1,472 bytes, sha256 {sha256(data)[:12]}... now)",
         "start a new run with another --out",
-        f"continue {out} on the changed data with --resume --data-changed-ok",
+        f"continue {out} on the changed data with --resume and --data-changed-ok",
     )
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-000002"]
     assert recorded(out)["training"] == part

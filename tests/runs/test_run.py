@@ -83,7 +83,7 @@ def test_a_run_resumed_from_python_extends_it(tmp_path, text):
     assert again.done
     with pytest.raises(RunError, match="already reached step 4"):
         again.train()
-    with pytest.raises(RunError, match="--steps 3 is below step 4"):
+    with pytest.raises(RunError, match="train.steps=3 is below step 4"):
         Run.resume(out, steps=3)
     with pytest.raises(RunError, match="already holds a run with these settings"):
         Run.plan(data=str(text), out=out, steps=4, settings=TINY)
@@ -102,9 +102,9 @@ def test_a_run_resumed_from_python_extends_it(tmp_path, text):
         ({"settings": {"model": 3}}, "settings={'model': 3}: allowed a dict of tables"),
         ({"steps": -1}, "train settings: steps=-1 must be an int >= 0"),
         ({"tokenizer": "bytes"}, "run.tokenizer="),
-        ({"data": "no-such-file.txt"}, "--data no-such-file.txt: the file does not exist"),
-        ({"config": "no-such-config"}, "--config no-such-config: no such file"),
-        ({"model": "tiny-encoder"}, "--model tiny-encoder is a preset of the encoder family"),
+        ({"data": "no-such-file.txt"}, "data no-such-file.txt: the file does not exist"),
+        ({"config": "no-such-config"}, "config no-such-config: no such file"),
+        ({"model": "tiny-encoder"}, "model tiny-encoder is a preset of the encoder family"),
     ],
 )
 def test_a_mistake_is_a_run_error_naming_it(tmp_path, kwargs, words):
@@ -112,7 +112,26 @@ def test_a_mistake_is_a_run_error_naming_it(tmp_path, kwargs, words):
         Run.plan(out=tmp_path / "run", **kwargs)
     assert isinstance(caught.value, ValueError)
     assert words in str(caught.value)
+    assert "--" not in str(caught.value)  # the library names arguments and settings, no flag
     assert not (tmp_path / "run").exists()
+
+
+def test_summary_and_evaluate_give_what_glassformer_train_and_eval_print(tmp_path, text):
+    run = Run.plan(data=str(text), out=tmp_path / "run", steps=2, settings=TINY)
+    run.train()
+    summary = run.summary()
+    assert (summary["task"], summary["data"], summary["tokenizer"]) == ("lm", "cats.txt", "char")
+    assert (summary["step"], summary["steps"], summary["context"]) == (0, 2, 16)
+    assert summary["parameters"] == run.model.num_parameters() == summary["trained"]
+    report = run.evaluate(batch_size=4, batches=3)
+    # the held-out part of the text: 10 windows, fewer than 3 batches of 4
+    assert (report["task"], report["split"], report["examples"]) == ("lm", "validation", 10)
+    again = Run.resume(tmp_path / "run").evaluate(batch_size=4, batches=3)
+    assert again == report
+    written = tmp_path / "eval.json"
+    args = ["--checkpoint", str(tmp_path / "run"), "--batch-size", "4", "--batches", "3"]
+    assert main(["eval", *args, "--json", str(written)]) == 0
+    assert json.loads(written.read_text()) == json.loads(json.dumps(report))
 
 
 def test_resuming_a_folder_without_a_run_is_a_run_error(tmp_path):
@@ -139,9 +158,9 @@ def test_a_resume_may_keep_fewer_checkpoints_and_names_the_models_own_values(tmp
     with pytest.raises(RunError) as err:
         Run.resume(out, settings={"model": {"dropout": 0.3}})
     assert str(err.value) == (
-        f"--resume continues {out} as it was started, with model.dropout=0.0 (its model's "
+        f"Run.resume continues {out} as it was started, with model.dropout=0.0 (its model's "
         "value), but the options give 0.3; leave that option out, or start a new run with "
-        "another --out"
+        "another run.out"
     )
     run = Run.resume(out, steps=4, settings={"train": {"keep_last": 1}})
     assert run.plan.train.keep_last == 1 and run.train()["step"] == 4

@@ -1,6 +1,7 @@
 """GLASSFORMER_TEST_SCALE, the test aid that shortens the documented commands' runs
-(glassformer/cli/scale.py): the counts of a run times F, rounded up, recorded in run.json; a
---steps given with --resume scaled alike; eval's batches scaled; a bad value refused."""
+(glassformer/cli/scale.py reads it, glassformer/runs/scale.py applies it): the counts of a run
+times F, rounded up, recorded in run.json; a --steps given with --resume scaled alike; eval's
+batches scaled; a bad value refused; the library reads no variable, it takes ``scale=F``."""
 
 from __future__ import annotations
 
@@ -45,6 +46,17 @@ def test_a_built_in_config_runs_scaled_into_its_own_folder(tmp_path, monkeypatch
     assert result.code == 0, result.err
     report = json.loads((tmp_path / "runs/is_sorted/eval.json").read_text())
     assert report["examples"] == 8  # 5 batches of the 40 validation examples x 0.002: 1 batch
+
+
+def test_the_library_takes_the_factor_and_reads_no_variable(tmp_path, monkeypatch):
+    from glassformer.runs import make_plan
+
+    monkeypatch.setenv("GLASSFORMER_TEST_SCALE", "0.5")
+    settings = {"run": {"data": "is_sorted", "out": str(tmp_path / "r")}}
+    assert make_plan(settings).train.steps == 2000  # the variable is the command line's
+    assert make_plan(settings, scale=0.002).train.steps == 4
+    with pytest.raises(ValueError, match="scale=2: allowed a number F with 0 < F <= 1"):
+        make_plan(settings, scale=2)
 
 
 @pytest.mark.parametrize("value", ["0", "2", "-1", "fast", "nan"])

@@ -60,7 +60,7 @@ def test_a_nan_training_loss_names_the_step_and_the_last_good_checkpoint(tmp_pat
         trainer.fit()
     last = tmp_path / "checkpoints" / "step-000004"
     assert str(err.value) == (
-        "step 6: the training loss is nan; lower train.lr (it is 0.001; e.g. --set "
+        "step 6: the training loss is nan; lower train.lr (it is 0.001; e.g. "
         f"train.lr=0.0001); the last good checkpoint is {last}"
     )
     assert isinstance(err.value, TrainingError) and err.value.step == 6
@@ -75,8 +75,8 @@ def test_divergence_before_the_first_checkpoint_says_there_is_none(tmp_path):
     with pytest.raises(DivergedError) as err:
         trainer.fit()
     assert str(err.value) == (
-        "step 2: the training loss is nan; lower train.lr (it is 0.001; e.g. --set "
-        "train.lr=0.0001) or clip gradients (--set train.grad_clip=1.0); the run stopped "
+        "step 2: the training loss is nan; lower train.lr (it is 0.001; e.g. "
+        "train.lr=0.0001) or clip gradients (train.grad_clip=1.0); the run stopped "
         f"before its first checkpoint: {tmp_path} holds none"
     )
     assert checkpoints(tmp_path) == []
@@ -125,7 +125,7 @@ def test_weights_an_update_made_infinite_are_never_saved(tmp_path):
         trainer.fit()
     assert str(err.value).startswith(
         "step 4: the step's update left NaN or infinite values in blocks.0.mlp.fc2.weight; "
-        "lower train.lr (it is 0.001; e.g. --set train.lr=0.0001); the last good checkpoint "
+        "lower train.lr (it is 0.001; e.g. train.lr=0.0001); the last good checkpoint "
     )
     assert [p.name for p in checkpoints(tmp_path)] == ["step-000002"]
 

@@ -22,7 +22,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from glassformer.models import load_model
+from glassformer import load_model
 from glassformer.training.lock import LOCK_FILE
 from glassformer.training.state import latest_checkpoint
 

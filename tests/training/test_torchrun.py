@@ -17,7 +17,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from glassformer.models import EncoderDecoder, load_model
+from glassformer import load_model
+from glassformer.models import EncoderDecoder
 
 WORKER = Path(__file__).with_name("ddp_worker.py")
 pytestmark = pytest.mark.slow

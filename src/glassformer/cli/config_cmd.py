@@ -22,10 +22,8 @@ from typing import Any
 from ..data.examples import OVERFLOW
 from ..data.registry import dataset_options
 from ..data.synthetic import DEFAULT_SIZES
-from ..presets import PRESETS
-from ..runs.datasets import DEFAULT_OVERFLOW
-from ..runs.plan import VAL_FRACTION
-from ..runs.settings import DERIVED, SECTIONS, _toml_value
+from ..models.presets import PRESETS
+from ..runs import DEFAULT_OVERFLOW, DERIVED, SECTIONS, VAL_FRACTION, toml_value
 
 __all__ = ["Key", "data_keys", "run", "section_keys"]
 
@@ -165,7 +163,7 @@ def _value(value: Any) -> str:
         return "unset"
     if value is dataclasses.MISSING or value is inspect.Parameter.empty:
         return "required"
-    return _toml_value(value)
+    return toml_value(value)
 
 
 def _default(f: dataclasses.Field) -> Any:

@@ -3,6 +3,7 @@
 2    a user mistake (bad option or value, unknown name, missing or corrupt file, a run
      directory in the wrong state): ``UsageError``, or a ``ValueError`` / missing-file
      error raised by the library, whose messages name the argument and what is allowed
+     (said with the flags that give them: hints.py)
 1    the run itself failed: ``TrainingError``, a loss that is not finite, or a disk that
      filled up while a checkpoint was written (``DiskFullError``: the message names the
      checkpoints folder, the space the checkpoint needs and the space free; the checkpoints
@@ -24,6 +25,8 @@ import os
 import sys
 from collections.abc import Callable
 from typing import NoReturn
+
+from .hints import with_flags
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -99,7 +102,7 @@ def exit_status(err: BaseException) -> int:
     from ..training.errors import TrainingError  # here: refusing an option loads no PyTorch
 
     if isinstance(err, TrainingError):
-        say_error(str(err))
+        say_error(with_flags(err))
         return EXIT_RUN_FAILED
     if isinstance(err, Interrupted):
         print(f"glassformer: {err}", file=sys.stderr)
@@ -108,7 +111,7 @@ def exit_status(err: BaseException) -> int:
         print("glassformer: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     if isinstance(err, USER_ERRORS):
-        say_error(_describe(err))
+        say_error(with_flags(err) if isinstance(err, ValueError) else _describe(err))
         return EXIT_USAGE
     if isinstance(err, OSError) and err.errno in NO_SPACE:
         say_error(f"{_describe(err)}; free some space and try again")

@@ -1,4 +1,5 @@
-"""``glassformer eval``: the task's validation metrics of a checkpoint, printed and as JSON.
+"""``glassformer eval``: the task's validation metrics of a checkpoint, printed and as JSON
+(computed by ``glassformer.runs.evaluate_model``, which ``Run.evaluate()`` calls too).
 
 The task follows the checkpoint's architecture (DecoderLM: lm, EncoderMLM: mlm,
 EncoderDecoder: seq2seq, EncoderClassifier: classify); the metrics are the trainer's
@@ -27,22 +28,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from torch.utils.data import Subset
-
-from ..data import TextDataset
 from ..models.registry import model_class
-from ..runs.claim import output_file
-from ..runs.datasets import align_labels, load_split, validation_options
-from ..runs.evaldata import check_dataset, check_header
-from ..runs.plan import is_builtin
-from ..runs.record import RUN_FILE, read_run, write_json
-from ..runs.scale import note_scale, scaled_batches
-from ..runs.settings import parse_assignment
-from ..structured import loads_json
-from ..tasks import TASKS, task_for_model
-from ..training import BatchStream, evaluate
+from ..runs import evaluate_model, output_file, parse_assignment, write_json
+from ..tasks import TASKS
 from .errors import UsageError
 from .model_source import load_model_dir
+from .scale import scale_from_env
 from .threads import use_free_cores
 
 __all__ = ["run"]
@@ -50,55 +41,63 @@ __all__ = ["run"]
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate the checkpoint, print the metrics and write them as JSON."""
-    note_scale()
+    scale = scale_from_env()
     path = args.json or args.checkpoint / "eval.json"
     if args.json is not None:
         output_file(path, "--json")  # before anything is loaded
     kinds = tuple(model_class(c) for t in TASKS.values() for c in t.families.values())
     model, folder = load_model_dir(args.checkpoint, kinds, "eval", args.device)
-    task = task_for_model(model.architecture()).name
-    dataset = _dataset(args, folder, task)
-    if task == "classify":  # the file's labels by the model's class names, never by order
-        dataset = align_labels(dataset, tuple(model.class_names()))
-    if args.data is not None and not is_builtin(args.data):
-        check_dataset(dataset, task, model.tokenizer)
-    shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
-    stream, available = _stream(model, dataset, task, args, _train_config(folder), shown)
-    n_batches = scaled_batches(min(args.batches or len(stream), len(stream)))
-    examples = min(n_batches * stream.batch_size, len(stream.dataset))
-    n_generate = examples if "exact_match" in TASKS[task].metrics else 0
-    device = next(model.parameters()).device
     if getattr(args, "free_cores", False):  # run as a command: threads.py
         use_free_cores()
-    metrics = evaluate(
-        model, task, stream, n_batches, device, generate_examples=n_generate, progress=shown
+    report = evaluate_model(
+        model,
+        folder,
+        args.data,
+        split=args.split,
+        data_options=_data_options(args.set),
+        batch_size=args.batch_size,
+        limit=args.limit,
+        batches=args.batches,
+        seed=args.seed,
+        progress="bar" if sys.stderr.isatty() else "lines",  # a log file or pipe gets lines
+        scale=scale,
     )
-    report = {
-        "checkpoint": str(folder),
-        "task": task,
-        "data": dataset.name,
-        "split": dataset.split,
-        "examples": examples,
-        "examples_in_split": available,
-        "metrics": metrics,
-    }
     # written before printing: a reader that closes the pipe early loses nothing
     note = _write(path, report, explicit=args.json is not None)
-    windows = TASKS[task].data == "lm"
-    unit = f"windows of at most {model.config.max_len} tokens" if windows else "examples"
-    if examples < available:
-        counted = f"the first {examples} of {available} {unit}"
-    else:
-        counted = f"{examples} {unit}"
-    print(f"{task} metrics of {folder} on {dataset.name} ({dataset.split}, {counted}):")
-    width = max(map(len, metrics))
-    for name, value in metrics.items():
-        print(f"  {name:<{width}}  {value:.6g}")
+    _print(report, model.config.max_len)
     if note is None:
         print(f"wrote {path}")
     else:
         print(f"glassformer: note: {note}", file=sys.stderr)
     return 0
+
+
+def _data_options(assignments: list[str]) -> dict[str, Any]:
+    """The --set data.KEY=VALUE settings as the dataset's options."""
+    options: dict[str, Any] = {}
+    for text in assignments:
+        section, key, value = parse_assignment(text)
+        if section != "data":
+            raise UsageError(f"--set {text}: eval takes only data.KEY=VALUE settings")
+        options[key] = value
+    return options
+
+
+def _print(report: dict[str, Any], max_len: int) -> None:
+    task, metrics = report["task"], report["metrics"]
+    examples, available = report["examples"], report["examples_in_split"]
+    unit = f"windows of at most {max_len} tokens" if TASKS[task].data == "lm" else "examples"
+    if examples < available:
+        counted = f"the first {examples} of {available} {unit}"
+    else:
+        counted = f"{examples} {unit}"
+    print(
+        f"{task} metrics of {report['checkpoint']} on {report['data']} ({report['split']}, "
+        f"{counted}):"
+    )
+    width = max(map(len, metrics))
+    for name, value in metrics.items():
+        print(f"  {name:<{width}}  {value:.6g}")
 
 
 def _write(path: Path, report: dict[str, Any], *, explicit: bool) -> str | None:
@@ -115,71 +114,3 @@ def _write(path: Path, report: dict[str, Any], *, explicit: bool) -> str | None:
             "writes them elsewhere"
         )
     return None
-
-
-def _run_dir(folder: Path) -> Path | None:
-    for candidate in (folder, folder.parent.parent):
-        if (candidate / RUN_FILE).is_file():
-            return candidate
-    return None
-
-
-def _dataset(args: argparse.Namespace, folder: Path, task: str) -> TextDataset:
-    options: dict[str, Any] = {}
-    for text in args.set:
-        section, key, value = parse_assignment(text)
-        if section != "data":
-            raise UsageError(f"--set {text}: eval takes only data.KEY=VALUE settings")
-        options[key] = value
-    if args.data is not None:
-        if not is_builtin(args.data):
-            check_header(Path(args.data), task)
-        return load_split(args.data, args.split, task, options)
-    run_dir = _run_dir(folder)
-    if run_dir is None:
-        raise UsageError(f"{folder} is not part of a run with a {RUN_FILE}; name the --data")
-    plan, _ = read_run(run_dir)
-    if args.split == "validation":
-        name, base = plan.validation, validation_options(plan)
-    else:
-        name, base = plan.data, plan.data_options
-    if name is None:
-        raise UsageError(f"the run in {run_dir} has no validation data; name the --data")
-    return load_split(name, args.split, task, {**base, **options})
-
-
-def _train_config(folder: Path) -> dict[str, Any]:
-    try:
-        meta = loads_json((folder / "trainer.json").read_bytes(), "trainer.json")
-        return dict(meta.get("train_config") or {})
-    except (OSError, ValueError, AttributeError):
-        return {}
-
-
-def _stream(
-    model, dataset, task: str, args, train_config: dict[str, Any], progress: str
-) -> tuple[BatchStream, int]:
-    """The batches to evaluate, of the first ``--limit`` examples (all without it), and how
-    many examples the data holds (windows of ``max_len`` tokens for lm and mlm); ``progress``
-    shows the encoding of a text file into the token cache."""
-    stream = BatchStream.for_task(
-        dataset,
-        model.tokenizer,
-        task,
-        max_len=model.config.max_len,
-        batch_size=args.batch_size,
-        seed=args.seed,
-        shuffle=False,
-        drop_last=False,
-        mlm_probability=train_config.get("mlm_probability", 0.15),
-        decoder_start_id=model.config.decoder_start_id,  # seq2seq only (BART: </s>)
-        progress=progress,
-    )
-    available = len(stream.dataset)
-    if args.limit is None or args.limit >= available:
-        return stream, available
-    first = Subset(stream.dataset, range(args.limit))
-    limited = BatchStream(
-        first, stream.collate, args.batch_size, args.seed, shuffle=False, drop_last=False
-    )
-    return limited, available

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..runs.claim import output_file
+from ..runs import output_file
 from ..safe_write import write_text
 from .errors import UsageError
 from .model_source import load_model_dir

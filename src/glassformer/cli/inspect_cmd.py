@@ -23,7 +23,7 @@ from ..inspect.inputs import analysed_position, corrupt_ids, encode_inputs
 from ..inspect.readout import format_prediction
 from ..inspect.trace import format_trace, trace
 from ..models import DecoderClassifier, DecoderLM, EncoderDecoder, EncoderModel
-from ..runs.claim import output_dir
+from ..runs import output_dir
 from ..safe_write import write_text
 from . import inspect_circuits
 from .inspect_graphs import draw_graphs, receptive_positions

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from ..data.user_files import read_utf8
-from ..generation import InputTooLong, classify, fill_mask
 from ..generation.inputs import check_text
 from ..models import DecoderClassifier, EncoderClassifier, EncoderMLM
 from ..models.heads import ClassificationHead
+from ..predict import InputTooLong, classify, fill_mask
 from .errors import UsageError
 from .model_source import load_model_dir
 

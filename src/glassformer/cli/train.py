@@ -18,25 +18,25 @@ from typing import Any
 
 import torch
 
-from ..generation import GenerationConfig
-from ..run_layout import CHECKPOINTS
-from ..runs import Run, RunInterrupted
-from ..runs.claim import differences
-from ..runs.data_identity import ACCEPT_FLAG
-from ..runs.datasets import held_out_line, overflow_line
-from ..runs.fits import memory_advice
-from ..runs.plan import RunPlan, make_plan
-from ..runs.record import holds_run
-from ..runs.scale import note_scale
-from ..runs.settings import builtin_config_path, to_toml
-from ..tasks import TASKS
-from ..training import DiskFullError, Trainer, TrainingError
+from ..runs import (
+    ADVICE_NAMES,
+    Run,
+    RunInterrupted,
+    RunNote,
+    differences,
+    holds_run,
+    make_plan,
+    memory_advice,
+)
+from ..training import DiskFullError, TrainingError
 from ..training.lock import StaleLockWarning
 from ..training.runtime import SlowBfloat16Warning
 from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Interrupted, UsageError
-from .textgen import continue_text
+from .hints import as_flags, with_flags
+from .scale import scale_from_env
 from .threads import use_free_cores
 from .train_args import DEFINES_RUN, DEMO, gather_settings
+from .train_report import print_header, print_summary
 
 __all__ = ["run"]
 
@@ -57,15 +57,16 @@ def run(args: argparse.Namespace) -> int:
             return 0
         plan = run.plan
         shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
-        run.load(progress=shown)
+        with _notes():
+            run.load(progress=shown)
         built.update(plan=plan, config=run.model_config, architecture=run.architecture)
         if getattr(args, "free_cores", False):  # run as a command: threads.py
             use_free_cores()
         trainer = run.build(progress=shown)
-        _print_header(run, builtin, settings)
+        print_header(run, builtin, settings)
         try:
             with _notes():
-                run.fit(then=lambda last: _print_summary(run, last, main))
+                run.fit(then=lambda last: print_summary(run, last, main))
         except DiskFullError as err:
             raise TrainingError(
                 f"{err}; free some space, then continue with: glassformer train --out "
@@ -92,7 +93,8 @@ def _memory_advice(built: dict[str, Any], command: bool = False):
         if not out_of_memory(err):
             raise
         first = str(err).strip().splitlines()[0][:160] if str(err).strip() else type(err).__name__
-        raise UsageError(f"out of memory ({first}); {memory_advice(**built)}") from None
+        advice = as_flags(memory_advice(**built), names=ADVICE_NAMES)
+        raise UsageError(f"out of memory ({first}); {advice}") from None
     else:
         if command and torch.distributed.is_initialized():
             _leave()
@@ -118,7 +120,7 @@ def _the_run(args: argparse.Namespace) -> tuple[Run | None, str | None, dict[str
     """(the run ``args`` ask for, new or resumed; the built-in config it started from or None;
     its settings); the run is None when a resumed run has reached its steps already."""
     settings, builtin = gather_settings(args)
-    note_scale()
+    scale = scale_from_env()
     if _rerun_of_demo(args, builtin, settings):
         print(
             f"glassformer: {make_plan(settings).out} holds the demo run; continuing it (delete "
@@ -133,7 +135,11 @@ def _the_run(args: argparse.Namespace) -> tuple[Run | None, str | None, dict[str
         defines = any(getattr(args, name) not in (None, []) for name in DEFINES_RUN)
         changes = {k: getattr(args, k) for k in ("steps", "device", "strategy")}
         run = Run.resume_with(
-            out, given if defines else None, changes, data_changed_ok=args.data_changed_ok
+            out,
+            given if defines else None,
+            changes,
+            data_changed_ok=args.data_changed_ok,
+            scale=scale,
         )
         settings, builtin = run.plan.settings, None
         if run.done:
@@ -144,20 +150,22 @@ def _the_run(args: argparse.Namespace) -> tuple[Run | None, str | None, dict[str
             return None, builtin, settings
     else:
         if args.data_changed_ok:
-            raise UsageError(f"{ACCEPT_FLAG} applies to --resume, which is not given")
-        run = Run.from_settings(settings)
+            raise UsageError("--data-changed-ok applies to --resume, which is not given")
+        run = Run.from_settings(settings, scale=scale)
     return run, builtin, settings
 
 
 @contextlib.contextmanager
 def _notes():
-    """Show a ``StaleLockWarning`` (a killed run's lock replaced) and a
-    ``SlowBfloat16Warning`` (bf16 emulated on this CPU) as one note line each."""
+    """Show a ``StaleLockWarning`` (a killed run's lock replaced), a ``SlowBfloat16Warning``
+    (bf16 emulated on this CPU) and a ``RunNote`` (e.g. a warmup longer than the run) as one
+    note line each, with the flags of the settings they name (hints.py)."""
     original = warnings.showwarning
 
     def show(message, category, *args, **kwargs):
-        if issubclass(category, (StaleLockWarning, SlowBfloat16Warning)):
-            print(f"glassformer: note: {message}", file=sys.stderr, flush=True)
+        if issubclass(category, (StaleLockWarning, SlowBfloat16Warning, RunNote)):
+            line = with_flags(message)
+            print(f"glassformer: note: {line}", file=sys.stderr, flush=True)
         else:
             original(message, category, *args, **kwargs)
 
@@ -183,89 +191,3 @@ def _rerun_of_demo(args: argparse.Namespace, builtin, settings) -> bool:
         return False
     plan = make_plan(settings)
     return holds_run(plan.out) and differences(plan) == []
-
-
-def _usable_ids(trainer) -> int:
-    """The ids a run can use: the tokenizer's, less a role placed past the model's rows (a
-    pretrained decoder's ``<MASK>``, which no LM task uses)."""
-    return min(trainer.tokenizer.vocab_size, trainer.model.config.vocab_size)
-
-
-def _print_header(run: Run, builtin, settings) -> None:
-    plan, trainer, train_data, val_data = run.plan, run.trainer, run.train_data, run.val_data
-    if builtin is not None:
-        print(f"glassformer: built-in config {builtin!r} ({builtin_config_path(builtin)})")
-    print(to_toml(settings).rstrip() + "\n")
-    model = trainer.model
-    unit = "text" if TASKS[plan.task].data == "lm" else "example"
-    val = _count(len(val_data), f"validation {unit}") if val_data is not None else None
-    print(
-        f"{plan.task} on {Path(plan.data).name}: {_count(len(train_data), f'training {unit}')}, "
-        f"{val or 'no validation'}; "
-        f"{plan.tokenizer} tokenizer ({_usable_ids(trainer)} tokens); "
-        f"{plan.preset} model ({model.num_parameters() / 1e6:.2f}M parameters"
-        f"{_trained(trainer)}, context {trainer.window()}) on {trainer.device}"
-    )
-    encoded = {"training": (train_data, trainer.train_stream.dataset)}
-    if val_data is not None:
-        encoded["validation"] = (val_data, trainer.val_stream.dataset)
-    for line in (held_out_line(plan, val_data), overflow_line(encoded, model.config.max_len)):
-        if line is not None:
-            print(line)
-    if run.start is not None:  # what came from --init-from, and the fine-tuning settings
-        train = plan.train
-        print(f"{run.start.line()}; train.lr={train.lr:g}, train.warmup={train.warmup}")
-    start = f"resuming at step {run.step}" if run.checkpoint is not None else "training"
-    print(f"{start} to step {plan.train.steps}; run directory: {plan.out}", flush=True)
-
-
-def _trained(trainer: Trainer) -> str:
-    """``, 12,288 train`` when only part of the model trains (frozen parts, LoRA), else ``""``."""
-    n = trainer.trained
-    if n == trainer.total:
-        return ""
-    return f", {n / 1e6:.2f}M train" if n >= 10_000 else f", {n:,} train"
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 training text``, ``34 training texts``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def _print_summary(run: Run, last: dict[str, Any], main: bool) -> None:
-    plan, trainer = run.plan, run.trainer
-    val = {k[4:]: v for k, v in last.items() if k.startswith("val_")}
-    if val:
-        shown = ", ".join(f"{k} {v:.4f}" for k, v in val.items())
-        print(f"step {trainer.step}: validation {shown}")
-    elif "loss" in last:
-        print(f"step {trainer.step}: training loss {last['loss']:.4f} (no validation data)")
-    if plan.task == "lm" and plan.sample.max_new_tokens > 0:
-        _print_sample(plan, trainer)  # every process: a sharded model needs them all
-    if not main:
-        return
-    if run.loss_plot is None:
-        print("loss.png: matplotlib is not installed (pip install 'glassformer[plot]')")
-    else:
-        print(f"loss curve: {run.loss_plot}")
-    if run.tensorboard is not None:
-        print(f"TensorBoard logs: {run.tensorboard} (tensorboard --logdir {run.tensorboard})")
-    print(f"checkpoints: {plan.out / CHECKPOINTS}")
-
-
-def _print_sample(plan: RunPlan, trainer: Trainer) -> None:
-    s = plan.sample
-    seed = plan.train.seed if s.seed is None else s.seed
-    config = GenerationConfig(
-        max_new_tokens=s.max_new_tokens,
-        temperature=s.temperature,
-        top_k=s.top_k,
-        top_p=s.top_p,
-        seed=seed,
-    )
-    print(f"sample (temperature {s.temperature}, seed {seed}):")
-    sys.stdout.write(s.prompt)
-    for piece in continue_text(trainer.model, trainer.tokenizer, s.prompt, config):
-        sys.stdout.write(piece)
-        sys.stdout.flush()
-    sys.stdout.write("\n")

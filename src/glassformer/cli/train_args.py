@@ -172,8 +172,14 @@ def gather_settings(
 ) -> tuple[dict[str, dict[str, Any]], str | None]:
     """The layered settings of the command (on top of ``base``, e.g. a resumed run's, when
     given), and the name of the built-in config used, if any."""
-    from ..runs.plan import RUN_OPTIONS, TRAIN_OPTIONS, option_tables
-    from ..runs.settings import load_config, merge, parse_assignment
+    from ..runs import (
+        RUN_OPTIONS,
+        TRAIN_OPTIONS,
+        load_config,
+        merge,
+        option_tables,
+        parse_assignment,
+    )
 
     demo = base is None and not any(getattr(args, k) not in (None, []) for k in CHOOSES_RUN)
     config_name = args.config or (DEMO if demo else None)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..cli.errors import ArgumentParser, UsageError, guarded
 from ..inspect._draw import require_matplotlib
-from ..runs.claim import output_dir, output_file
+from ..runs import output_dir, output_file
 
 __all__ = ["ArgumentParser", "command", "picture_file", "picture_folder"]
 

@@ -1,5 +1,5 @@
-"""Inference: text generation with a KV cache, sampling and beam search, and prediction for the
-encoder tasks (classification, fill-mask).
+"""Inference: text generation with a KV cache, sampling and beam search. Prediction for the
+encoder tasks (classification, fill-mask) is glassformer.predict.
 
     from glassformer.generation import GenerationConfig, generate, generate_text
 
@@ -10,12 +10,9 @@ encoder tasks (classification, fill-mask).
     generate_text(model, tokenizer, "To be, or not", temperature=0)            # greedy text
     for piece in stream_text(model, tokenizer, "ROMEO:", seed=1): print(piece, end="")
 
-    classify(classifier, ["a fine play", "a dull play"], tokenizer=tok)  # labels + probabilities
-    fill_mask(mlm, tokenizer, "To be or not to <MASK>", top_k=5)       # candidates per <MASK>
-
 Modules: config (GenerationConfig), logits (temperature, top-k, top-p), decoding (prefill/step
 sessions over the KV cache), sampling (greedy and sampling loop, DInference), beam (beam
-search), stopping (EOS, stop strings), inputs (padding), api (the entry points), predict.
+search), stopping (EOS, stop strings), inputs (padding), api (the entry points).
 """
 
 from .api import encode_prompt, generate, generate_text, stream, stream_text
@@ -24,31 +21,17 @@ from .config import GenerationConfig
 from .decoding import DecoderSession, Seq2SeqSession, Session
 from .logits import apply_temperature, choose_next, top_k_filter, top_p_filter, warp_logits
 from .outputs import GenerationOutput
-from .predict import (
-    Candidate,
-    Classification,
-    InputTooLong,
-    MaskPrediction,
-    classify,
-    fill_mask,
-)
 
 __all__ = [
-    "Candidate",
-    "Classification",
     "DecoderSession",
     "GenerationConfig",
     "GenerationOutput",
-    "InputTooLong",
-    "MaskPrediction",
     "Seq2SeqSession",
     "Session",
     "apply_temperature",
     "beam_search",
     "choose_next",
-    "classify",
     "encode_prompt",
-    "fill_mask",
     "generate",
     "generate_text",
     "stream",

@@ -115,11 +115,6 @@ class ResidualRecord:
         return self.update.norm(dim=-1)
 
     @property
-    def before_norm(self) -> Tensor:
-        """(B, T): ‖before‖₂ of each token."""
-        return self.before.norm(dim=-1)
-
-    @property
     def after_norm(self) -> Tensor:
         """(B, T): ‖after‖₂ of each token."""
         return self.after.norm(dim=-1)

@@ -2,33 +2,29 @@
 
 ``check_memory`` counts the parameters (size.py) and compares the memory they take (for
 training: the weights, and a gradient and the optimizer's state for each parameter that
-trains, ``Training``) with the memory this machine has:
-available RAM (/proc/meminfo's MemAvailable, within a cgroup's limit; elsewhere
-``os.sysconf``), and on CUDA the device's free memory. It refuses only what cannot fit, so a
-big model on a big machine is built as usual; building a model directly
+trains, ``Training``) with the memory this machine has: available RAM, and on CUDA the
+device's free memory (glassformer/machine.py reads them). It refuses only what cannot fit, so
+a big model on a big machine is built as usual; building a model directly
 (``DecoderLM(config)``) is never checked.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
+from ..machine import available_memory, format_bytes
 from .config import ModelConfig
 from .size import buffer_elements, parameter_parts
 
 __all__ = [
     "ADAMW",
     "Training",
-    "available_memory",
     "check_memory",
     "describe_size",
     "dominant_settings",
-    "format_bytes",
     "memory_bytes",
     "what_to_lower",
 ]
@@ -189,48 +185,3 @@ def _matters(c: ModelConfig, name: str) -> bool:
         per_width = 3 if c.activation == "swiglu" else 2  # matrix columns per unit of d_ff
         return c.d_ff is not None and per_width * c.d_ff > 4 * c.d_model
     return True
-
-
-def available_memory(device: str | torch.device = "cpu") -> int | None:
-    """Bytes this process could still allocate on ``device``: free memory on a CUDA device,
-    available RAM otherwise (MPS shares it); None where it cannot be known."""
-    device = torch.device(device)
-    if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
-    if device.type not in ("cpu", "mps"):
-        return None  # e.g. meta: nothing is allocated
-    return _available_ram()
-
-
-def _available_ram() -> int | None:
-    found = []
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                found.append(int(line.split()[1]) * 1024)  # given in kB
-    except (OSError, ValueError, IndexError):
-        pass
-    try:  # a container's limit (cgroup v2), which /proc/meminfo does not show
-        cgroup = Path("/sys/fs/cgroup")
-        limit = (cgroup / "memory.max").read_text().strip()
-        if limit != "max":
-            found.append(int(limit) - int((cgroup / "memory.current").read_text()))
-    except (OSError, ValueError):
-        pass
-    if not found:
-        try:
-            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-        except (AttributeError, ValueError, OSError):
-            return None
-    return max(min(found), 0)
-
-
-def format_bytes(n: float) -> str:
-    """1536 -> "1.5 KiB"; 2.4e13 -> "21.8 TiB"."""
-    units = ("KiB", "MiB", "GiB", "TiB", "PiB")
-    if n < 1024:
-        return f"{n:.0f} B"
-    for unit in units:
-        n /= 1024
-        if n < 1024 or unit == units[-1]:
-            return f"{n:.1f} {unit}"

@@ -19,7 +19,6 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
-from ..run_layout import CHECKPOINTS, best_or_latest
 from ..safe_write import replace_file, write_text
 from ..structured import loads_json
 from .budget import check_memory
@@ -108,17 +107,12 @@ def _plain_tensors(model: torch.nn.Module, tensors: dict[str, torch.Tensor]):
 
 
 def load_pretrained(directory: str | Path, *, device=None) -> Checkpointable:
-    """The model saved in ``directory``: a checkpoint folder (config.json, model.safetensors,
-    tokenizer.json when there is one), or a run folder of ``glassformer train`` (its best
-    checkpoint when the newest trainer.json records one, else its newest checkpoint)."""
+    """The model saved in the checkpoint folder ``directory`` (config.json, model.safetensors,
+    tokenizer.json when there is one). A run folder of ``glassformer train``, which holds
+    checkpoints, is read by ``glassformer.load_model``."""
     directory = Path(directory)
     if not directory.is_dir():
         raise ValueError(f"{directory}: not a checkpoint directory (no such directory)")
-    if not (directory / CONFIG_FILE).exists() and (directory / CHECKPOINTS).is_dir():
-        found = best_or_latest(directory)
-        if found is None:
-            raise ValueError(f"{directory}: a run folder with no checkpoint yet")
-        directory = found
     cls, config = read_config(directory / CONFIG_FILE)
     tokenizer = read_tokenizer(directory / TOKENIZER_FILE, config)
     try:

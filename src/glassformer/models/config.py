@@ -9,7 +9,8 @@
 Choices are strings checked against fixed lists, so a saved ``config.json`` rebuilds the model
 and a typo is refused with the allowed values. Sizes are checked against generous upper bounds
 before anything is allocated (a vocabulary of 10^12 is refused, not attempted). The lists and
-bounds are data (``ModelConfig.CHOICES``, ``ModelConfig.RANGES``; see limits.py).
+bounds are data (``ModelConfig.CHOICES``, ``ModelConfig.RANGES``; see limits.py); the rules
+between fields, the other spellings and a config.json's types are checked in config_checks.py.
 
 Each setting has one name. A field whose default is None ("the usual value": ``d_ff`` None is
 4 · d_model) keeps None, so that a config derived from it (``replace(d_model=256)``, a preset
@@ -46,7 +47,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -59,7 +59,8 @@ from ..nn.positional import POSITIONAL_KINDS, POSITIONAL_LAYOUTS
 from ..nn.qk_projections import ATTENTION_SCORES
 from ..structured import loads_json
 from . import config_graphs
-from .config_graphs import FAMILIES, GRAPH_FIELDS, as_spec, check_graph_type
+from .config_checks import check_names, check_relations, check_types
+from .config_graphs import FAMILIES, GRAPH_FIELDS, as_spec
 
 __all__ = ["EMBEDDINGS", "FAMILIES", "GRAPH_FIELDS", "POOLINGS", "ModelConfig"]
 
@@ -221,57 +222,12 @@ class ModelConfig:
 
     def __new__(cls, *args: Any, **kwargs: Any) -> ModelConfig:
         # before the dataclass's __init__, which would say only "unexpected keyword argument"
-        check_names(kwargs)
+        check_names(kwargs, cls.OTHER_NAMES)
         return super().__new__(cls)
 
     def __post_init__(self) -> None:
         check_fields(self)
-        if self.d_model % self.n_head:
-            raise ValueError(f"d_model={self.d_model} must be divisible by n_head={self.n_head}")
-        if self.n_head % self.resolved_n_kv_head:
-            raise ValueError(
-                f"n_head={self.n_head} must be divisible by n_kv_head={self.n_kv_head}"
-            )
-        if self.attention_scores != "separate" and self.resolved_n_kv_head != self.n_head:
-            raise ValueError(
-                f"attention_scores={self.attention_scores!r} computes queries and keys alike "
-                f"(q = k), so it needs n_kv_head = n_head ({self.n_head}), got "
-                f"n_kv_head={self.n_kv_head}; grouped-query attention needs "
-                "attention_scores='separate'"
-            )
-        if self.mlm_transform and self.activation == "swiglu":
-            raise ValueError(
-                "mlm_transform=True needs an element-wise activation (relu, gelu, gelu_tanh), "
-                "got activation='swiglu'"
-            )
-        if self.norm == "batch" and self.family != "encoder":
-            raise ValueError(  # notes, appendix "Layer normalization and batch normalization"
-                f"norm='batch' cannot be used with family={self.family!r}: in training, "
-                "BatchNorm's statistics run over every position of the batch, so a causal "
-                "decoder's output at position n would depend on the tokens after n; use "
-                "norm='layer' or 'rms' (family='encoder' may use norm='batch')"
-            )
-        if self.positional == "rotary" and self.head_dim % 2:
-            raise ValueError(f"positional='rotary' needs an even head size, got {self.head_dim}")
-        if self.positional_layout != "interleaved" and self.positional != "sinusoidal":
-            raise ValueError(
-                f"positional_layout={self.positional_layout!r} lays out the sinusoidal encoding: "
-                f"it needs positional='sinusoidal', got positional={self.positional!r}"
-            )
-        if self.positional_layout == "split" and self.d_model % 2:
-            raise ValueError(
-                f"positional_layout='split' needs an even d_model (a sin half and a cos half), "
-                f"got d_model={self.d_model}"
-            )
-        for name in ("pad_id", "decoder_start_id"):
-            v = getattr(self, name)
-            if v >= min(self.vocab_size, self.resolved_tgt_vocab_size):
-                raise ValueError(f"{name}={v!r} must be an id in [0, vocab_size)")
-        if self.share_embeddings and self.tgt_vocab_size not in (None, self.vocab_size):
-            raise ValueError(
-                f"share_embeddings=True needs tgt_vocab_size ({self.tgt_vocab_size}) equal to "
-                f"vocab_size ({self.vocab_size}); set share_embeddings=False"
-            )
+        check_relations(self)  # the rules between fields (config_checks.py)
         for name in GRAPH_FIELDS:
             setattr(self, name, as_spec(getattr(self, name)))  # an AttentionGraph: its spec
             self.layer_graphs(name)  # a spec that does not parse, or fit the stack, is refused
@@ -355,12 +311,12 @@ class ModelConfig:
     def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
         if not isinstance(data, dict):
             raise ValueError(f"a model config must be a JSON object, got {type(data).__name__}")
-        check_names(data)
+        check_names(data, cls.OTHER_NAMES)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown model config keys {unknown}; allowed: {sorted(known)}")
-        _check_types(data)
+        check_types(data, dataclasses.fields(cls))
         return cls(**data)
 
     def to_json(self) -> str:
@@ -383,32 +339,3 @@ class ModelConfig:
         its config's ``extra`` changes neither this config nor the presets)."""
         changes.setdefault("extra", copy.deepcopy(self.extra))
         return dataclasses.replace(self, **changes)
-
-
-def check_names(names: Iterable[str]) -> None:
-    """Refuse another spelling of a field: "ff_dim is not a ModelConfig field; use d_ff"."""
-    for name in names:
-        if name in ModelConfig.OTHER_NAMES:
-            field_name = ModelConfig.OTHER_NAMES[name]
-            raise ValueError(f"{name} is not a ModelConfig field; use {field_name}")
-
-
-def _check_types(data: dict[str, Any]) -> None:
-    """JSON gives ints, floats, bools, strings: refuse e.g. a string where a size belongs."""
-    for f in dataclasses.fields(ModelConfig):
-        if f.name not in data or data[f.name] is None:
-            continue
-        value, kind = data[f.name], str(f.type)
-        if f.name in GRAPH_FIELDS:
-            check_graph_type(f.name, value)
-            continue
-        if kind.startswith("bool") and not isinstance(value, bool):
-            raise ValueError(f"{f.name}={value!r} must be true or false")
-        if kind.startswith("str") and not isinstance(value, str):
-            raise ValueError(f"{f.name}={value!r} must be a string")
-        if kind.startswith("float") and (
-            isinstance(value, bool) or not isinstance(value, int | float)
-        ):
-            raise ValueError(f"{f.name}={value!r} must be a number")
-        if kind.startswith("dict") and not isinstance(value, dict):
-            raise ValueError(f"{f.name}={value!r} must be an object")

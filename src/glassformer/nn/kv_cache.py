@@ -92,10 +92,6 @@ class KVCache:
             self._k = self._k.index_select(0, index)
             self._v = self._v.index_select(0, index)
 
-    def reset(self) -> None:
-        self._k = self._v = None
-        self.length = self.start = 0
-
 
 class DecoderCache:
     """One KVCache per decoder layer for self-attention, and one per layer for cross-attention."""

@@ -33,13 +33,14 @@ __all__ = [
 
 def check_out(out: Path) -> None:
     """``RunError`` unless ``out`` can be a run folder (see the module docstring)."""
-    output_dir(out, "--out")
+    output_dir(out, "out")
     try:
         str(out.absolute()).encode("utf-8")
     except UnicodeEncodeError:
         raise RunError(
-            f"--out {out}: the path is not UTF-8, and safetensors, which holds the checkpoints, "
-            "opens UTF-8 paths only; allowed: a folder whose path is UTF-8"
+            f"out {out}: the path is not UTF-8, and safetensors, which holds the checkpoints, "
+            "opens UTF-8 paths only; allowed: a folder whose path is UTF-8",
+            argument="out",
         ) from None
     check_no_links(out)
 
@@ -68,13 +69,15 @@ def refuse_kept_run(plan: RunPlan) -> None:
     differ = differences(plan)
     if differ == []:
         raise RunError(
-            f"{plan.out} already holds a run with these settings; continue it with --resume "
-            "(a larger --steps extends it), or choose another --out"
+            f"{plan.out} already holds a run with these settings; continue it with Run.resume "
+            "(a larger train.steps extends it), or choose another run.out",
+            names=["Run.resume", "train.steps", "run.out"],
         )
     why = f"its {RUN_FILE} is unreadable" if differ is None else differ[0]
     raise RunError(
         f"{plan.out} already holds a run with other settings ({why}); continue that run with "
-        f"--out {plan.out} --resume, or choose another --out for this one"
+        f"run.out={plan.out} and Run.resume, or choose another run.out for this one",
+        names=["run.out", "Run.resume"],
     )
 
 
@@ -93,10 +96,12 @@ def take_lock(lock: RunLock, plan: RunPlan, new: bool) -> None:
 
 def output_dir(path: Path, option: str) -> None:
     """``RunError`` unless ``path`` is a directory, or can be made one, that this user may
-    write into; checked before a command loads or computes anything."""
+    write into; checked before a command loads or computes anything. ``option``: the argument
+    the message names ("out")."""
     if os.path.lexists(path) and not path.is_dir():  # a file, or a link to nothing
         raise RunError(
-            f"{option} {path}: exists and is not a directory; allowed: a new or existing directory"
+            f"{option} {path}: exists and is not a directory; allowed: a new or existing directory",
+            argument=option,
         )
     _writable_parent(path, option)
 
@@ -105,7 +110,9 @@ def output_file(path: Path, option: str) -> None:
     """``RunError`` unless ``path`` names a file this user may create or replace."""
     if path.is_dir():
         raise RunError(
-            f"{option} {path}: is a directory; allowed: a file name (a new file, or one to replace)"
+            f"{option} {path}: is a directory; allowed: a file name (a new file, or one to "
+            "replace)",
+            argument=option,
         )
     _writable_parent(path.parent, option, path)
 
@@ -117,6 +124,8 @@ def _writable_parent(path: Path, option: str, named: Path | None = None) -> None
         existing = existing.parent
     shown = named or path
     if not existing.is_dir():
-        raise RunError(f"{option} {shown}: {existing} is a file, not a directory")
+        raise RunError(f"{option} {shown}: {existing} is a file, not a directory", argument=option)
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise RunError(f"{option} {shown}: the directory {existing} is not writable")
+        raise RunError(
+            f"{option} {shown}: the directory {existing} is not writable", argument=option
+        )

@@ -24,18 +24,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
 from ..data import TextDataset
 from ..data.formats import data_digest
-from .errors import RunError
+from ..named import naming
+from .errors import RunError, RunNote
 from .plan import RunPlan, is_builtin
 
-__all__ = ["ACCEPT_FLAG", "check_same_data", "data_identity"]
+__all__ = ["check_same_data", "data_identity"]
 
-ACCEPT_FLAG = "--data-changed-ok"
 PARTS = {"training": "train", "validation": "validation"}
 
 
@@ -82,11 +82,12 @@ def check_same_data(plan: RunPlan, now: dict[str, Any], accept: bool) -> None:
         noted.append((before, after))
         what = _describe(part, before, after)
         if accept:
-            _note(f"{what}; continuing on the changed data ({ACCEPT_FLAG})")
+            _note(f"{what}; continuing on the changed data (data_changed_ok=True)")
             continue
         raise RunError(
-            f"{what}; to train on it, start a new run with another --out, or continue "
-            f"{plan.out} on the changed data with --resume {ACCEPT_FLAG}"
+            f"{what}; to train on it, start a new run with another run.out, or continue "
+            f"{plan.out} on the changed data with Run.resume and data_changed_ok=True",
+            names=["run.out", "Run.resume", "data_changed_ok"],
         )
 
 
@@ -114,4 +115,4 @@ def _size(identity: Any) -> str:
 
 
 def _note(message: str) -> None:
-    print(f"glassformer: note: {message}", file=sys.stderr, flush=True)
+    warnings.warn(naming(RunNote(message), names=["data_changed_ok"]), stacklevel=3)

@@ -15,12 +15,9 @@ when ``max_len`` is too small. The count in the header tells when ``max_len`` sh
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 from ..data import TextDataset, load_dataset
-from ..data.documents import TextPart
-from ..data.splits import percent
 from ..data.synthetic import DEFAULT_SIZES
 from ..data.tokenizer_cache import trained_tokenizer
 from ..tasks import TASKS
@@ -31,10 +28,8 @@ from .plan import RunPlan, is_builtin
 __all__ = [
     "DEFAULT_OVERFLOW",
     "align_labels",
-    "held_out_line",
     "load_split",
     "load_splits",
-    "overflow_line",
     "train_tokenizer",
     "validation_options",
 ]
@@ -101,43 +96,6 @@ def align_labels(dataset: TextDataset, labels: tuple[str, ...]) -> TextDataset:
             f"{len(labels)} classes {short_list(labels, keep=5)}"
         )
     return dataclasses.replace(dataset, labels=tuple(labels))
-
-
-def held_out_line(plan: RunPlan, validation: TextDataset | None) -> str | None:
-    """The header line saying which part of the training file validates the run, if any:
-    ``validation: the last 10% of notes.txt (4,210 characters)``."""
-    fraction = plan.data_options.get("val_fraction")
-    if validation is None or not fraction or plan.validation != plan.data:
-        return None
-    name = Path(plan.data).name
-    if isinstance(validation.part, TextPart):  # a whole text: its last part
-        chars = validation.part.chars
-        return f"validation: the last {percent(fraction)} of {name} ({chars:,} characters)"
-    unit = "lines" if validation.task == "lm" and validation.unit == "line" else "rows"
-    if validation.unit == "file":
-        unit = "files"
-    return (
-        f"validation: {percent(fraction)} of the {unit} of {name}, spread evenly "
-        f"({len(validation):,} {unit})"
-    )
-
-
-def overflow_line(splits: dict[str, tuple[TextDataset, Any]], max_len: int) -> str | None:
-    """The header line counting the examples longer than ``max_len`` that were truncated or
-    dropped, from ``{"training": (raw, encoded), "validation": ...}``; None when there were
-    none: ``12 of 5,574 training texts longer than max_len 256 were truncated
-    (data.overflow)``."""
-    counts = []
-    for name, (raw, encoded) in splits.items():
-        n = getattr(encoded, "num_truncated", 0) + getattr(encoded, "num_dropped", 0)
-        counts.append((name, n, len(raw)))
-    raw = next(iter(splits.values()))[0]
-    if raw.task == "lm" or not any(n for _, n, _ in counts):
-        return None
-    unit = "pairs" if raw.task == "seq2seq" else "texts"
-    verb = "dropped" if raw.overflow == "drop" else "truncated"
-    shown = " and ".join(f"{n:,} of {total:,} {name}" for name, n, total in counts)
-    return f"{shown} {unit} longer than max_len {max_len} were {verb} (data.overflow)"
 
 
 def train_tokenizer(plan: RunPlan, train: TextDataset, progress: str = "none") -> Tokenizer:

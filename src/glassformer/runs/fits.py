@@ -24,10 +24,13 @@ from ..training.trainable import set_what_trains
 from .errors import RunError
 from .plan import RunPlan
 
-__all__ = ["check_fits", "memory_advice", "training_memory"]
+__all__ = ["ADVICE_NAMES", "check_fits", "memory_advice", "training_memory"]
+
+# the names memory_advice's advice assigns
+ADVICE_NAMES = ("run.vocab_size", "train.batch_size", "model.max_len", "train.grad_accum")
 
 BATCH_ADVICE = (
-    "lower --set train.batch_size or --set model.max_len (--set train.grad_accum=N keeps "
+    "lower train.batch_size=N or model.max_len=N (train.grad_accum=N keeps "
     "the batch per step with 1/N of the memory)"
 )
 
@@ -49,13 +52,14 @@ def check_fits(plan: RunPlan, config: ModelConfig, architecture: type) -> None:
             setting=setting_name(plan),
         )
     except ValueError as err:
-        raise RunError(str(err)) from None
+        raise RunError(str(err), names=["run.vocab_size"]) from None
 
 
 def memory_advice(
     plan: RunPlan | None = None, config: ModelConfig | None = None, architecture=None
 ) -> str:
-    """What to lower after running out of memory (the batch while the model is not known)."""
+    """What to lower after running out of memory (the batch while the model is not known);
+    the settings and arguments it names are ``ADVICE_NAMES``."""
     if plan is None or config is None:
         return BATCH_ADVICE
     per_process = max(plan.train.batch_size // int(os.environ.get("WORLD_SIZE", "1")), 1)
@@ -85,11 +89,11 @@ def training_memory(plan: RunPlan, config: ModelConfig, architecture: type) -> T
 
 def setting_name(plan: RunPlan) -> Callable[[str], str]:
     """A model config field as the user sets it: model.n_layer; the vocabulary with
-    --vocab-size (bpe, word); n_classes comes from the labels."""
+    run.vocab_size (bpe, word); n_classes comes from the labels."""
 
     def name(key: str) -> str:
         if key in ("vocab_size", "tgt_vocab_size"):
-            return "vocab_size" if plan.tokenizer == "char" else "--vocab-size"
+            return "vocab_size" if plan.tokenizer == "char" else "run.vocab_size"
         return key if key == "n_classes" else f"model.{key}"
 
     return name

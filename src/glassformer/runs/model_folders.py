@@ -38,10 +38,11 @@ def is_huggingface_dir(path: Path) -> bool:
 
 def read_huggingface(path: Path, option: str, tokenizer: Any = None):
     """The converted model of the Hugging Face directory ``path``, its tokenizer attached
-    (``tokenizer``, else the directory's); a ``RunError`` naming ``option`` (``--init-from``,
-    ``--checkpoint``) and the path when the tokenizer is missing or unreadable, the weights
-    cannot be read or do not match config.json (interop/huggingface/folder_checks.py), or an
-    optional package is missing; weights left unused are noted on stderr."""
+    (``tokenizer``, else the directory's); a ``RunError`` naming ``option`` (the argument,
+    ``init_from`` or ``checkpoint``) and the path when the tokenizer is missing or
+    unreadable, the weights cannot be read or do not match config.json
+    (interop/huggingface/folder_checks.py), or an optional package is missing; weights left
+    unused are noted on stderr."""
     from ..interop.huggingface import from_huggingface_dir
 
     with _run_errors(path, option):
@@ -69,7 +70,8 @@ def _tokenizer(path: Path, option: str):
     if tokenizer is None:
         raise RunError(
             f"{option} {path}: a Hugging Face model without a tokenizer; glassformer "
-            "reads tokenizer.json (any kind), or GPT-2's vocab.json and merges.txt"
+            "reads tokenizer.json (any kind), or GPT-2's vocab.json and merges.txt",
+            argument=option,
         )
     return tokenizer
 
@@ -80,12 +82,12 @@ def _run_errors(path: Path, option: str) -> Iterator[None]:
     try:
         yield
     except ImportError as err:  # an optional package is missing: the message says which
-        raise RunError(f"{option} {path}: {err}") from None
+        raise RunError(f"{option} {path}: {err}", argument=option) from None
     except RunError:
         raise
     except (OSError, ValueError) as err:
         shown = str(err) if str(err).startswith(str(path)) else f"{path}: {err}"
-        raise RunError(f"{option} {shown}") from None
+        raise RunError(f"{option} {shown}", argument=option) from None
 
 
 @contextlib.contextmanager

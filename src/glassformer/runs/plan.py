@@ -14,7 +14,7 @@ exactly the same run. Defaults fill what the settings leave open:
                 runs/<data>-<tokenizer> (lm) or runs/<data>-<task>-<tokenizer>
 
 ``train`` adds the size and hash of the data it loaded (data_identity.py), which ``--resume``
-checks. Under GLASSFORMER_TEST_SCALE (a test aid, scale.py) the plan's counts are scaled down.
+checks. With ``scale=F`` (a test aid, scale.py) the plan's counts are scaled down.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from typing import Any
 from ..data import list_datasets
 from ..data.formats import guess_kind
 from ..models.config import ModelConfig
-from ..presets import PRESETS
+from ..models.presets import PRESETS
 from ..tasks import TASKS, task_for_data
 from ..training import TrainConfig
 from .errors import RunError
 from .pretrained import check_init_path, fine_tune_defaults
-from .scale import scaled_run
+from .scale import check_scale, scaled_run
 from .settings import RunSettings, SampleSettings, Settings, merge
 
 __all__ = ["RUN_OPTIONS", "TRAIN_OPTIONS", "RunPlan", "make_plan", "option_tables"]
@@ -99,12 +99,13 @@ def is_builtin(name: str) -> bool:
     return name in {info.name for info in list_datasets()}
 
 
-def make_plan(settings: Settings) -> RunPlan:
-    """Resolve ``settings`` (already checked) into a plan; errors are UsageErrors."""
+def make_plan(settings: Settings, *, scale: float | None = None) -> RunPlan:
+    """Resolve ``settings`` (already checked) into a plan; errors are RunErrors. ``scale``:
+    a factor F in (0, 1] that shrinks the run's counts, a test aid (scale.py)."""
     run = RunSettings(**settings.get("run", {}))
     data_options = dict(settings.get("data", {}))
     task = run.task or _task_of(run.data, data_options)
-    data = run.data if is_builtin(run.data) else _path(run.data, "--data")
+    data = run.data if is_builtin(run.data) else _path(run.data, "data")
     if run.val_data is None and is_builtin(run.data):
         validation = run.data
     elif run.val_data is None:  # a part of the file, held out (data/user_files.py)
@@ -112,13 +113,14 @@ def make_plan(settings: Settings) -> RunPlan:
         validation = data if held_out else None
     elif data_options.get("val_fraction"):
         raise RunError(
-            f"data.val_fraction={data_options['val_fraction']} holds out part of --data for "
-            f"validation, but --val-data {run.val_data} is given; use one of them"
+            f"data.val_fraction={data_options['val_fraction']} holds out part of run.data for "
+            f"validation, but run.val_data={run.val_data} is given; use one of them",
+            names=["run.data", "run.val_data"],
         )
     elif run.val_data.lower() == "none":
         validation = None
     else:
-        validation = _path(run.val_data, "--val-data")
+        validation = _path(run.val_data, "val_data")
     init_from = None
     if run.init_from is not None:
         init_from = check_init_path(run.init_from)
@@ -137,7 +139,9 @@ def make_plan(settings: Settings) -> RunPlan:
         paths["val_data"] = validation
     settings = merge(settings, {"run": paths})  # files as absolute paths
     sample = SampleSettings(**settings.get("sample", {}))
-    data_options, train, sample = scaled_run(data, data_options, train, sample)  # a test aid
+    if scale is not None:  # a test aid
+        factor = check_scale(scale)
+        data_options, train, sample = scaled_run(data, data_options, train, sample, factor)
     return RunPlan(
         task=task,
         data=data,
@@ -188,43 +192,46 @@ def _task_of(data: str, options: dict[str, Any]) -> str:
             return task_for_data(info.task).name
     path = Path(data).expanduser()
     if not path.exists():
-        _path(data, "--data")  # refused, naming what is allowed
+        _path(data, "data")  # refused, naming what is allowed
     roles = ("text", "label", "source", "target")
     kind = guess_kind(path, {role: options.get(f"{role}_field") for role in roles})
     if kind is None and path.suffix.lower() != ".tsv" and not path.name.endswith(".tsv.gz"):
         kind = "lm"
     if kind is None:
         raise RunError(
-            f"--data {data}: a .tsv file holds seq2seq pairs or labelled texts; "
-            "say which with --task seq2seq or --task classify"
+            f"data {data}: a .tsv file holds seq2seq pairs or labelled texts; "
+            "say which with run.task=seq2seq or run.task=classify",
+            argument="data",
+            names=["run.task"],
         )
     return task_for_data(kind).name
 
 
-def _path(name: str, option: str) -> str:
+def _path(name: str, argument: str) -> str:
     path = Path(name).expanduser()
     if not path.is_file() and not path.is_dir():
         names = ", ".join(info.name for info in list_datasets())
         raise RunError(
-            f"{option} {name}: the file does not exist; allowed a built-in dataset ({names}), "
+            f"{argument} {name}: the file does not exist; allowed a built-in dataset ({names}), "
             "a .txt, .tsv, .csv, .jsonl or .parquet file (or one gzipped, .gz), a folder of "
-            ".txt files or a datasets folder"
+            ".txt files or a datasets folder",
+            argument=argument,
         )
     return str(path.resolve())
 
 
 def _start_from(settings: Settings, path: str, task: str) -> Settings:
-    """The settings of a run started from the pre-trained model at ``path``: no --model,
-    --tokenizer or --vocab-size (the weights and their tokenizer decide), and the
+    """The settings of a run started from the pre-trained model at ``path``: no model,
+    tokenizer or vocab_size (the weights and their tokenizer decide), and the
     fine-tuning defaults (pretrained.py) under the [train] settings given."""
     given = settings.get("run", {})
-    for key, option in (("model", "--model"), ("tokenizer", "--tokenizer"),
-                        ("vocab_size", "--vocab-size")):
+    for key in ("model", "tokenizer", "vocab_size"):
         if given.get(key) is not None:
             raise RunError(
-                f"{option} {given[key]} and --init-from {path} both say what to train: the "
-                "pre-trained model brings its architecture and its tokenizer; leave "
-                f"{option} out"
+                f"run.{key}={given[key]} and run.init_from={path} both say what to train: the "
+                f"pre-trained model brings its architecture and its tokenizer; leave run.{key} "
+                "out",
+                names=[f"run.{key}", "run.init_from"],
             )
     train = settings.get("train", {})
     steps = _train_config(train, task).steps
@@ -234,14 +241,17 @@ def _start_from(settings: Settings, path: str, task: str) -> Settings:
 
 def _check_preset(name: str, task: str) -> None:
     if name not in PRESETS:
-        raise RunError(f"--model {name}: no such preset; choose one of {sorted(PRESETS)}")
+        raise RunError(
+            f"model {name}: no such preset; choose one of {sorted(PRESETS)}", argument="model"
+        )
     family, need = PRESETS[name].family, TASKS[task].family
     if family != need:
         fits = sorted(n for n, c in PRESETS.items() if c.family == need)
         raise RunError(
-            f"--model {name} is a preset of the {family} family but --task {task} needs the "
-            f"{need} family; "
-            f"choose one of {fits}"
+            f"model {name} is a preset of the {family} family but run.task={task} needs the "
+            f"{need} family; choose one of {fits}",
+            argument="model",
+            names=["run.task"],
         )
 
 
@@ -270,8 +280,9 @@ def _tokenizer_options(kind: str, vocab_size: int | None) -> dict[str, Any]:
     if kind == "char":
         if vocab_size is not None:
             raise RunError(
-                "--vocab-size applies to the bpe and word tokenizers; a char tokenizer keeps "
-                "every character of the training data"
+                "vocab_size applies to the bpe and word tokenizers; a char tokenizer keeps "
+                "every character of the training data",
+                argument="vocab_size",
             )
         return {}
     if kind == "word":

@@ -21,9 +21,9 @@ What the task takes from each family (``TASKS[task].families``):
                                         no dropout before the classifier (Hugging Face's
                                         score; ``--set model.classifier_dropout`` sets one)
 
-The weights are copied by name; what the new model has and the checkpoint lacks is new
-(initialised as a model of that config is, seeded by train.seed), and ``StartReport`` says
-which parts are new and which of the checkpoint's were left out.
+The weights are copied by name (start_weights.py); what the new model has and the checkpoint
+lacks is new (initialised as a model of that config is, seeded by train.seed), and
+``StartReport`` says which parts are new and which of the checkpoint's were left out.
 
 Defaults for fine-tuning, written into the run's settings where the user gave none (so that
 run.json records them and ``--resume`` rebuilds the same plan): ``train.lr`` 5e-5 (Hugging
@@ -33,20 +33,18 @@ Face's examples for full fine-tuning), ``train.warmup`` 10% of the steps, and fo
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from ..models.checkpoint import CONFIG_FILE, load_pretrained
+from ..models.checkpoint import CONFIG_FILE
 from ..models.config import GRAPH_FIELDS, ModelConfig
 from ..models.registry import model_class
-from ..run_layout import CHECKPOINTS, RUN_FILE, best_or_latest
 from ..tasks import TASKS
+from ..training.layout import CHECKPOINTS, best_or_latest
 from .errors import RunError
+from .folder import RUN_FILE, load_model
 from .model_folders import is_huggingface_dir, peek_huggingface, read_huggingface
+from .start_weights import Pretrained, StartReport
 
 __all__ = [
     "FINE_TUNE_CONTEXT",
@@ -82,18 +80,20 @@ WHAT = (
 
 
 def check_init_path(name: str) -> str:
-    """``--init-from name`` as an absolute path, refused when it is not a folder that holds a
+    """``init_from`` ``name`` as an absolute path, refused when it is not a folder that holds a
     model (a config.json, or a run folder's checkpoints)."""
     if not name.strip():
-        raise RunError(f"--init-from {name!r}: an empty path; {WHAT}")
+        raise RunError(f"init_from {name!r}: an empty path; {WHAT}", argument="init_from")
     path = Path(name).expanduser()
     if not path.is_dir():
         what = "no such folder" if not path.exists() else "not a folder"
-        raise RunError(f"--init-from {name}: {what}; {WHAT}")
+        raise RunError(f"init_from {name}: {what}; {WHAT}", argument="init_from")
     if not (path / CONFIG_FILE).is_file():
         _check_run_has_checkpoint(name, path)
     if not (path / CONFIG_FILE).is_file() and not (path / CHECKPOINTS).is_dir():
-        raise RunError(f"--init-from {name}: not a model (no {CONFIG_FILE}); {WHAT}")
+        raise RunError(
+            f"init_from {name}: not a model (no {CONFIG_FILE}); {WHAT}", argument="init_from"
+        )
     return str(path.resolve())
 
 
@@ -102,9 +102,10 @@ def _check_run_has_checkpoint(name: str, path: Path) -> None:
     is_run = (path / RUN_FILE).is_file() or (path / CHECKPOINTS).is_dir()
     if is_run and best_or_latest(path) is None:
         raise RunError(
-            f"--init-from {name}: the run has no checkpoint yet (nothing in "
+            f"init_from {name}: the run has no checkpoint yet (nothing in "
             f"{path / CHECKPOINTS}); train it until it saves one (train.save_every), or pick a "
-            "run or checkpoint folder that has one"
+            "run or checkpoint folder that has one",
+            argument="init_from",
         )
 
 
@@ -116,69 +117,6 @@ def fine_tune_defaults(task: str, steps: int) -> dict[str, Any]:
     return defaults
 
 
-@dataclass
-class StartReport:
-    """What a run started from PATH took from it: ``loaded`` parameters (a tied matrix once),
-    the ``new`` parts ("classifier 384 -> 2") and the checkpoint's parts ``left_out``."""
-
-    source: str
-    loaded: int = 0
-    new: list[str] = dataclasses.field(default_factory=list)
-    left_out: list[str] = dataclasses.field(default_factory=list)
-
-    def line(self) -> str:
-        """``init from PATH: 22.7M parameters; new: classifier 384 -> 2``."""
-        parts = [f"init from {self.source}: {self.loaded / 1e6:.2f}M parameters from it"]
-        parts.append("new: " + (", ".join(self.new) if self.new else "nothing"))
-        if self.left_out:
-            parts.append("left out: " + ", ".join(self.left_out))
-        return "; ".join(parts)
-
-
-@dataclass
-class Pretrained:
-    """A pre-trained model read for a task: the model as read, its tokenizer, and the class
-    and config of the model the run trains."""
-
-    path: str
-    model: Any
-    tokenizer: Any
-    architecture: type
-    config: ModelConfig
-
-    def copy_into(self, model: torch.nn.Module) -> StartReport:
-        """Copy the weights of the pre-trained model into ``model`` (built from ``config``)
-        by name; what ``model`` has and the checkpoint lacks stays as initialised."""
-        source = _unique(self.model)
-        report = StartReport(self.path)
-        keep_classifier = self.model.config.extra.get("labels") == self.config.extra.get(
-            "labels"
-        ) and self.model.config.n_classes == self.config.n_classes
-        used = set()
-        with torch.no_grad():
-            for name, tensor in _unique(model).items():
-                got = source.get(name)
-                head = name.split(".")[0] == "classifier"
-                if got is None or (head and not keep_classifier):
-                    continue
-                if got.shape != tensor.shape:  # the configs agree but for the head
-                    raise RunError(
-                        f"--init-from {self.path}: tensor {name!r} has shape "
-                        f"{tuple(got.shape)}, the run's model needs {tuple(tensor.shape)}"
-                    )
-                tensor.copy_(got)
-                used.add(name)
-                report.loaded += tensor.numel()
-        report.new = _parts(model, [n for n in _unique(model) if n not in used])
-        had = dict(self.model.named_children())
-        for name, child in model.named_children():  # a new head that shares a loaded matrix
-            shared = next(child.parameters(), None) is not None and name not in had
-            if shared and not any(part.split()[0] == name for part in report.new):
-                report.new.append(f"{name} (sharing the loaded token embedding)")
-        report.left_out = _parts(self.model, [n for n in source if n not in used])
-        return report
-
-
 def load_start(path: str, task: str, overrides: dict[str, Any], labels: tuple[str, ...]):
     """The pre-trained model at ``path`` (checked by check_init_path) for ``task``: its
     tokenizer, and the class and config of the run's model (module docstring); RunError when
@@ -187,11 +125,11 @@ def load_start(path: str, task: str, overrides: dict[str, Any], labels: tuple[st
     weights are read and converted."""
     folder = Path(path)
     if is_huggingface_dir(folder):
-        cls, meta, tokenizer = peek_huggingface(folder, "--init-from")
+        cls, meta, tokenizer = peek_huggingface(folder, "init_from")
         _check_family(path, cls.family, cls.__name__, task)
         if type(meta.get("vocab_size")) is int:  # else the conversion says what is wrong
             _check_tokenizer(path, tokenizer, meta["vocab_size"], task)
-        model = read_huggingface(folder, "--init-from", tokenizer)
+        model = read_huggingface(folder, "init_from", tokenizer)
     else:
         model, tokenizer = _read_checkpoint(folder)
     config = model.config
@@ -214,7 +152,9 @@ def _check_family(path: str, family: str, name: str, task: str) -> None:
         need = " or ".join(f"{f} ({c})" for f, c in families.items())
         article = "an" if family[0] in "aeiou" else "a"
         raise RunError(
-            f"--init-from {path}: {article} {family} model ({name}); --task {task} needs {need}"
+            f"init_from {path}: {article} {family} model ({name}); run.task={task} needs {need}",
+            argument="init_from",
+            names=["run.task"],
         )
 
 
@@ -226,32 +166,36 @@ def _check_tokenizer(path: str, tokenizer, vocab_size: int, task: str) -> None:
     n = tokenizer.file_vocab_size
     if n > vocab_size:
         raise RunError(
-            f"--init-from {path}: its tokenizer defines {n} ids but the model's vocabulary is "
+            f"init_from {path}: its tokenizer defines {n} ids but the model's vocabulary is "
             f"{vocab_size}; ids {vocab_size} .. {n - 1} have no embedding: give the folder "
-            "the tokenizer the model was trained with"
+            "the tokenizer the model was trained with",
+            argument="init_from",
         )
     used = ("<PAD>", "<BOS>", "<EOS>", *(("<MASK>",) if task == "mlm" else ()))
     for role in used:
         i = tokenizer._role_id(role)
         if i >= vocab_size:
             raise RunError(
-                f"--init-from {path}: --task {task} uses the role {role}, which its tokenizer "
-                f"lacks (added as id {i}, past the model's vocabulary of {vocab_size}): give "
-                f"the folder a tokenizer that names a {role} token"
+                f"init_from {path}: run.task={task} uses the role {role}, which its "
+                f"tokenizer lacks (added as id {i}, past the model's vocabulary of {vocab_size}): "
+                f"give the folder a tokenizer that names a {role} token",
+                argument="init_from",
+                names=["run.task"],
             )
 
 
 def _read_checkpoint(path: Path):
     """(model, tokenizer) of a glassformer checkpoint or run folder."""
     try:
-        model = load_pretrained(path)
+        model = load_model(path)
     except ValueError as err:  # its message names the file
         where = "" if str(err).startswith(str(path)) else f"{path}: "
-        raise RunError(f"--init-from {where}{err}") from None
+        raise RunError(f"init_from {where}{err}", argument="init_from") from None
     if model.tokenizer is None:
         raise RunError(
-            f"--init-from {path}: the checkpoint has no tokenizer.json; the run needs the "
-            "tokenizer the model was trained with"
+            f"init_from {path}: the checkpoint has no tokenizer.json; the run needs the "
+            "tokenizer the model was trained with",
+            argument="init_from",
         )
     return model, model.tokenizer
 
@@ -265,9 +209,10 @@ def _check_overrides(path: str, config: ModelConfig, overrides: dict[str, Any]) 
         resolved = getattr(config, f"resolved_{key}", have)
         if value != have and value != resolved:
             raise RunError(
-                f"--set model.{key}={value!r} contradicts the weights of --init-from {path}, "
+                f"model.{key}={value!r} contradicts the weights of the model at {path}, "
                 f"which fix {key}={resolved!r}; leave it out (settings the weights do not "
-                f"fix: {', '.join(FREE[:5])}, ...)"
+                f"fix: {', '.join(FREE[:5])}, ...)",
+                names=[f"model.{key}"],
             )
     return {k: v for k, v in overrides.items() if k in FREE}
 
@@ -292,29 +237,3 @@ def _task_fields(source: str, config: ModelConfig, task: str, labels) -> dict[st
     if config.pooler:  # BERT: [CLS] and the pre-trained pooler
         return {**fields, "pooling": "cls"}
     return {**fields, "pooling": "mean"}
-
-
-def _unique(model) -> dict[str, torch.Tensor]:
-    """The model's tensors by name, a tied one under its first name only."""
-    seen, out = set(), {}
-    for name, tensor in model.state_dict(keep_vars=True).items():
-        if id(tensor) not in seen:
-            seen.add(id(tensor))
-            out[name] = tensor.detach()
-    return out
-
-
-def _parts(model, names: list[str]) -> list[str]:
-    """Module names of ``names`` (e.g. "classifier 384 -> 2", "unembed"), in order."""
-    shown: dict[str, str] = {}
-    modules = dict(model.named_modules())
-    for name in names:
-        prefix = name.rsplit(".", 1)[0]
-        module = modules.get(prefix)
-        top = prefix.split(".")[0]
-        linear = isinstance(module, torch.nn.Linear)
-        if linear and (top == prefix or prefix == f"{top}.proj"):  # a head: its sizes
-            shown.setdefault(top, f"{top} {module.in_features} -> {module.out_features}")
-        else:
-            shown.setdefault(top, top)
-    return list(shown.values())

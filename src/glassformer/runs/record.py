@@ -11,8 +11,7 @@ Every file is written with the mode the umask gives and never through a symbolic
 glassformer/safe_write.py); ``train`` refuses a run folder in which one of these names is a link.
 The run folder itself may be a link (e.g. to a bigger disk).
 
-``--checkpoint DIR`` accepts a checkpoint folder (it has config.json) or a run folder (its best
-checkpoint when the newest trainer.json records one, else its newest checkpoint).
+A run folder's model is found and loaded by folder.py (``glassformer.load_model``).
 """
 
 from __future__ import annotations
@@ -22,23 +21,20 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..models import GlassformerModel, load_model
 from ..models.config import ModelConfig
-from ..run_layout import CHECKPOINTS, RUN_FILE, best_or_latest, checkpoints
 from ..safe_write import write_text
 from ..structured import loads_json
-from ..training import resolve_device
+from ..training.layout import CHECKPOINTS, checkpoints
 from ..training.lock import LOCK_FILE
 from .errors import RunError
+from .folder import RUN_FILE
 from .plan import RunPlan
 
 __all__ = [
     "RUN_FILE",
     "check_no_links",
     "holds_run",
-    "load_checkpoint",
     "read_run",
-    "resolve_checkpoint",
     "write_json",
     "write_run",
 ]
@@ -97,7 +93,8 @@ def read_run(run_dir: Path) -> tuple[RunPlan, ModelConfig]:
     if not path.is_file():
         raise RunError(
             f"nothing to resume in {run_dir}: it has no {RUN_FILE} "
-            "(start a new run there without --resume)"
+            "(start a new run there: Run.plan, not Run.resume)",
+            names=["Run.resume"],
         )
     try:
         data = loads_json(path.read_bytes(), str(path))
@@ -113,37 +110,3 @@ def read_run(run_dir: Path) -> tuple[RunPlan, ModelConfig]:
 
 def checkpoint_step(path: Path) -> int:
     return int(path.name.rsplit("-", 1)[-1])
-
-
-def resolve_checkpoint(path: Path) -> Path:
-    """A checkpoint folder from a checkpoint or run folder (see the module docstring)."""
-    if not path.exists():
-        raise RunError(f"--checkpoint {path}: no such directory")
-    if (path / "config.json").is_file():
-        return path
-    if (path / CHECKPOINTS).is_dir() or (path / RUN_FILE).is_file():
-        found = best_or_latest(path)
-        if found is None:
-            raise RunError(f"--checkpoint {path}: the run has no checkpoint yet")
-        return found
-    raise RunError(
-        f"--checkpoint {path}: neither a checkpoint (no config.json) nor a run directory "
-        "(no checkpoints/)"
-    )
-
-
-def load_checkpoint(
-    path: Path, kinds: tuple[type[GlassformerModel], ...], command: str, device: str = "auto"
-) -> tuple[GlassformerModel, Path]:
-    """Load the model of a checkpoint or run folder for ``command``, which takes ``kinds``."""
-    folder = resolve_checkpoint(path)
-    model = load_model(folder)
-    if not isinstance(model, kinds):
-        names = " or ".join(k.__name__ for k in kinds)
-        raise RunError(
-            f"{folder} holds a model of class {type(model).__name__}; glassformer {command} "
-            f"takes {names}"
-        )
-    if model.tokenizer is None:
-        raise RunError(f"{folder} has no tokenizer.json; glassformer {command} needs one")
-    return model.to(resolve_device(device)), folder

@@ -10,7 +10,7 @@ from ..models.config import ModelConfig
 from .errors import RunError
 from .plan import RunPlan, make_plan
 from .record import read_run
-from .scale import scaled_steps
+from .scale import scaled
 from .settings import Settings
 
 __all__ = ["DATA_MAY_SET", "MAY_CHANGE", "MAY_SET", "check_reached", "comparable", "resumed_plan"]
@@ -29,16 +29,18 @@ def resumed_plan(
     out: Path,
     given: Callable[[Settings], Settings] | None = None,
     changes: dict[str, Any] | None = None,
+    scale: float | None = None,
 ) -> tuple[RunPlan, ModelConfig]:
     """The plan in <out>/run.json with ``changes`` to what may change (steps, device,
     strategy), after checking that the settings ``given`` makes on top of the run's own do not
     change the rest (only the [sample] table, the [train] keys in MAY_SET and the [data] keys
-    in DATA_MAY_SET may change)."""
+    in DATA_MAY_SET may change). ``scale``: a new ``steps`` is scaled as the run was
+    (scale.py)."""
     stored, model_cfg = read_run(out)
     if given is not None:
         wanted, before = given(stored.settings), comparable(stored)
         try:
-            now_plan = make_plan(wanted)
+            now_plan = make_plan(wanted, scale=scale)
         except RunError:  # e.g. the run's train.momentum with another train.optimizer: name
             # the setting changed rather than the error it leads to
             given_now = {k: v for k, v in _flat(wanted).items() if k in before}
@@ -65,8 +67,8 @@ def resumed_plan(
         raise RunError(
             f"a resumed run cannot change {', '.join(unknown)}; allowed: {', '.join(MAY_CHANGE)}"
         )
-    if "steps" in changes:
-        changes["steps"] = scaled_steps(changes["steps"])  # GLASSFORMER_TEST_SCALE, scale.py
+    if "steps" in changes and scale is not None:
+        changes["steps"] = scaled(changes["steps"], scale)
     stored.train = stored.train.replace(**changes)
     stored.settings.setdefault("train", {}).update(changes)
     stored.out = out
@@ -87,9 +89,10 @@ def _refuse_changes(
                 value = getattr(model_cfg, f"resolved_{field}", getattr(model_cfg, field))
                 was = f"{key}={value!r} (its model's value)"
             raise RunError(
-                f"--resume continues {out} as it was started, with {was}, but the options "
+                f"Run.resume continues {out} as it was started, with {was}, but the options "
                 f"give {now.get(key)!r}; leave that option out, or start a new run with "
-                "another --out"
+                "another run.out",
+                names=["Run.resume", "run.out"],
             )
 
 
@@ -133,5 +136,6 @@ def check_reached(plan: RunPlan, step: int) -> None:
     """A run resumed at ``step``: refuse a --steps below it."""
     if step > plan.train.steps:
         raise RunError(
-            f"--steps {plan.train.steps} is below step {step}, which {plan.out} has reached"
+            f"train.steps={plan.train.steps} is below step {step}, which {plan.out} has reached",
+            names=["train.steps"],
         )

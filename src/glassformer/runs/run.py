@@ -19,33 +19,30 @@ after saving.
 from __future__ import annotations
 
 import os
-import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..models.checkpoint import check_finite, check_vocabulary
 from ..models.config import ModelConfig
-from ..models.registry import model_class
-from ..progress import progress_mode
-from ..run_layout import latest_checkpoint
-from ..tasks import TASKS
-from ..tokenizers import load_tokenizer
-from ..training import Trainer, lr_at
+from ..named import naming
+from ..training import Trainer, lr_at, resolve_device
+from ..training.layout import latest_checkpoint
 from ..training.lock import RunLock
 from .claim import check_out, refuse_kept_run, take_lock
 from .curves import write_loss_plot, write_tensorboard
-from .data_identity import check_same_data, data_identity
-from .datasets import align_labels, load_splits, train_tokenizer
-from .errors import RunError, RunInterrupted
-from .fits import check_fits
-from .plan import RUN_OPTIONS, TRAIN_OPTIONS, RunPlan, make_plan, model_config, option_tables
-from .pretrained import StartReport, load_start
+from .errors import RunError, RunInterrupted, RunNote
+from .evaluation import evaluate_model
+from .folder import load_model, resolve_checkpoint
+from .loading import load_inputs
+from .plan import RUN_OPTIONS, TRAIN_OPTIONS, RunPlan, make_plan, option_tables
+from .pretrained import StartReport
 from .record import checkpoint_step, write_run
 from .resume import check_reached, resumed_plan
 from .settings import Settings, check_settings, load_config, merge
+from .summary import run_summary
 
 __all__ = ["Run"]
 
@@ -134,10 +131,10 @@ class Run:
         return cls.from_settings(merge(base, settings or {}, flags))
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Run:
+    def from_settings(cls, settings: Settings, *, scale: float | None = None) -> Run:
         """A new run from checked, layered settings (``glassformer train`` gathers them from
-        its options)."""
-        plan = make_plan(settings)
+        its options); ``scale``: a test aid that shrinks the run's counts (scale.py)."""
+        plan = make_plan(settings, scale=scale)
         check_out(plan.out)
         refuse_kept_run(plan)
         return cls(plan)
@@ -177,10 +174,13 @@ class Run:
         )
 
     @classmethod
-    def resume_with(cls, out: Path, given, changes: dict[str, Any], *, data_changed_ok=False):
-        """``resume`` with ``given(run's settings) -> settings`` to check (resume.py)."""
+    def resume_with(
+        cls, out: Path, given, changes: dict[str, Any], *, data_changed_ok=False, scale=None
+    ) -> Run:
+        """``resume`` with ``given(run's settings) -> settings`` to check (resume.py);
+        ``scale`` as ``from_settings`` takes it."""
         check_out(out)
-        plan, config = resumed_plan(out, given, changes)
+        plan, config = resumed_plan(out, given, changes, scale)
         ckpt = latest_checkpoint(plan.out)
         if ckpt is not None:
             check_reached(plan, checkpoint_step(ckpt))
@@ -224,42 +224,17 @@ class Run:
         model config, checked to fit the device before anything is allocated; ``progress``
         (False, "lines" or "bar", as `Trainer` takes it) shows the tokenizer's training (under
         torchrun, in the first process only)."""
-        plan = self.plan
-        if plan.train.steps == 0:
-            raise RunError(
-                "--steps 0 (train.steps = 0) trains nothing; nothing was written; give --steps "
-                "N with N >= 1"
-            )
-        self.train_data, self.val_data = load_splits(plan)
-        identity = data_identity(plan, self.train_data, self.val_data)
-        if self.resumed:
-            check_same_data(plan, identity, accept=self.data_changed_ok)
-        plan.data_identity = identity  # recorded in run.json
-        ckpt = self.checkpoint
-        if ckpt is not None:
-            self.tokenizer = load_tokenizer(ckpt / "tokenizer.json")
-        elif plan.init_from is not None:  # the pre-trained model's tokenizer and config
-            overrides, labels = plan.model_overrides, self.train_data.labels
-            self.pretrained = load_start(plan.init_from, plan.task, overrides, labels)
-            _check_finite(self.pretrained)
-            self.tokenizer = self.pretrained.tokenizer
-            self.model_config = self.model_config or self.pretrained.config
-        else:
-            shown = progress_mode(progress) if int(os.environ.get("RANK", "0")) == 0 else "none"
-            self.tokenizer = train_tokenizer(plan, self.train_data, shown)
-        if self.model_config is None:
-            vocab, labels = self.tokenizer.vocab_size, self.train_data.labels
-            self.model_config = model_config(plan, vocab, labels)
-        classes = self.model_config.extra.get("labels")
-        if self.train_data.labels and classes:  # class indices in the model's order
-            self.train_data = align_labels(self.train_data, tuple(classes))
-            if self.val_data is not None:
-                self.val_data = align_labels(self.val_data, tuple(classes))
-        if ckpt is not None:  # resuming: the run's config and the checkpoint's tokenizer
-            check_vocabulary(self.tokenizer, self.model_config, where=str(ckpt / "tokenizer.json"))
-        task, family = TASKS[plan.task], self.model_config.family  # a decoder's classifier too
-        self.architecture = model_class(task.families.get(family, task.model_class))
-        check_fits(plan, self.model_config, self.architecture)
+        inputs = load_inputs(
+            self.plan,
+            self.model_config,
+            self.checkpoint,
+            resumed=self.resumed,
+            data_changed_ok=self.data_changed_ok,
+            progress=progress,
+        )
+        self.train_data, self.val_data = inputs.train_data, inputs.val_data
+        self.tokenizer, self.model_config = inputs.tokenizer, inputs.model_config
+        self.architecture, self.pretrained = inputs.architecture, inputs.pretrained
 
     def build(self, progress: bool | str = False) -> Trainer:
         """The model (seeded by train.seed) and its Trainer; after ``load()``."""
@@ -279,6 +254,39 @@ class Run:
         )
         return self.trainer
 
+    def summary(self) -> dict[str, Any]:
+        """What the built run is, as data (summary.py): task, data, tokenizer, model,
+        parameters, context, device, steps; after ``build()``."""
+        if self.trainer is None:
+            raise RunError("Run.summary() comes after run.load() and run.build()")
+        return run_summary(self)
+
+    # Evaluating ----------------------------------------------------------------------------
+    def evaluate(
+        self, data: str | None = None, *, split: str = "validation", **options: Any
+    ) -> dict[str, Any]:
+        """The metrics of the run's best checkpoint (else its newest), as ``glassformer eval
+        --checkpoint RUN`` computes them.
+
+        Args:
+            data: a built-in dataset or a file; None: the run's own validation data (or its
+                training data with ``split="train"``).
+            split: "validation" or "train".
+            **options: as `evaluate_model` takes them: data_options, batch_size, limit,
+                batches, seed, progress, scale.
+
+        Returns:
+            The report: checkpoint, task, data, split, examples, examples_in_split and
+            metrics (name -> value).
+
+        Raises:
+            RunError: the run has no checkpoint yet, or the data are not of its task.
+        """
+        folder = resolve_checkpoint(self.plan.out)
+        model = load_model(folder).to(resolve_device(self.plan.train.device))
+        return evaluate_model(model, folder, data, split=split, **options)
+
+    # Training, continued ---------------------------------------------------------------------
     def fit(self, then: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """Lock the folder, write run.json, train to the plan's steps; the final metrics.
         Then loss.png and the TensorBoard logs (``loss_plot``, ``tensorboard``: None where
@@ -331,26 +339,13 @@ def _check_tables(settings: Any) -> None:
     check_settings(settings)
 
 
-def _check_finite(pretrained) -> None:
-    """Weights holding NaN or infinite values are refused before anything is written: no
-    learning rate trains from them (a glassformer checkpoint's are checked when read, a
-    Hugging Face folder's here, by the names of the model they were read into)."""
-    for name, tensor in pretrained.model.state_dict().items():
-        try:
-            check_finite(tensor, f"--init-from {pretrained.path}: tensor {name!r}")
-        except ValueError as err:
-            raise RunError(str(err)) from None
-
-
 def _note_warmup(train) -> None:
     """A warmup longer than the run: the learning rate never reaches train.lr (optim.py)."""
     if train.warmup > train.steps:
         peak = lr_at(train.steps - 1, train)
-        print(
-            f"glassformer: note: train.warmup={train.warmup} is longer than the run's "
-            f"{train.steps} steps: the learning rate only rises, to {peak:.3g} at the last "
-            f"step, and never reaches train.lr={train.lr:g} (--set train.warmup=N with "
-            f"N <= {train.steps} reaches it)",
-            file=sys.stderr,
-            flush=True,
+        note = RunNote(
+            f"train.warmup = {train.warmup} is longer than the run's {train.steps} steps: the "
+            f"learning rate only rises, to {peak:.3g} at the last step, and never reaches "
+            f"train.lr = {train.lr:g} (train.warmup=N with N <= {train.steps} reaches it)"
         )
+        warnings.warn(naming(note, names=["train.warmup"]), stacklevel=3)

@@ -44,7 +44,7 @@ from .errors import RunError
 
 __all__ = [
     "SECTIONS", "RunSettings", "SampleSettings", "builtin_config_names", "check_settings",
-    "load_config", "merge", "parse_assignment", "parse_value", "to_toml",
+    "load_config", "merge", "parse_assignment", "parse_value", "to_toml", "toml_value",
 ]
 
 Settings = dict[str, dict[str, Any]]
@@ -105,14 +105,14 @@ def _check(section: str, settings: Any) -> None:
 
 # Keys the data decides (ModelConfig) or another table holds (TrainConfig.task).
 DERIVED = {
-    "model.family": "the family follows the task (--task) and the preset (--model)",
-    "model.vocab_size": "vocab_size is the tokenizer's (use --vocab-size for bpe or word)",
+    "model.family": "the family follows the task (run.task) and the preset (run.model)",
+    "model.vocab_size": "vocab_size is the tokenizer's (use run.vocab_size for bpe or word)",
     "model.tgt_vocab_size": "the target vocabulary is the tokenizer's",
     "model.n_classes": "n_classes is the number of labels in the training data",
     "model.pad_id": "pad_id is the tokenizer's <PAD>",
     "model.decoder_start_id": "decoder_start_id is the tokenizer's <BOS>",
     "model.extra": "extra holds the class labels, taken from the data",
-    "train.task": "set the task with --task or run.task",
+    "train.task": "set the task with run.task",
 }
 # each table's class (its fields are its keys); [data] has none: the dataset checks its keys
 SECTIONS: dict[str, type | None] = dict(
@@ -146,26 +146,28 @@ def load_config(name_or_path: str) -> Settings:
             elif source.exists():
                 what = "is not a regular file"
             raise RunError(
-                f"--config {name_or_path}: {what}, and not a built-in config; allowed: a TOML "
-                f"file (e.g. my-run.toml) or a built-in config ({names})"
+                f"config {name_or_path}: {what}, and not a built-in config; allowed: a TOML "
+                f"file (e.g. my-run.toml) or a built-in config ({names})",
+                argument="config",
             )
-    where = f"--config {name_or_path}"
+    where = f"config {name_or_path}"
     try:
         data = loads_toml(source.read_text(encoding="utf-8"), where)
     except UnicodeDecodeError as err:
-        raise RunError(f"{where}: not valid TOML ({err})") from None
+        raise RunError(f"{where}: not valid TOML ({err})", argument="config") from None
     except ValueError as err:
-        raise RunError(str(err)) from None
+        raise RunError(str(err), argument="config") from None
     for key, value in data.items():
         if not isinstance(value, dict):
             raise RunError(
                 f"{where}: {key!r} must be a table [{key}]; the file holds the tables "
-                f"{', '.join(f'[{s}]' for s in SECTIONS)}"
+                f"{', '.join(f'[{s}]' for s in SECTIONS)}",
+                argument="config",
             )
     try:
         check_settings(data)
     except RunError as err:
-        raise RunError(f"{where}: {err}") from None
+        raise RunError(f"{where}: {err}", argument="config") from None
     return data
 
 
@@ -184,18 +186,26 @@ def parse_value(text: str, where: str = "the value") -> Any:
 
 
 def parse_assignment(text: str) -> tuple[str, str, Any]:
-    """``section.key=value`` -> (section, key, value), the key checked against the section."""
+    """``section.key=value`` -> (section, key, value), the key checked against the section.
+    A mistake is a ``RunError`` that opens with "setting" (the command line's ``--set``)."""
     name, eq, raw = text.partition("=")
     name = name.strip()
     if not eq or not name:
-        raise RunError(f"--set {text!r}: expected SECTION.KEY=VALUE, e.g. train.lr=1e-3")
+        raise RunError(
+            f"setting {text!r}: expected SECTION.KEY=VALUE, e.g. train.lr=1e-3",
+            argument="setting",
+        )
     section, dot, key = name.partition(".")
     if not dot or not key:
         raise RunError(
-            f"--set {text!r}: the key needs a section; allowed sections: {', '.join(SECTIONS)} "
-            f"(e.g. model.d_model=64)"
+            f"setting {text!r}: the key needs a section; allowed sections: "
+            f"{', '.join(SECTIONS)} (e.g. model.d_model=64)",
+            argument="setting",
         )
-    value = parse_value(raw.strip(), f"--set {name}")
+    try:
+        value = parse_value(raw.strip(), f"setting {name}")
+    except RunError as err:
+        raise RunError(str(err), argument="setting") from None
     if section == "model" and key in GRAPH_FIELDS and isinstance(value, list):
         value = ["full" if v is None else v for v in value]  # TOML has no null
     check_settings({section: {key: value}})
@@ -272,19 +282,20 @@ def to_toml(settings: Settings) -> str:
         if not table:
             continue
         lines.append(f"[{section}]")
-        lines.extend(f"{key} = {_toml_value(value)}" for key, value in table.items())
+        lines.extend(f"{key} = {toml_value(value)}" for key, value in table.items())
         lines.append("")
     return "\n".join(lines)
 
 
-def _toml_value(value: Any) -> str:
+def toml_value(value: Any) -> str:
+    """``value`` as a TOML literal: true, 1e-3, "text", [1, 2], {a = 1}."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict):
-        inner = ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items())
+        inner = ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items())
         return "{" + inner + "}"
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     return repr(value)

@@ -45,23 +45,9 @@ def bytes_to_unicode() -> dict[int, str]:
     return table
 
 
-@lru_cache(maxsize=1)
-def unicode_to_bytes() -> dict[str, int]:
-    return {c: b for b, c in bytes_to_unicode().items()}
-
-
 def bytes_to_token_str(data: bytes) -> str:
     table = bytes_to_unicode()
     return "".join(table[b] for b in data)
-
-
-def token_str_to_bytes(s: str) -> bytes | None:
-    """Inverse of ``bytes_to_token_str``; None if ``s`` has a character outside the table."""
-    table = unicode_to_bytes()
-    try:
-        return bytes(table[c] for c in s)
-    except KeyError:
-        return None
 
 
 def place_specials(special: dict[str, int], used: Iterable[int]) -> dict[str, int]:

@@ -16,9 +16,10 @@ from typing import Any
 
 import torch
 
-from ..run_layout import latest_checkpoint
+from ..named import naming
 from .config import TrainConfig
 from .errors import TrainingError
+from .layout import latest_checkpoint
 
 __all__ = ["DivergedError", "diverged", "finite_record", "non_finite_parameter"]
 
@@ -46,10 +47,11 @@ def diverged(
 ) -> DivergedError:
     """``step {step}: {what}; lower train.lr ...; the last good checkpoint is ...``."""
     smaller = f"{config.lr / 10:g}"
-    advice = f"lower train.lr (it is {config.lr:g}; e.g. --set train.lr={smaller})"
+    advice = f"lower train.lr (it is {config.lr:g}; e.g. train.lr={smaller})"
     if not config.grad_clip:
-        advice += " or clip gradients (--set train.grad_clip=1.0)"
-    return DivergedError(f"step {step}: {what}; {advice}{_last_good(run_dir)}", step)
+        advice += " or clip gradients (train.grad_clip=1.0)"
+    error = DivergedError(f"step {step}: {what}; {advice}{_last_good(run_dir)}", step)
+    return naming(error, names=["train.lr", "train.grad_clip"])
 
 
 def _last_good(run_dir: Path | None) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from ..named import naming
 from ..safe_write import write_text
 from ..structured import loads_json
 
@@ -34,9 +35,11 @@ def resolve_device(name: str) -> torch.device:
             return torch.device("mps")
         return torch.device("cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' but CUDA is not available here; use --device cpu")
+        error = ValueError("device 'cuda': CUDA is not available here; use device=cpu")
+        raise naming(error, names=["device"])
     if name == "mps" and not torch.backends.mps.is_available():
-        raise ValueError("device='mps' but MPS is not available here; use --device cpu")
+        error = ValueError("device 'mps': MPS is not available here; use device=cpu")
+        raise naming(error, names=["device"])
     return torch.device(name)
 
 
@@ -60,13 +63,12 @@ def cpu_has_bf16() -> bool:
 def warn_if_slow_bf16(device: torch.device, bf16: bool) -> None:
     """Warn (SlowBfloat16Warning) when bf16 autocast would run emulated on this CPU."""
     if bf16 and device.type == "cpu" and not cpu_has_bf16():
-        warnings.warn(
+        note = SlowBfloat16Warning(
             "train.bf16 is set, but this CPU has no bfloat16 instructions (AVX512_BF16, AMX "
             "or Arm BF16): autocast emulates them and a training step runs several times "
-            "slower than in float32; leave bf16 off (--set train.bf16=false) on this machine",
-            SlowBfloat16Warning,
-            stacklevel=3,
+            "slower than in float32; leave bf16 off (train.bf16=false) on this machine"
         )
+        warnings.warn(naming(note, names=["train.bf16"]), stacklevel=3)
 
 
 def truncate_metrics(path: Path, step: int) -> None:

@@ -35,14 +35,27 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from ..finetune import LORA_FILE, join_state, lora_layers, plain_modules, split_state
+from ..machine import format_bytes
 from ..models import GlassformerModel
-from ..models.budget import format_bytes
-from ..models.legacy_keys import current_names
-from ..run_layout import CHECKPOINTS, PREFIX, best_or_latest, checkpoints, latest_checkpoint
 from ..safe_write import replace_dir, replace_file, write_text
 from ..structured import loads_json
 from .errors import DiskFullError
+from .layout import (
+    CHECKPOINTS,
+    PREFIX,
+    best_or_latest,
+    checkpoints,
+    latest_checkpoint,
+    prune,
+    remove_partial_checkpoints,
+)
 from .optim import optimizer_name
+from .optimizer_state import (
+    current_parameter_names,
+    load_param_groups,
+    optimizer_state,
+    optimizer_tensors,
+)
 from .state_check import check_training_state
 
 __all__ = [
@@ -86,7 +99,7 @@ def save_checkpoint(
     if not write:
         return final
     ckpt_root.mkdir(parents=True, exist_ok=True)
-    tensors, opt_meta = _optimizer_tensors(optim_sd)
+    tensors, opt_meta = optimizer_tensors(optim_sd)
     opt_meta["name"] = optimizer_name(optimizer)
     layers = lora_layers(model)
     model_sd, lora_sd = split_state(model_sd, layers) if layers else (model_sd, {})
@@ -164,12 +177,12 @@ def load_checkpoint(
         where = f"{path / 'trainer.safetensors'}: tensor {name!r}"
         check_finite(tensor, where, "the optimizer's state is")
     try:
-        _current_parameter_names(meta, tensors, model.family)
+        current_parameter_names(meta, tensors, model.family)
     except ValueError as err:
         raise ValueError(f"{path / 'trainer.json'}: {err}") from None
     check_training_state(path, meta, tensors, model, optimizer, scheduler)
     try:
-        optim_sd = _optimizer_state(meta["optimizer"], tensors)
+        optim_sd = optimizer_state(meta["optimizer"], tensors)
         dcp, full = _state_dicts()
         weights = {**weights, **_shared_aliases(model)}
         if optim_sd["state"]:
@@ -178,7 +191,7 @@ def load_checkpoint(
             )
         else:  # an optimizer that keeps no state (SGD without momentum): dcp cannot load it
             dcp.set_model_state_dict(model, weights, options=full)
-            _load_param_groups(model, optimizer, optim_sd["param_groups"])
+            load_param_groups(model, optimizer, optim_sd["param_groups"])
         scheduler.load_state_dict(meta["scheduler"])
         torch.set_rng_state(tensors["rng.cpu"])
     except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as err:
@@ -199,99 +212,11 @@ def _shared_aliases(model: GlassformerModel) -> dict[str, torch.Tensor]:
     return {k: v for k, v in live.items() if k.rpartition(".")[0] not in first}
 
 
-def prune(run_dir: Path, keep_last: int, keep: set[int]) -> None:
-    """Delete all but the newest ``keep_last`` checkpoints and the steps in ``keep``."""
-    found = checkpoints(run_dir)
-    for path in found[: max(len(found) - keep_last, 0)]:
-        if int(path.name[len(PREFIX) :]) not in keep:
-            shutil.rmtree(path, ignore_errors=True)  # a link is left, never followed
-
-
 def _read(file: Path, reader: Callable[[Path], Any]) -> Any:
     try:
         return reader(file)
     except (OSError, ValueError, SafetensorError) as err:
         raise ValueError(f"{file}: unreadable training state ({err})") from None
-
-
-def remove_partial_checkpoints(run_dir: Path) -> list[Path]:
-    """Delete the hidden temporary folders (``.step-*``) of checkpoint writes that a kill
-    interrupted; they are never loaded. Call only while holding the run's lock."""
-    root = Path(run_dir) / CHECKPOINTS
-    found = sorted(root.glob(f".{PREFIX}*")) if root.is_dir() else []
-    for path in found:
-        shutil.rmtree(path, ignore_errors=True)
-    return found
-
-
-def _optimizer_tensors(optim_sd) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """Optimizer state keyed by parameter name -> ("opt/<name>/<field>" tensors, the rest)."""
-    tensors, scalars, fields = {}, {}, {}
-    for param, entry in optim_sd["state"].items():
-        fields[param] = sorted(entry)  # what a reader must find, so an omission is caught
-        for field, value in entry.items():
-            if torch.is_tensor(value):
-                tensors[f"opt/{param}/{field}"] = value.detach().contiguous().cpu()
-            else:
-                scalars[f"{param}/{field}"] = value
-    meta = {"param_groups": optim_sd["param_groups"], "scalars": scalars, "fields": fields}
-    return tensors, meta
-
-
-def _optimizer_state(meta: dict[str, Any], tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
-    state: dict[str, dict[str, Any]] = {}
-    for key, value in tensors.items():
-        if key.startswith("opt/"):
-            param, field = key[4:].rsplit("/", 1)
-            state.setdefault(param, {})[field] = value
-    for key, value in meta["scalars"].items():
-        param, field = key.rsplit("/", 1)
-        state.setdefault(param, {})[field] = value
-    return {"state": state, "param_groups": meta["param_groups"]}
-
-
-def _load_param_groups(
-    model: GlassformerModel, optimizer: torch.optim.Optimizer, groups: list[dict[str, Any]]
-) -> None:
-    """The hyper-parameters of the saved ``groups`` (parameters by name) into ``optimizer``,
-    which keeps no per-parameter state; each group must hold the same parameters."""
-    names = {id(p): name for name, p in model.named_parameters()}
-    loaded, start = [], 0
-    for i, (saved, live) in enumerate(zip(groups, optimizer.param_groups, strict=True)):
-        if sorted(saved["params"]) != sorted(names[id(p)] for p in live["params"]):
-            raise ValueError(f"param_groups[{i}] holds other parameters than this run's")
-        count = len(live["params"])
-        loaded.append({**saved, "params": list(range(start, start + count))})
-        start += count
-    optimizer.load_state_dict({"state": {}, "param_groups": loaded})
-
-
-def _current_parameter_names(meta: Any, tensors: dict[str, torch.Tensor], family: str) -> None:
-    """Rename, in place, the parameters of optimizer state saved under the earlier module names
-    (models/legacy_keys.py) to today's; state of another shape is left to the checks."""
-    optimizer = meta.get("optimizer") if isinstance(meta, dict) else None
-    groups = optimizer.get("param_groups") if isinstance(optimizer, dict) else None
-    if not isinstance(groups, list) or not all(
-        isinstance(g, dict) and isinstance(g.get("params"), list) for g in groups
-    ):
-        return
-    stored = [p for g in groups for p in g["params"] if isinstance(p, str)]
-    new = {old: name for name, old in current_names(stored, family).items() if name != old}
-    if not new:
-        return
-    for group in groups:
-        group["params"] = [new.get(p, p) if isinstance(p, str) else p for p in group["params"]]
-
-    def renamed(key: str) -> str:  # "<param>/<field>"
-        param, sep, field = key.rpartition("/")
-        return f"{new.get(param, param)}{sep}{field}"
-
-    if isinstance(optimizer.get("fields"), dict):  # parameter -> its fields
-        optimizer["fields"] = {new.get(k, k): v for k, v in optimizer["fields"].items()}
-    if isinstance(optimizer.get("scalars"), dict):  # "<param>/<field>" -> value
-        optimizer["scalars"] = {renamed(k): v for k, v in optimizer["scalars"].items()}
-    for key in [k for k in tensors if k.startswith("opt/")]:
-        tensors["opt/" + renamed(key[4:])] = tensors.pop(key)
 
 
 def _jsonable(value: Any) -> Any:

@@ -22,7 +22,6 @@ What trains (fixed embeddings, LoRA, ``train.freeze``) is set before the optimiz
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -34,19 +33,19 @@ import torch
 from ..data import TextDataset
 from ..models import GlassformerModel
 from ..progress import Progress, progress_mode
-from ..safe_write import append_text, write_text
 from ..tasks import get_task
 from ..tokenizers import Tokenizer
 from .batches import BatchStream
 from .config import TrainConfig
 from .distributed import Cluster, wrap_model
-from .divergence import DivergedError, diverged, finite_record, non_finite_parameter
+from .divergence import DivergedError, diverged, non_finite_parameter
 from .errors import TrainingError
 from .evaluate import evaluate
 from .lock import RunLock, holding_run_dir
 from .memory import reuse_freed_memory
+from .metrics_log import MetricsLog
 from .optim import build_optimizer, build_scheduler
-from .runtime import autocast, resolve_device, truncate_metrics, warn_if_slow_bf16
+from .runtime import resolve_device, truncate_metrics, warn_if_slow_bf16
 from .signals import stop_requests
 from .state import (
     latest_checkpoint,
@@ -55,6 +54,7 @@ from .state import (
     remove_partial_checkpoints,
     save_checkpoint,
 )
+from .step import accumulate_gradients
 from .trainable import set_what_trains
 
 __all__ = ["Trainer", "TrainingError"]
@@ -104,7 +104,7 @@ class Trainer:
                 f"task {config.task!r} needs a model of the {' or '.join(families)} family, got a "
                 f"{type(model).__name__} ({model.family})"
             )
-        self.config, self.tokenizer, self.on_log = config, tokenizer, on_log
+        self.config, self.tokenizer = config, tokenizer
         self.run_dir = None if run_dir is None else Path(run_dir)
         self.device = resolve_device(config.device)
         self.cluster = Cluster.from_env(self.device.type)
@@ -113,6 +113,7 @@ class Trainer:
             reuse_freed_memory()  # large blocks are not mapped and zero-filled every step
         self.cluster.check_batch(config.batch_size)
         self.progress = progress_mode(progress) if self.cluster.is_main else "none"
+        self.metrics = MetricsLog(self.run_dir, on_log, self.cluster.is_main)
         torch.manual_seed(config.seed)
         self.model = model.to(self.device)
         self.model.tokenizer = tokenizer
@@ -231,32 +232,17 @@ class Trainer:
         with holding_run_dir(main_dir, lock, resume, self.cluster.raise_together):
             if resume:
                 self.resume()
-            elif main_dir is not None:
-                write_text(main_dir / "metrics.jsonl", "")
+            else:
+                self.metrics.start()
             yield
 
     def train_step(self) -> tuple[float, int]:
         """One optimizer step; returns (mean loss over the micro-batches, real tokens seen)."""
         c, model = self.config, self.model
         model.train()
-        total, tokens = 0.0, 0
-        rank, world = self.cluster.rank, self.cluster.world_size
-        for j in range(c.grad_accum):
-            batch = self.train_stream.batch(self.step * c.grad_accum + j, rank, world)
-            mask = batch.get("attention_mask")
-            tokens += int(mask.sum()) if mask is not None else batch["input_ids"].numel()
-            batch = self._to_device(batch)
-            last = j == c.grad_accum - 1
-            # DDP: all-reduce the gradients only on the last micro-batch of the step
-            with contextlib.nullcontext() if last or not self.ddp else self.forward.no_sync():
-                with autocast(self.device, c.bf16):
-                    out = self.forward(**batch)
-                (out.loss / c.grad_accum).backward()
-            total += float(out.loss.detach())
-        loss = total / c.grad_accum
-        if self.cluster.distributed:  # the mean over processes, and all their tokens
-            loss, tokens = self.cluster.sum([loss, tokens])
-            loss, tokens = loss / world, int(tokens)
+        loss, tokens = accumulate_gradients(
+            self.forward, self.train_stream, self.step, c, self.cluster, self.device, self.ddp
+        )
         norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip or math.inf))
         if not (math.isfinite(loss) and math.isfinite(norm)):
             self.optimizer.zero_grad(set_to_none=True)
@@ -334,19 +320,8 @@ class Trainer:
             prune(self.run_dir, self.config.keep_last, {self.best["step"]} if self.best else set())
 
     # Helpers -------------------------------------------------------------------------------------
-    def _to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        if self.config.task == "lm" and bool(batch["attention_mask"].all()):
-            del batch["attention_mask"]  # no padding: the causal kernel needs no mask
-        return {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
-
     def _log(self, record: dict[str, Any]) -> None:
-        if not self.cluster.is_main:
-            return
-        if self.on_log is not None:
-            self.on_log(record)
-        if self.run_dir is not None:
-            line = json.dumps(finite_record(record), allow_nan=False)
-            append_text(self.run_dir / "metrics.jsonl", line + "\n")
+        self.metrics.write(record)
 
     def _check_start(self) -> None:
         """Refuse weights that are not finite before training: no learning rate trains from

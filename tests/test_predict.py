@@ -1,13 +1,21 @@
-"""Prediction for the encoder tasks: classifier labels and probabilities, fill-mask top-k."""
+"""Prediction for the encoder tasks (glassformer.predict): classifier labels and probabilities,
+fill-mask top-k."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from glassformer.generation import classify, fill_mask
 from glassformer.models import EncoderClassifier, EncoderMLM
 from glassformer.models.config import ModelConfig
+from glassformer.predict import classify, fill_mask
+from glassformer.tokenizers import CharTokenizer
+
+
+@pytest.fixture(scope="module")
+def char_tokenizer() -> CharTokenizer:
+    text = "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ.,;:!?'\n0123456789"
+    return CharTokenizer().train(text)
 
 
 def _encoder(cls, vocab: int, **kw):

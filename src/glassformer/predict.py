@@ -21,12 +21,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..fast import fast_paths
-from ..models import EncoderClassifier, EncoderMLM
-from ..models.heads import ClassificationHead
-from ..models.tokens import drop_undefined_ids
-from .decoding import eval_mode
-from .inputs import check_ids, check_text, pad_prompts
+from .fast import fast_paths
+from .generation.decoding import eval_mode
+from .generation.inputs import check_ids, check_text, pad_prompts
+from .models import EncoderClassifier, EncoderMLM
+from .models.heads import ClassificationHead
+from .models.tokens import drop_undefined_ids
 
 __all__ = [
     "Candidate",
