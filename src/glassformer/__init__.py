@@ -7,15 +7,13 @@ glassformer`` and ``glassformer --version`` answer without loading PyTorch, and
 
 from __future__ import annotations
 
-import ast
 import importlib
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
 # ruff: noqa: F401 (the imports below are the list of public names)
-if TYPE_CHECKING:  # the public names, listed once: type checkers, the API reference, and below
+if TYPE_CHECKING:  # the public names for type checkers: _SOURCES below (a test keeps them equal)
     from . import nn
     from .generation import generate, generate_text
     from .inspect import capture
@@ -35,21 +33,20 @@ if TYPE_CHECKING:  # the public names, listed once: type checkers, the API refer
     from .runs import Run, load_model
 
 
-def _sources() -> dict[str, str]:
-    """Each public name -> the module that defines it (a submodule: the name itself), read
-    from the ``if TYPE_CHECKING:`` imports above, so that the names are written only there."""
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    block = next(
-        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
-    )
-    found = {}
-    for node in block.body:
-        for alias in getattr(node, "names", []):
-            found[alias.name] = f".{node.module}" if node.module else f".{alias.name}"
-    return found
-
-
-_SOURCES = _sources()
+_SOURCES = {  # each public name -> the module that defines it (a submodule: itself)
+    "nn": ".nn",
+    "generate": ".generation", "generate_text": ".generation",
+    "capture": ".inspect",
+    "from_torch": ".interop", "to_torch": ".interop",
+    "from_huggingface": ".interop.huggingface", "from_huggingface_dir": ".interop.huggingface",
+    "to_huggingface": ".interop.huggingface",
+    "DecoderLM": ".models", "EncoderClassifier": ".models", "EncoderDecoder": ".models",
+    "EncoderMLM": ".models", "EncoderModel": ".models", "GlassformerModel": ".models",
+    "ModelOutput": ".models",
+    "ModelConfig": ".models.config",
+    "PRESETS": ".models.presets", "preset": ".models.presets",
+    "Run": ".runs", "load_model": ".runs",
+}  # fmt: skip
 __all__ = sorted(_SOURCES)
 
 
