@@ -19,7 +19,7 @@ gives its validation data (``split="validation"``) or its training data (``"trai
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch.utils.data import Subset
 
@@ -35,11 +35,14 @@ from .plan import is_builtin
 from .record import read_run
 from .scale import check_scale, scaled
 
+if TYPE_CHECKING:
+    from ..models import GlassformerModel
+
 __all__ = ["evaluate_model"]
 
 
 def evaluate_model(
-    model,
+    model: GlassformerModel,
     folder: str | Path,
     data: str | None = None,
     *,
