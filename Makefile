@@ -23,10 +23,12 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 install: $(STAMP)
 
 # The suite runs on every core (pytest-xdist), a test file per worker at a time, so the runs a
-# file's fixtures train are trained once; `pytest` alone runs it in one process.
+# file's fixtures train are trained once; the files with slow tests are handed out first
+# (tests/conftest.py orders them; --no-loadscope-reorder keeps that order). `pytest` alone runs
+# it in one process.
 test: $(STAMP) chromium
 	$(PY) -m ruff check .
-	$(PY) -m pytest -n auto --dist loadfile
+	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 # The explorer's browser test drives the system's Chromium (Playwright downloads no browser):
 # installed from the distribution's packages when it is missing and make runs as root.

@@ -326,6 +326,7 @@ def test_fast_paths_verdict_rule():
 NESTED_WARNING = "ignore:The PyTorch API of nested tensors is in prototype stage"
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings(NESTED_WARNING)
 def test_encoder_smoke(tmp_path):
     out = tmp_path / "encoder.json"
@@ -666,6 +667,7 @@ def test_nanogpt_path_without_its_model_is_a_usage_error(tmp_path, capsys, conte
         assert "Traceback" not in err and not out.exists()
 
 
+@pytest.mark.slow
 def test_data_smoke_token_files_hold_two_bytes_a_token(tmp_path):
     from benchmarks import bench_data
 

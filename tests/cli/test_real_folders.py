@@ -26,6 +26,7 @@ ROWS = "label,text\n" + "".join(
 )
 LONG = " ".join(f"word{i}" for i in range(90))  # 201 word pieces
 FRANCE = "The capital of France is"
+pytestmark = pytest.mark.slow  # fine-tunes and reads models of 22M and 135M parameters
 
 
 def run_page(model, text: str) -> dict:

@@ -179,6 +179,7 @@ def walk(tmp_path, monkeypatch):
     torch.set_num_threads(before)
 
 
+@pytest.mark.slow  # each page trains its runs: seconds to most of a minute
 @pytest.mark.parametrize("page", WALKED, ids=name)
 def test_page_walks_as_written(page, walk):
     status = git_status()

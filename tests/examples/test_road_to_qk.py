@@ -30,6 +30,7 @@ def results(tmp_path_factory):
     return out, compare(out)
 
 
+@pytest.mark.slow  # the three runs of `results`: 600 steps each
 def test_separate_learns_the_previous_token_and_symmetric_scores_keep_the_diagonal(results):
     _, r = results
     assert list(r) == ["separate", "shared", "dot"]
@@ -43,6 +44,7 @@ def test_separate_learns_the_previous_token_and_symmetric_scores_keep_the_diagon
         torch.testing.assert_close(x.pattern.sum(-1), torch.ones(17))  # rows of weights
 
 
+@pytest.mark.slow  # the three runs of `results`: 600 steps each
 def test_each_run_is_a_checkpoint_that_measures_the_same(results):
     out, r = results
     model = load_model(out / "dot")  # the run folder: its checkpoint at step 600
@@ -53,12 +55,14 @@ def test_each_run_is_a_checkpoint_that_measures_the_same(results):
     assert again.diagonal >= 0.9 and again.accuracy == pytest.approx(r["dot"].accuracy, abs=0.1)
 
 
+@pytest.mark.slow  # the three runs of `results`: 600 steps each
 def test_the_picture(results, tmp_path):
     pytest.importorskip("matplotlib")
     path = plot_results(results[1], tmp_path / "road.png")
     assert path.read_bytes().startswith(b"\x89PNG") and path.stat().st_size > 10_000
 
 
+@pytest.mark.slow  # the three runs of `results`: 600 steps each
 def test_a_second_run_into_the_same_folder_is_refused_before_training(results, capsys):
     out, _ = results
     assert main(["--out", str(out)]) == 2

@@ -78,6 +78,7 @@ def test_decoder_circuits_pictures_and_the_attributed_logit_difference(saved, to
     assert "shuffled (seed 0)" in index
 
 
+@pytest.mark.slow
 def test_seq2seq_draws_cross_heads_and_every_stack(saved, tmp_path):
     _, path = saved["seq2seq"]
     code, _, err = _inspect(path, tmp_path, "--text", "a dog", "--target", "the cat")

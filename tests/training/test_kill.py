@@ -26,7 +26,10 @@ from glassformer import load_model
 from glassformer.training.lock import LOCK_FILE
 from glassformer.training.state import latest_checkpoint
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL is POSIX")
+pytestmark = [
+    pytest.mark.skipif(os.name != "posix", reason="SIGKILL is POSIX"),
+    pytest.mark.slow,  # real processes, started, killed and resumed: half a minute each
+]
 
 STEPS, SAVE_EVERY = 20, 2
 SLOW_SAVE = Path(__file__).with_name("slow_save.py")

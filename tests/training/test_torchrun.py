@@ -78,16 +78,27 @@ def assert_same(a: dict, b: dict, atol: float) -> None:
 @pytest.fixture(scope="module")
 def six_steps(tmp_path_factory):
     """``six_steps(strategy, procs)``: the folder of a fresh 6-step run, made once per module
-    and shared by the tests that compare against it (none writes into it)."""
+    and shared by the tests that compare against it (none writes into it). One process trains
+    the model itself, unwrapped, whichever the strategy (distributed.wrap_model): both
+    strategies compare against the same one-process run."""
     root = tmp_path_factory.mktemp("six-steps")
 
     def made(strategy: str, procs: int) -> Path:
-        out = root / f"{strategy}-{procs}"
+        out = root / (f"{strategy}-{procs}" if procs > 1 else "one-process")
         if not out.exists():
             run(out, strategy, 6, procs=procs)
         return out
 
     return made
+
+
+@pytest.fixture(scope="module")
+def lora_one(tmp_path_factory) -> Path:
+    """A fresh 6-step LoRA run in one process (the strategy plays no part in one process),
+    shared by both strategies' LoRA tests (neither writes into it)."""
+    out = tmp_path_factory.mktemp("lora-one") / "one"
+    run(out, "ddp", 6, procs=1, lora_rank=4)
+    return out
 
 
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
@@ -130,11 +141,10 @@ def test_fsdp_resumes_with_two_processes(tmp_path, six_steps):
 
 
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
-def test_lora_with_two_processes_equals_one_and_resumes(tmp_path, strategy):
+def test_lora_with_two_processes_equals_one_and_resumes(tmp_path, lora_one, strategy):
     """LoRA's adapters train under DDP and FSDP as in one process, and 2 processes resume
     them from a checkpoint to the weights of the uninterrupted run."""
-    one, two = tmp_path / "one", tmp_path / "two"
-    run(one, strategy, 6, procs=1, lora_rank=4)
+    one, two = lora_one, tmp_path / "two"
     run(two, strategy, 6, procs=2, stop_at=3, lora_rank=4)
     run(two, strategy, 6, procs=2, resume=True, lora_rank=4)
     for file in ("model.safetensors", "lora.safetensors"):
