@@ -64,7 +64,7 @@ def make_step(level, peer, g, mask, inputs, layer) -> Callable[[], float]:
     def forward() -> torch.Tensor:
         if level == "layer":
             kw = {"graph": g} if peer == "sparse" else {"mask": mask}
-            return layer(inputs["x"], **kw)[0]
+            return layer(inputs["x"], **kw)
         q, k, v = inputs["q"], inputs["k"], inputs["v"]
         if peer == "sparse":
             return ga.graph_attention(q, k, v, g)

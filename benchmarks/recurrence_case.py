@@ -40,7 +40,7 @@ def build_layer(name: str, d_model: int, n_head: int) -> tuple[nn.Module, Forwar
     """The layer ``name`` of width ``d_model`` and the call that maps x (B, T, C) to y."""
     if name == "attention":
         attn = MultiHeadAttention(d_model, n_head)
-        return attn, lambda x: attn(x, causal=True)[0]
+        return attn, lambda x: attn(x, causal=True)
     if name == "torch-mha":
         mha = nn.MultiheadAttention(d_model, n_head, batch_first=True)
         masks: dict[int, Tensor] = {}  # T -> (T, T), -inf above the diagonal

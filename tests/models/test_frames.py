@@ -4,11 +4,18 @@ calls, not a timing)."""
 
 import sys
 
+import pytest
 import torch
 import torch.nn.functional as F
 
 from glassformer.cli import main
-from glassformer.models import DecoderLM, EncoderMLM
+from glassformer.models import (
+    DecoderClassifier,
+    DecoderLM,
+    EncoderClassifier,
+    EncoderDecoder,
+    EncoderMLM,
+)
 from glassformer.presets import preset
 
 SMALL = dict(vocab_size=20, d_model=16, n_head=2, n_layer=1, max_len=8, d_ff=32)
@@ -26,21 +33,22 @@ class Seen(BaseException):
     (a BaseException, which the command's error handling lets through)."""
 
 
-def frames_of(call, stop: bool = False) -> list[tuple[str, str]]:
+def frames_of(call, stop: bool = False, every: bool = False):
     """The glassformer frames at the first call of the fused attention kernel in ``call()``
     (the kernel is wrapped for the call: a count of frames, nothing timed); ``stop`` ends
-    the call there."""
+    the call there; ``every``: the frames of every call, each distinct stack once."""
     found, kernel = [], F.scaled_dot_product_attention
 
     def watched(*args, **kwargs):
-        if not found:
+        if not found or every:
             stack, frame = [], sys._getframe(1)
             while frame is not None:
                 name = frame.f_code.co_filename.replace("\\", "/")
                 if "/glassformer/" in name:
                     stack.append((name.rsplit("/glassformer/", 1)[1], frame.f_code.co_name))
                 frame = frame.f_back
-            found.append(stack[::-1])
+            if stack[::-1] not in found:
+                found.append(stack[::-1])
             if stop:
                 raise Seen
         return kernel(*args, **kwargs)
@@ -52,16 +60,16 @@ def frames_of(call, stop: bool = False) -> list[tuple[str, str]]:
         pass
     finally:
         F.scaled_dot_product_attention = kernel
-    return found[0]
+    return found if every else found[0]
 
 
 MODEL_TO_KERNEL = [("nn/blocks.py", "run_blocks"), ("nn/blocks.py", "forward"),
-                   ("nn/multihead.py", "forward"), ("nn/multihead.py", "attend")]  # fmt: skip
+                   ("nn/multihead.py", "forward")]  # fmt: skip
 
 
 def test_a_decoder_reaches_the_kernel_through_a_block_and_its_attention():
-    """4 frames in 3 files: the model's loop over its blocks, the block's formula, the
-    projections, attend() (nanoGPT: 3 in 1)."""
+    """4 frames in 3 files: the model's forward, its loop over the blocks, the block's formula,
+    the attention's forward (nanoGPT: 3 in 1)."""
     model = DecoderLM(preset("tiny", **SMALL)).eval()
     frames = frames_at_the_kernel(model, torch.tensor([[1, 2, 3]]))
     assert frames == [("models/decoder.py", "forward"), *MODEL_TO_KERNEL]
@@ -74,6 +82,47 @@ def test_an_encoder_reaches_the_kernel_the_same_way_with_or_without_its_fast_pat
     assert frames_at_the_kernel(model, ids) == [("models/encoder.py", "forward"), *MODEL_TO_KERNEL]
     model.use_fast_paths(True)
     assert frames_at_the_kernel(model, ids) == [("models/encoder.py", "forward"), *MODEL_TO_KERNEL]
+
+
+IDS, PADDED = torch.tensor([[1, 2, 3], [1, 2, 0]]), torch.tensor([[1, 1, 1], [1, 1, 0]])
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["reference", "fast paths"])
+@pytest.mark.parametrize(
+    "family, preset_name, where",
+    [
+        (DecoderLM, "tiny", "models/decoder.py"),
+        (DecoderClassifier, "tiny", "models/decoder_classifier.py"),
+        (EncoderMLM, "tiny-encoder", "models/encoder.py"),
+        (EncoderClassifier, "tiny-encoder", "models/encoder.py"),
+    ],
+)
+def test_a_padded_batch_reaches_the_kernel_in_four_frames(family, preset_name, where, fast):
+    """With a padding mask (and causal, for a decoder) every attention call of a one-stack
+    family is 4 frames in 3 files, whichever layout the caller chose."""
+    model = family(preset(preset_name, **SMALL, n_classes=2)).eval()
+    model.use_fast_paths(fast)
+    with torch.no_grad():
+        stacks = frames_of(lambda: model(IDS, attention_mask=PADDED), every=True)
+    assert stacks == [[(where, "forward"), *MODEL_TO_KERNEL]]
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["reference", "fast paths"])
+def test_an_encoder_decoder_reaches_the_kernel_through_encode_and_decode(fast):
+    """Padded source and target: the encoder's self-attention, then the decoder's masked
+    self-attention and its cross-attention, each 4 frames below ``encode`` / ``decode``."""
+    model = EncoderDecoder(preset("tiny-seq2seq", **SMALL)).eval()
+    model.use_fast_paths(fast)
+    with torch.no_grad():
+        stacks = frames_of(
+            lambda: model(IDS, PADDED, decoder_input_ids=IDS, decoder_attention_mask=PADDED),
+            every=True,
+        )
+    assert stacks == [
+        [("models/encoder_decoder.py", "forward"), ("models/encoder_decoder.py", side),
+         *MODEL_TO_KERNEL]
+        for side in ("encode", "decode")
+    ]  # fmt: skip
 
 
 def test_glassformer_train_reaches_the_kernel_in_nine_frames(tmp_path):

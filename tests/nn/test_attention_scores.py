@@ -90,13 +90,13 @@ def test_separate_is_the_attention_it_always_was():
         heads(q, H), heads(k, 2), heads(v, 2), is_causal=True, enable_gqa=True
     )
     expected = attn.out_proj(y.transpose(1, 2).reshape(2, 5, C))
-    assert torch.equal(attn(x, causal=True)[0], expected)
+    assert torch.equal(attn(x, causal=True), expected)
     w, b = attn.in_proj.weight, attn.in_proj.bias  # cross-attention: Q from x, K and V from z
     k, v = F.linear(z, w[C:], b[C:]).chunk(2, dim=-1)
     q = F.linear(x, w[:C], b[:C])
     y = F.scaled_dot_product_attention(heads(q, H), heads(k, 2), heads(v, 2), enable_gqa=True)
     expected = attn.out_proj(y.transpose(1, 2).reshape(2, 5, C))
-    assert torch.equal(attn(x, z)[0], expected)
+    assert torch.equal(attn(x, z), expected)
 
 
 def test_parameters_of_each_setting():
@@ -137,10 +137,10 @@ def test_kv_cache_equals_recomputing(scores):
     torch.manual_seed(0)
     attn = MultiHeadAttention(C, H, attention_scores=scores).eval()
     x = torch.randn(2, 6, C)
-    full = attn(x, causal=True)[0]
+    full = attn(x, causal=True)
     cache = KVCache()
-    steps = [attn(x[:, :4], causal=True, cache=cache)[0]]
-    steps += [attn(x[:, i : i + 1], causal=True, cache=cache)[0] for i in (4, 5)]
+    steps = [attn(x[:, :4], causal=True, cache=cache)]
+    steps += [attn(x[:, i : i + 1], causal=True, cache=cache) for i in (4, 5)]
     torch.testing.assert_close(torch.cat(steps, dim=1), full)
 
 
@@ -164,7 +164,7 @@ def test_cross_attention_uses_the_same_projection_for_x_and_z(scores):
     v = F.linear(z, wv, bv).view(2, 6, H, 4).transpose(1, 2)
     y = ((q @ k.mT) / 2.0).softmax(-1) @ v
     want = attn.out_proj(y.transpose(1, 2).reshape(2, 5, C))
-    torch.testing.assert_close(attn(x, z)[0], want)
+    torch.testing.assert_close(attn(x, z), want)
     cache = KVCache()  # the source's keys and values once, reused at the next step
-    steps = [attn(x[:, :3], z, cache=cache)[0], attn(x[:, 3:], z[:, :1] * 0, cache=cache)[0]]
+    steps = [attn(x[:, :3], z, cache=cache), attn(x[:, 3:], z[:, :1] * 0, cache=cache)]
     torch.testing.assert_close(torch.cat(steps, dim=1), want)

@@ -27,7 +27,7 @@ def x_(b=3, t=6):
 def test_encoder_block_is_residual_around_each_sublayer(norm_first):
     blk = EncoderBlock(C, H, FF, norm_first=norm_first, activation="gelu").double()
     x = x_()
-    attn = lambda u: blk.attn(u)[0]  # noqa: E731
+    attn = lambda u: blk.attn(u)  # noqa: E731
     if norm_first:  # X + F(Norm(X)), the notes' pseudocode
         y = x + attn(blk.ln1(x))
         y = y + blk.mlp(blk.ln2(y))
@@ -42,8 +42,8 @@ def test_decoder_block_order_self_cross_ff(norm_first):
     blk = DecoderBlock(C, H, FF, norm_first=norm_first).double()
     x, z = x_(t=4), x_(t=7)
     mm = padding_mask(torch.tensor([7, 3, 5]))
-    sa = lambda u: blk.attn(u, causal=True)[0]  # noqa: E731
-    ca = lambda u: blk.cross_attn(u, z, mm)[0]  # noqa: E731
+    sa = lambda u: blk.attn(u, causal=True)  # noqa: E731
+    ca = lambda u: blk.cross_attn(u, z, mm)  # noqa: E731
     y = x
     for norm, f in ((blk.ln1, sa), (blk.ln2, ca), (blk.ln3, blk.mlp)):
         y = y + f(norm(y)) if norm_first else norm(y + f(y))

@@ -72,7 +72,7 @@ def test_multihead_attention_on_the_graph_equals_transformer_conv(seed):
     x = torch.randn(N, C, generator=torch.Generator().manual_seed(seed + 10))
     want, want_grad = run(lambda u: conv(u, edge_index), x)
     assert not want[5].any()  # no incoming edge: zeros
-    got, got_grad = run(lambda u: mha(u[None], mask=graph)[0][0], x)
+    got, got_grad = run(lambda u: mha(u[None], mask=graph)[0], x)
     assert_close(got, want, **TOL)
     assert_close(got_grad, want_grad, **TOL)
 

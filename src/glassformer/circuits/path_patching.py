@@ -44,7 +44,6 @@ import torch
 from torch import Tensor
 
 from ..models.base import eval_mode
-from ..nn.qk_projections import self_projections
 from ._patch_runs import Metric, check_inputs, normalized, run_each, scalar
 from ._sites import Input, Stack, call, find_stack
 
@@ -254,7 +253,7 @@ def _input_from(block, seen: dict, delta: Tensor, component: str, heads: list[in
     """Replace ``heads`` of q, k or v (B, T, n, D) by their value on norm1(r + Δ)."""
 
     def patch(x: Tensor, hook) -> Tensor:
-        q, k, v = self_projections(block.attn, block.ln1(seen["resid_pre"] + delta))
+        q, k, v = block.attn.self_projections(block.ln1(seen["resid_pre"] + delta))
         u = {"q": q, "k": k, "v": v}[component].reshape(x.shape)
         x = x.clone()
         x[:, :, heads] = u[:, :, heads]

@@ -77,11 +77,12 @@ class TorchStyleMultiheadAttention(TorchStyle):
         shape = (b, m.n_head, t, s)
         mask = glassformer_mask(attn_mask, key_padding_mask, shape, batched=batched, dtype=q.dtype)
         if query is key and key is value:  # self-attention
-            y, w = m(q, mask=mask, causal=causal, need_weights=need_weights)
+            out = m(q, mask=mask, causal=causal, need_weights=need_weights)
         elif key is value:  # cross-attention
-            y, w = m(q, k, mask, causal=causal, need_weights=need_weights)
+            out = m(q, k, mask, causal=causal, need_weights=need_weights)
         else:
-            y, w = self._separate(q, k, v, mask, causal, need_weights)
+            out = self._separate(q, k, v, mask, causal, need_weights)
+        y, w = out if need_weights else (out, None)  # the module returns A only when asked
         y = from_batch_first(y, self.batch_first, batched)
         if w is not None:
             w = w.mean(dim=1) if average_attn_weights else w  # (B, T, S) or (B, H, T, S)
@@ -99,8 +100,8 @@ class TorchStyleMultiheadAttention(TorchStyle):
         vh = F.linear(v, wv, bv).view(b, s, m.n_kv_head, d).transpose(1, 2)  # (B, H_kv, S, D)
         p = m.dropout if m.training else 0.0
         y, w = attention(qh, kh, vh, mask, p, causal=causal, need_weights=need_weights)
-        y = y.transpose(1, 2).reshape(b, t, m.n_head * d)  # (B, T, C): heads concatenated
-        return m.out_proj(y), w
+        y = m.out_proj(y.transpose(1, 2).reshape(b, t, m.n_head * d))  # (B, T, C): W^O
+        return (y, w) if need_weights else y
 
 
 def n_head_of(module: nn.Module) -> int:

@@ -12,7 +12,7 @@ from .masks import (
     padding_mask,
     padding_mask_from_ids,
 )
-from .multihead import MultiHeadAttention, attend
+from .multihead import MultiHeadAttention
 from .norms import NORM_KINDS, BatchNorm, LayerNorm, RMSNorm, make_norm
 from .positional import (
     POSITIONAL_KINDS,
@@ -56,7 +56,6 @@ __all__ = [
     "TokenEmbedding",
     "Unembedding",
     "apply_rotary",
-    "attend",
     "attention",
     "causal_mask",
     "combine_masks",

@@ -196,20 +196,20 @@ class Block(nn.Module):
             )
         resid_pre = self.hook_resid_pre(x)
         if self.norm_first:  # pre-norm, the notes: X ← X + F(layer_norm(X))
-            attn_out = self.attn(self.ln1(resid_pre, token_mask), **attn_args)[0]
+            attn_out = self.attn(self.ln1(resid_pre, token_mask), **attn_args)
             attn_out = self.hook_attn_out(self._drop(attn_out))
             resid = self.hook_resid_mid(resid_pre + attn_out)
             if memory is not None:
-                cross_out = self.cross_attn(self.ln2(resid, token_mask), memory, **cross_args)[0]
+                cross_out = self.cross_attn(self.ln2(resid, token_mask), memory, **cross_args)
                 cross_out = self.hook_cross_attn_out(self._drop(cross_out))
                 resid = self.hook_resid_mid_cross(resid + cross_out)
             mlp_out = self.hook_mlp_out(self._drop(self.mlp(self.ln_mlp(resid, token_mask))))
             resid_post = resid + mlp_out
         else:  # post-norm, Vaswani et al.: X ← layer_norm(X + F(X))
-            attn_out = self.hook_attn_out(self._drop(self.attn(resid_pre, **attn_args)[0]))
+            attn_out = self.hook_attn_out(self._drop(self.attn(resid_pre, **attn_args)))
             resid = self.hook_resid_mid(self.ln1(resid_pre + attn_out, token_mask))
             if memory is not None:
-                cross_out = self.cross_attn(resid, memory, **cross_args)[0]
+                cross_out = self.cross_attn(resid, memory, **cross_args)
                 cross_out = self.hook_cross_attn_out(self._drop(cross_out))
                 resid = self.hook_resid_mid_cross(self.ln2(resid + cross_out, token_mask))
             mlp_out = self.hook_mlp_out(self._drop(self.mlp(resid)))

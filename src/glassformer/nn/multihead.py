@@ -1,8 +1,10 @@
-"""Multi-head attention: self-attention (Eq. 4) and cross-attention (Eq. 5), then Eq. (1) on
-every head by the kernel that fits (``attend``).
+"""Multi-head attention, read top to bottom as the notes write it: the projections of
+self-attention (Eq. 4) or cross-attention (Eq. 5), then Eq. (1) on every head, then W^O.
 
     Q = Linear^Q(X),  K = Linear^K(Z),  V = Linear^V(Z)        (Z = X for self-attention)
-    head_i = Attention(Q_i, K_i, V_i)                           (Eq. 1 on the i-th D columns)
+    â = Q Kᵀ / √d_k + b                                         (Eq. 2, the mask b)
+    A = softmax(â) row by row                                   (Eq. 3)
+    head_i = A V                                                (Eq. 1 on the i-th D columns)
     MultiHead(X, Z) = Concat(head_1, ..., head_H) W^O
 
 The three projections are stacked in one matrix ``in_proj`` = [W^Q; W^K; W^V], as in
@@ -14,16 +16,17 @@ sequence"; nn/qk_projections.py):
 "separate" W^Q and W^K as above (xᵀ U_qᵀ U_k x′ = q · k′), "shared" one W^{QK} for both (xᵀ Uᵀ U x′,
 ``in_proj`` = [W^{QK}; W^V]), "dot" none (xᵀ x′, q = k = x, ``in_proj`` = [W^V]).
 
-``attend`` computes Eq. (1) by one of three kernels, which give the same z (B, H, T, D_v),
-zeros for a query row with nothing to attend to:
+``forward`` computes Eq. (1) by one of three kernels, which give the same z (B, H, T, D_v),
+zeros for a query row with nothing to attend to; ``written_out`` chooses:
 
-    written out   ``scores``, ``pattern``, ``weighted_sum`` (Eqs. 2, 3, 1), with a hook point
-                  on the mask, the scores â and the weights A: when a hook reads one of them
-                  or the caller asks for A (``need_weights``);
+    written out   Eqs. (2), (3), (1) inline in ``forward`` (nn/scaled_dot_product.py's
+                  ``scores``, ``pattern``, ``weighted_sum``), with a hook point on the mask,
+                  the scores â and the weights A: when a hook reads one of them or the caller
+                  asks for A (``need_weights``);
     graph         ``graph_attention`` (nn/graph_attention.py; glassformer.graphs.kernel_for
                   picks its kernel): when a graph is given;
-    fused         ``torch.nn.functional.scaled_dot_product_attention``, which never forms A:
-                  otherwise.
+    fused         ``torch.nn.functional.scaled_dot_product_attention``, which never forms A,
+                  called from ``forward`` as ``fused_arguments`` says: otherwise.
 """
 
 from __future__ import annotations
@@ -38,100 +41,18 @@ from .graph_attention import graph_attention, graph_mask, with_edges
 from .hooks import HookPoint
 from .kv_cache import KVCache
 from .positional import apply_rotary
-from .qk_projections import (
-    check_scores,
-    cross_keys_values,
-    cross_queries,
-    in_proj_rows,
-    self_projections,
-)
-from .qk_projections import projection_weights as _projection_weights
+from .qk_projections import check_scores, in_proj_rows, projection_weights
 from .scaled_dot_product import (
     check_mask,
     expanded_mask,
-    fused_attention,
+    fused_arguments,
     pattern,
     scores,
     weighted_sum,
     with_causal,
 )
 
-__all__ = ["MultiHeadAttention", "attend"]
-
-
-def attend(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    mask: Tensor | None = None,
-    dropout_p: float = 0.0,
-    *,
-    causal: bool = False,
-    graph: AttentionGraph | None = None,
-    key_start: int = 0,
-    query_start: int | None = None,
-    hooks: MultiHeadAttention | None = None,
-    need_weights: bool = False,
-) -> tuple[Tensor, Tensor | None]:
-    """Eq. (1) on every head, by the kernel that fits (the module docstring lists them).
-
-    Args:
-        q: (B, H, T, D) queries.
-        k: (B, H_kv, S, D) keys; H_kv divides H.
-        v: (B, H_kv, S, D_v) values.
-        mask: bool (True = may attend) or additive float, broadcastable to (B, H, T, S).
-        dropout_p: dropout on the attention weights (0.0 in eval mode).
-        causal: the causal mask too (bottom-right aligned for T < S).
-        graph: attend only along its edges.
-        key_start: the position of the first key (a rolling KV cache keeps the latest).
-        query_start: the position of the first query (default: the last T of the keys).
-        hooks: the module whose hook points (hook_mask, hook_attn_scores, hook_pattern) the
-            written-out path runs through; it runs when one of them is read or when
-            need_weights is True.
-        need_weights: return the weights A as well.
-
-    Returns:
-        (z (B, H, T, D_v), A (B, H, T, S) if need_weights else None).
-    """
-    t, s = q.shape[2], k.shape[2]
-    if mask is not None:
-        check_mask(mask, (q.shape[0], q.shape[1], t, s), "MultiHeadAttention")
-    if need_weights or (
-        hooks is not None
-        and (hooks.hook_mask.active or hooks.hook_attn_scores.active or hooks.hook_pattern.active)
-    ):  # Eq. (1) written out, every step hooked
-        mask = with_causal(mask, causal, t, s, q.device)
-        if graph is not None:  # the graph's edges as a (T, S) mask
-            edges = graph_mask(
-                graph, t, s, key_start=key_start, query_start=query_start, causal=causal
-            )
-            mask = with_edges(mask, edges.to(q.device))
-        if hooks is not None and hooks.hook_mask.active:
-            mask = hooks.hook_mask(expanded_mask(mask, q, k))
-        a = scores(q, k, mask)  # â = QKᵀ/√d_k + b (Eq. 2)
-        weights = pattern(a if hooks is None else hooks.hook_attn_scores(a))  # A (Eq. 3)
-        if hooks is not None:
-            weights = hooks.hook_pattern(weights)
-        return weighted_sum(weights, v, dropout_p), (weights if need_weights else None)
-    if graph is not None:  # Eq. (1) over the graph's edges only
-        z = graph_attention(
-            q,
-            k,
-            v,
-            graph,
-            mask,
-            dropout_p,
-            causal=causal,
-            key_start=key_start,
-            query_start=query_start,
-        )
-        return z, None
-    if mask is None and (not causal or t == s):  # nothing to mask but the causal triangle
-        z = F.scaled_dot_product_attention(
-            q, k, v, dropout_p=dropout_p, is_causal=causal, enable_gqa=q.shape[1] != k.shape[1]
-        )
-        return z, None
-    return fused_attention(q, k, v, mask, dropout_p, causal=causal), None
+__all__ = ["MultiHeadAttention"]
 
 
 class MultiHeadAttention(nn.Module):
@@ -149,7 +70,7 @@ class MultiHeadAttention(nn.Module):
     head's term z_h W^O_h, which sum (with b^O) to the output. The written-out path runs only
     when a hook reads the mask, the scores or the pattern (or ``need_weights``); ``hook_result``
     is computed only when a hook reads it. Otherwise torch's fused kernel runs, which never
-    forms A, or a graph kernel when a graph is given (``attend`` chooses).
+    forms A, or a graph kernel when a graph is given (``written_out`` chooses).
 
     ``attention_scores``: "separate" (W^Q, W^K: score xᵀ U_qᵀ U_k x′), "shared" (one W^{QK}:
     xᵀ Uᵀ U x′) or "dot" (no parameters: xᵀ x′), "Formal Algorithms for Transformers",
@@ -174,9 +95,12 @@ class MultiHeadAttention(nn.Module):
         >>> import torch
         >>> from glassformer.nn import MultiHeadAttention
         >>> attn = MultiHeadAttention(d_model=16, n_head=4)
-        >>> y, weights = attn(torch.randn(2, 5, 16), causal=True, need_weights=True)
-        >>> y.shape, weights.shape
-        (torch.Size([2, 5, 16]), torch.Size([2, 4, 5, 5]))
+        >>> x = torch.randn(2, 5, 16)
+        >>> attn(x, causal=True).shape
+        torch.Size([2, 5, 16])
+        >>> y, weights = attn(x, causal=True, need_weights=True)
+        >>> weights.shape
+        torch.Size([2, 4, 5, 5])
     """
 
     def __init__(
@@ -231,7 +155,7 @@ class MultiHeadAttention(nn.Module):
         cache: KVCache | None = None,
         packing: TokenPacking | None = None,
         need_weights: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
+    ) -> Tensor | tuple[Tensor, Tensor]:
         """Attend from x (B, T, C) to z (B, S, C), or to x itself when z is None.
 
         Args:
@@ -257,7 +181,7 @@ class MultiHeadAttention(nn.Module):
             need_weights: also return the attention weights A (runs the written-out path).
 
         Returns:
-            (y (B, T, C), weights A (B, H, T, S) if need_weights else None).
+            y (B, T, C) ((N, C) under ``packing``); (y, A (B, H, T, S)) if need_weights.
         """
         if isinstance(mask, AttentionGraph):
             mask, graph = None, (mask if graph is None else graph & mask)
@@ -265,21 +189,46 @@ class MultiHeadAttention(nn.Module):
         q, k, v = self._project(x, z, rope, cache, packing)  # (B, H, T, D), (B, H_kv, S, D)
         k, v = _hooked(self.hook_keys, k), _hooked(self.hook_values, v)  # all S, cached too
         key_start, mask = self._cached_keys(mask, k, z, cache)
-        y, weights = attend(  # (B, H, T, D): Eq. (1), head by head
-            q,
-            k,
-            v,
-            mask,
-            self.dropout if self.training else 0.0,
-            causal=causal,
-            graph=graph,
-            key_start=key_start,
-            query_start=query_start if query_start is not None or z is None else 0,
-            hooks=self,
-            need_weights=need_weights,
+        query_start = 0 if query_start is None and z is not None else query_start
+        t, s = q.shape[2], k.shape[2]
+        if mask is not None:
+            check_mask(mask, (q.shape[0], self.n_head, t, s), "MultiHeadAttention")
+        p = self.dropout if self.training else 0.0
+        weights = None
+        if self.written_out(need_weights):  # Eq. (1) written out, every step hooked
+            mask = with_causal(mask, causal, t, s, q.device)
+            if graph is not None:  # the graph's edges as a (T, S) mask
+                edges = graph_mask(graph, t, s, key_start=key_start, query_start=query_start,
+                                   causal=causal)  # fmt: skip
+                mask = with_edges(mask, edges.to(q.device))
+            if self.hook_mask.active:
+                mask = self.hook_mask(expanded_mask(mask, q, k))  # (B, H, T, S)
+            a = self.hook_attn_scores(scores(q, k, mask))  # â = QKᵀ/√d_k + b (Eq. 2)
+            weights = self.hook_pattern(pattern(a))  # A = softmax(â) (Eq. 3)
+            y = weighted_sum(weights, v, p)  # (B, H, T, D): Σ_m A_nm v_m (Eq. 1)
+        elif graph is not None:  # Eq. (1) over the graph's edges only
+            y = graph_attention(q, k, v, graph, mask, p, causal=causal, key_start=key_start,
+                                query_start=query_start)  # fmt: skip
+        else:  # Eq. (1) by torch's fused kernel, which never forms A
+            attn_mask, is_causal, dead = fused_arguments(q, k, mask, causal)
+            gqa = self.n_kv_head != self.n_head
+            y = F.scaled_dot_product_attention(
+                q, k, v, attn_mask, dropout_p=p, is_causal=is_causal, enable_gqa=gqa
+            )  # (B, H, T, D)
+            y = y if dead is None else y.masked_fill(dead, 0.0)  # a row that sees no key: 0
+        y = self._output(self.hook_z(y.transpose(1, 2)), packing)  # (B, T, H, D) -> (B, T, C)
+        return (y, weights) if need_weights else y
+
+    def written_out(self, need_weights: bool = False) -> bool:
+        """The kernel choice: Eqs. (2), (3), (1) written out when the caller asks for A or a
+        hook reads the mask, the scores or the pattern; otherwise a kernel that never forms A
+        (fused, or the graph's)."""
+        return (
+            need_weights
+            or self.hook_mask.active
+            or self.hook_attn_scores.active
+            or self.hook_pattern.active
         )
-        y = self.hook_z(y.transpose(1, 2))  # (B, T, H, D): head_i
-        return self._output(y, packing), weights
 
     @staticmethod
     def _cached_keys(mask, k: Tensor, z: Tensor | None, cache: KVCache | None):
@@ -310,7 +259,7 @@ class MultiHeadAttention(nn.Module):
         q (B, H, T, D), k and v (B, H_kv, S, D), with the cached positions."""
         h, h_kv = self.n_head, self.n_kv_head
         if z is None:  # self-attention, Eq. (4): one matmul for [Q K V]
-            q, k, v = self_projections(self, x, packing)  # (B, T, H D), (B, T, H_kv D) twice
+            q, k, v = self.self_projections(x, packing)  # (B, T, H D), (B, T, H_kv D) twice
             q, k = self._heads(self.hook_q, q, h), self._heads(self.hook_k, k, h_kv)
             v = self._heads(self.hook_v, v, h_kv)
             if rope is not None:  # RoPE: rotate each query and key by its position's angles
@@ -320,14 +269,48 @@ class MultiHeadAttention(nn.Module):
                 k, v = cache.append(k, v)  # (B, H_kv, S, D), S = cached + T
             return q, k, v
         # cross-attention, Eq. (5): Q from X, K and V from Z
-        q = self._heads(self.hook_q, cross_queries(self, x), h)
+        q = self._heads(self.hook_q, self._queries(x), h)
         if cache is not None and cache.length:  # the source's K, V from an earlier step
             return q, cache.keys, cache.values
-        k, v = cross_keys_values(self, z)  # (B, S, H_kv D) each
+        k, v = self._keys_values(z)  # (B, S, H_kv D) each
         k, v = self._heads(self.hook_k, k, h_kv), self._heads(self.hook_v, v, h_kv)
         if cache is not None:
             cache.append(k, v)
         return q, k, v
+
+    def self_projections(
+        self, x: Tensor, packing: TokenPacking | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Q, K, V (Eq. 4) of the tokens x (..., C), flat: (..., H·D), (..., H_kv·D) twice. One
+        matmul; for "shared" and "dot" q and k are the same tensor. ``packing``: x holds the N
+        real tokens of a (B, T) batch, (N, C); Q, K, V come back as (B, T, ·), zeros at the
+        padding (one unpacking of the projections)."""
+        d_q, d_kv = self.n_head * self.head_dim, self.n_kv_head * self.head_dim
+        place = (lambda u: u) if packing is None else packing.unpack
+        if self.scores == "separate":
+            return place(self.in_proj(x)).split([d_q, d_kv, d_kv], dim=-1)
+        if self.scores == "shared":
+            qk, v = place(self.in_proj(x)).split([d_q, d_kv], dim=-1)
+            return qk, qk, v
+        qk = place(x.contiguous())  # split into heads by a view
+        return qk, qk, place(self.in_proj(x))
+
+    def _queries(self, x: Tensor) -> Tensor:
+        """Q of the target tokens x (Eq. 5), flat (..., H·D): the W^Q rows of ``in_proj``."""
+        if self.scores == "dot":
+            return x.contiguous()
+        d_q, bias = self.n_head * self.head_dim, self.in_proj.bias
+        return F.linear(x, self.in_proj.weight[:d_q], None if bias is None else bias[:d_q])
+
+    def _keys_values(self, z: Tensor) -> tuple[Tensor, Tensor]:
+        """K and V of the source tokens z (Eq. 5), flat (..., H_kv·D) each."""
+        w, bias, d_q = self.in_proj.weight, self.in_proj.bias, self.n_head * self.head_dim
+        if self.scores == "separate":  # one matmul for [K V]
+            kv = F.linear(z, w[d_q:], None if bias is None else bias[d_q:])
+            return kv.chunk(2, dim=-1)
+        if self.scores == "shared":
+            return self._queries(z), F.linear(z, w[d_q:], None if bias is None else bias[d_q:])
+        return z.contiguous(), self.in_proj(z)
 
     def _output(self, z: Tensor, packing: TokenPacking | None = None) -> Tensor:
         """MultiHead = Concat(head_1, ..., head_H) W^O + b^O, z (B, T, H, D) -> (B, T, C)
@@ -345,7 +328,7 @@ class MultiHeadAttention(nn.Module):
     def projection_weights(self) -> tuple[tuple[Tensor, Tensor | None], ...]:
         """((W^Q, b^Q), (W^K, b^K), (W^V, b^V)) as views of ``in_proj`` ("shared": W^{QK}
         twice; "dot": the identity, no bias, twice)."""
-        return _projection_weights(self)
+        return projection_weights(self)
 
     def _heads(self, hook: HookPoint, u: Tensor, n: int) -> Tensor:
         """(B, T, n·D) -> hooked as (B, T, n, D) -> (B, n, T, D): one row per position, per head."""

@@ -18,15 +18,15 @@ with equal lengths its own position is every row's largest score; after a norm l
 lengths are only about equal, so in most rows, not all. "shared" and "dot"
 need as many key heads as query heads (no grouped-query attention: n_kv_head = n_head).
 Cross-attention (Eq. 5) applies the same setting to x and the source z (q from x, k from z).
+MultiHeadAttention computes the projections (``self_projections`` and its Eq. (5) pair in
+nn/multihead.py); this file holds the setting, the rows of ``in_proj`` it needs, and the
+weights as matrices (``projection_weights``) for the circuits and torch.nn's layout.
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
-
-from .arguments import TokenPacking
 
 __all__ = ["ATTENTION_SCORES", "check_scores", "in_proj_rows", "projection_weights"]
 
@@ -52,43 +52,6 @@ def check_scores(who: str, scores: object, n_head: int, n_kv_head: int) -> str:
 def in_proj_rows(scores: str, d_q: int, d_kv: int) -> list[int]:
     """The rows of ``in_proj``, block by block: [W^Q, W^K, W^V], [W^{QK}, W^V] or [W^V]."""
     return {"separate": [d_q, d_kv, d_kv], "shared": [d_q, d_kv], "dot": [d_kv]}[scores]
-
-
-def self_projections(
-    attn: nn.Module, x: Tensor, packing: TokenPacking | None = None
-) -> tuple[Tensor, Tensor, Tensor]:
-    """Q, K, V (Eq. 4) of the tokens x (..., C), flat: (..., H·D), (..., H_kv·D) twice. One
-    matmul; for "shared" and "dot" q and k are the same tensor. ``packing``: x holds the N
-    real tokens of a (B, T) batch, (N, C); Q, K, V come back as (B, T, ·), zeros at the
-    padding (one unpacking of the projections)."""
-    d_q, d_kv = attn.n_head * attn.head_dim, attn.n_kv_head * attn.head_dim
-    place = (lambda u: u) if packing is None else packing.unpack
-    if attn.scores == "separate":
-        return place(attn.in_proj(x)).split([d_q, d_kv, d_kv], dim=-1)
-    if attn.scores == "shared":
-        qk, v = place(attn.in_proj(x)).split([d_q, d_kv], dim=-1)
-        return qk, qk, v
-    qk = place(x.contiguous())  # split into heads by a view
-    return qk, qk, place(attn.in_proj(x))
-
-
-def cross_queries(attn: nn.Module, x: Tensor) -> Tensor:
-    """Q of the target tokens x (Eq. 5), flat (..., H·D)."""
-    if attn.scores == "dot":
-        return x.contiguous()
-    d_q, bias = attn.n_head * attn.head_dim, attn.in_proj.bias
-    return F.linear(x, attn.in_proj.weight[:d_q], None if bias is None else bias[:d_q])
-
-
-def cross_keys_values(attn: nn.Module, z: Tensor) -> tuple[Tensor, Tensor]:
-    """K and V of the source tokens z (Eq. 5), flat (..., H_kv·D) each."""
-    w, bias, d_q = attn.in_proj.weight, attn.in_proj.bias, attn.n_head * attn.head_dim
-    if attn.scores == "separate":  # one matmul for [K V]
-        kv = F.linear(z, w[d_q:], None if bias is None else bias[d_q:])
-        return kv.chunk(2, dim=-1)
-    if attn.scores == "shared":
-        return cross_queries(attn, z), F.linear(z, w[d_q:], None if bias is None else bias[d_q:])
-    return z.contiguous(), attn.in_proj(z)
 
 
 def projection_weights(attn: nn.Module) -> tuple[tuple[Tensor, Tensor | None], ...]:

@@ -13,11 +13,14 @@ Notation used across glassformer.nn:
 
 Two paths compute the same function:
   * written out (``scores``, ``pattern``, ``weighted_sum``): the scores, the mask, the softmax
-    and the weighted sum, each a tensor one can look at; MultiHeadAttention runs them, with a
-    hook point between each, when a hook or a cache asks for the scores or the pattern A;
-  * fused (``fused_attention``): ``torch.nn.functional.scaled_dot_product_attention``, which
-    never forms A (flash / memory-efficient kernels); the default.
-All return zeros, never NaN, for a query row with nothing to attend to.
+    and the weighted sum, each a tensor one can look at; MultiHeadAttention.forward runs them
+    inline, with a hook point between each, when a hook reads the mask, the scores or the
+    pattern A, or the caller asks for A;
+  * fused: ``torch.nn.functional.scaled_dot_product_attention``, which never forms A (flash /
+    memory-efficient kernels), the default; ``fused_arguments`` is the one place that says how
+    it is called for a mask (``fused_attention`` and MultiHeadAttention.forward call it so).
+All return zeros, never NaN, for a query row with nothing to attend to. ``attention`` is the
+functional form (no module, no hooks): the written-out path with ``need_weights``, else fused.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ __all__ = [
     "attention",
     "check_mask",
     "expanded_mask",
+    "fused_arguments",
     "fused_attention",
     "pattern",
     "scores",
@@ -125,30 +129,35 @@ def fused_attention(
 ) -> Tensor:
     """Eq. (1) by torch's fused kernel: the same z (B, H, T, D_v) as ``weighted_sum`` of the
     ``pattern`` of the ``scores``, without forming A."""
-    t, s = q.shape[-2], k.shape[-2]
-    if causal and mask is None and t == s:
-        return F.scaled_dot_product_attention(
-            q, k, v, dropout_p=dropout_p, is_causal=True, scale=scale, enable_gqa=_gqa(q, k)
-        )
-    return _fused(q, k, v, with_causal(mask, causal, t, s, q.device), dropout_p, scale)
-
-
-def _fused(q, k, v, mask, dropout_p, scale):
-    dead = None
-    if mask is not None:
-        # A row with nothing to attend to would make the kernel divide 0 by 0. Let such rows
-        # attend everywhere (finite), then zero their output: same result as the explicit path.
-        if mask.dtype == torch.bool:
-            dead = ~mask.any(dim=-1, keepdim=True)  # (..., T, 1)
-            mask = mask | dead
-        else:
-            mask = mask.to(q.dtype)
-            dead = (mask == float("-inf")).all(dim=-1, keepdim=True)
-            mask = mask.masked_fill(dead, 0.0)
-    out = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale, enable_gqa=_gqa(q, k)
+    attn_mask, is_causal, dead = fused_arguments(q, k, mask, causal)
+    gqa = _gqa(q, k)
+    z = F.scaled_dot_product_attention(
+        q, k, v, attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, enable_gqa=gqa
     )  # (B, H, T, D_v)
-    return out if dead is None else out.masked_fill(dead, 0.0)
+    return z if dead is None else z.masked_fill(dead, 0.0)
+
+
+def fused_arguments(
+    q: Tensor, k: Tensor, mask: Tensor | None, causal: bool
+) -> tuple[Tensor | None, bool, Tensor | None]:
+    """How torch's fused kernel computes Eq. (1) with this mask: (attn_mask, is_causal, dead).
+
+    No mask and T = S: the kernel's own causal flag. Otherwise the causal mask folded into
+    ``mask`` (bottom-right aligned for T < S). A row with nothing to attend to would make the
+    kernel divide 0 by 0: such rows (``dead``, (..., T, 1)) attend everywhere (finite) and
+    the caller zeroes their output, as ``pattern`` does."""
+    t, s = q.shape[-2], k.shape[-2]
+    if mask is None and causal and t == s:
+        return None, True, None
+    mask = with_causal(mask, causal, t, s, q.device)
+    if mask is None:
+        return None, False, None
+    if mask.dtype == torch.bool:
+        dead = ~mask.any(dim=-1, keepdim=True)  # (..., T, 1)
+        return mask | dead, False, dead
+    mask = mask.to(q.dtype)
+    dead = (mask == float("-inf")).all(dim=-1, keepdim=True)
+    return mask.masked_fill(dead, 0.0), False, dead
 
 
 def _gqa(q: Tensor, k: Tensor) -> bool:
