@@ -289,7 +289,6 @@ def test_graph_attention_records_an_allocation_failure_as_oom(monkeypatch):
 
 
 def test_fast_paths_off_gives_the_reference_form_and_back():
-    from glassformer.fast.packing import PackedEncoderBlock
     from glassformer.nn import EncoderBlock
 
     fp = bench_fast_paths
@@ -297,16 +296,15 @@ def test_fast_paths_off_gives_the_reference_form_and_back():
     model, step = fp.build(fp.Case("packing", "tiny", "encoder-padded", small))
     linear = [m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)]
     assert fp.packing_runs(model, step)  # the batch is padded
-
-    def classes() -> set[type]:
-        return {type(b) for b in model.blocks}
-
-    assert classes() == {PackedEncoderBlock}
+    assert {type(b) for b in model.blocks} == {EncoderBlock}  # one block, whichever path
+    reference = step()
+    assert model.fast_paths is None  # built with the reference code; the caller chooses
     with fp.switch(model, "packing", False):
-        assert classes() == {EncoderBlock} and not fp.packing_runs(model, step)
+        assert model.fast_paths is False and not fp.packing_runs(model, step)
     with fp.switch(model, "packing", True):
-        assert classes() == {PackedEncoderBlock}
-    assert classes() == {PackedEncoderBlock}  # put back
+        assert model.fast_paths is True
+        torch.testing.assert_close(step(), reference)
+    assert model.fast_paths is None  # put back
     with fp.switch(model, "layout", True):
         assert all(w.stride() == (1, w.shape[0]) for w in linear)  # input-major
     assert all(w.is_contiguous() for w in linear)

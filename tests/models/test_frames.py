@@ -125,9 +125,9 @@ def test_an_encoder_decoder_reaches_the_kernel_through_encode_and_decode(fast):
     ]  # fmt: skip
 
 
-def test_glassformer_train_reaches_the_kernel_in_nine_frames(tmp_path):
-    """From the command's main: its run, the run's fit, the trainer's loop and step, then the
-    model (at most 9 frames)."""
+def test_glassformer_train_reaches_the_kernel_in_ten_frames(tmp_path):
+    """From the command's main: its run, the run's fit, the trainer's loop and step, the step's
+    accumulated gradient (training/step.py), then the model's 4 frames to the kernel."""
     argv = ["train", "--data", "induction", "--task", "lm", "--model", "tiny", "--steps", "1",
             "--out", str(tmp_path / "run")]  # fmt: skip
     frames = frames_of(lambda: main(argv), stop=True)  # the first training step is enough
@@ -137,6 +137,7 @@ def test_glassformer_train_reaches_the_kernel_in_nine_frames(tmp_path):
         ("runs/run.py", "fit"),
         ("training/trainer.py", "fit"),
         ("training/trainer.py", "train_step"),
+        ("training/step.py", "accumulate_gradients"),
         ("models/decoder.py", "forward"),
         *MODEL_TO_KERNEL,
     ]

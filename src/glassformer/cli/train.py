@@ -121,7 +121,7 @@ def _the_run(args: argparse.Namespace) -> tuple[Run | None, str | None, dict[str
     its settings); the run is None when a resumed run has reached its steps already."""
     settings, builtin = gather_settings(args)
     scale = scale_from_env()
-    if _rerun_of_demo(args, builtin, settings):
+    if _rerun_of_demo(args, builtin, settings, scale):
         print(
             f"glassformer: {make_plan(settings).out} holds the demo run; continuing it (delete "
             "that folder to train it again)"
@@ -182,12 +182,12 @@ def out_of_memory(err: BaseException) -> bool:
     return isinstance(err, torch.OutOfMemoryError) or any(m in text for m in OOM_WORDS)
 
 
-def _rerun_of_demo(args: argparse.Namespace, builtin, settings) -> bool:
+def _rerun_of_demo(args: argparse.Namespace, builtin, settings, scale: float | None) -> bool:
     """``glassformer train`` with no options, a second time: continue the demo run
     instead of refusing its folder; not another run kept there (e.g. ``--data shakespeare``'s,
     whose default folder is the demo's)."""
     plain = not args.set and all(getattr(args, k) is None for k in ("out", "steps", "seed"))
     if not (builtin == DEMO and args.config is None and plain):
         return False
-    plan = make_plan(settings)
+    plan = make_plan(settings, scale=scale)
     return holds_run(plan.out) and differences(plan) == []
