@@ -21,6 +21,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from ..nn import DecoderCache, HookPoint, run_blocks
+from ..nn.feedforward import activation_fn
 from ..nn.transformer import lookbacks, new_decoder_cache
 from . import heads, inputs
 from .base import GlassformerModel
@@ -83,13 +84,16 @@ class DecoderLM(GlassformerModel):
         self.token_type_embed = inputs.segment_embedding(config)  # W_s or None
         self.ln_embed = inputs.embedding_norm(config)  # the norm of x^(0) or None
         self.embed_dropout = nn.Dropout(config.resolved_embed_dropout)
-        self.hook_embed, self.hook_pos_embed, self.hook_token_type_embed = inputs.input_hooks(
-            config
-        )
+        self.hook_embed = HookPoint()  # (B, T, C): W_e[:, x[n]]
+        if inputs.adds_positions(config):  # sinusoidal or learned: r_n added to x_n
+            self.hook_pos_embed = HookPoint()
+        if self.token_type_embed is not None:
+            self.hook_token_type_embed = HookPoint()
         self.blocks, self.ln_final = decoder_stack(config, cross_attention=False)
-        self.transform, self.transform_norm, self.transform_activation, self.hook_transform = (
-            heads.mlm_transform(config)  # BERT's, None unless config.mlm_transform
-        )
+        self.transform, self.transform_norm = heads.mlm_transform(config)  # BERT's, or None
+        if self.transform is not None:
+            self.transform_activation = activation_fn(config.activation)  # a
+            self.hook_transform = HookPoint()  # (B, T, C): a(W h + b)
         self.unembed = heads.unembedding(config, config.vocab_size, tie_to=self.embed)  # W_u
         self.hook_logits = HookPoint()
         windowed = all(b is not None for b in lookbacks(self.blocks))

@@ -54,9 +54,11 @@ class DecoderClassifier(GlassformerModel):
         self.token_type_embed = inputs.segment_embedding(config)  # W_s or None
         self.ln_embed = inputs.embedding_norm(config)  # the norm of x^(0) or None
         self.embed_dropout = nn.Dropout(config.resolved_embed_dropout)
-        self.hook_embed, self.hook_pos_embed, self.hook_token_type_embed = inputs.input_hooks(
-            config
-        )
+        self.hook_embed = HookPoint()  # (B, T, C): W_e[:, x[n]]
+        if inputs.adds_positions(config):  # sinusoidal or learned: r_n added to x_n
+            self.hook_pos_embed = HookPoint()
+        if self.token_type_embed is not None:
+            self.hook_token_type_embed = HookPoint()
         self.blocks, self.ln_final = decoder_stack(config, cross_attention=False)
         self.pooling = config.pooling
         self.pooler = heads.pooler(config)  # BERT's tanh(W v + b) or None

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from ..nn import DecoderCache, HookPoint, TokenEmbedding, run_blocks
+from ..nn.feedforward import activation_fn
 from ..nn.transformer import new_decoder_cache
 from . import heads, inputs
 from .base import GlassformerModel
@@ -53,9 +54,11 @@ class Stack(nn.Module):
         self.token_type_embed = inputs.segment_embedding(config)  # W_s or None
         self.ln_embed = inputs.embedding_norm(config)  # the norm of x^(0) or None
         self.embed_dropout = nn.Dropout(config.resolved_embed_dropout)
-        self.hook_embed, self.hook_pos_embed, self.hook_token_type_embed = inputs.input_hooks(
-            config
-        )
+        self.hook_embed = HookPoint()  # (B, T, C): W_e[:, x[n]]
+        if inputs.adds_positions(config):  # sinusoidal or learned: r_n added to x_n
+            self.hook_pos_embed = HookPoint()
+        if self.token_type_embed is not None:
+            self.hook_token_type_embed = HookPoint()
         self.blocks, self.ln_final = stack
 
 
@@ -108,9 +111,10 @@ class EncoderDecoder(GlassformerModel):
         self.decoder = Stack(
             config, target_vocab, decoder_stack(config, cross_attention=True), token=shared
         )
-        self.transform, self.transform_norm, self.transform_activation, self.hook_transform = (
-            heads.mlm_transform(config)  # BERT's, None unless config.mlm_transform
-        )
+        self.transform, self.transform_norm = heads.mlm_transform(config)  # BERT's, or None
+        if self.transform is not None:
+            self.transform_activation = activation_fn(config.activation)  # a
+            self.hook_transform = HookPoint()  # (B, T, C): a(W h + b)
         self.unembed = heads.unembedding(config, target_vocab, tie_to=self.decoder.embed)  # W_u
         self.hook_logits = HookPoint()
         self.post_init()

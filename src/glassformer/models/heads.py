@@ -23,14 +23,12 @@ the head's function as a method (``lm_logits = heads.lm_logits``):
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import torch
 from torch import Tensor, nn
 
-from ..nn import HookPoint, TokenEmbedding, Unembedding, make_norm
-from ..nn.feedforward import activation_fn
+from ..nn import TokenEmbedding, Unembedding, make_norm
 from .config import ModelConfig
 
 __all__ = [
@@ -67,17 +65,14 @@ class ClassificationHead(Protocol):
     def class_names(self) -> list[str]: ...
 
 
-def mlm_transform(
-    config: ModelConfig,
-) -> tuple[nn.Linear | None, nn.Module | None, Callable | None, HookPoint | None]:
+def mlm_transform(config: ModelConfig) -> tuple[nn.Linear | None, nn.Module | None]:
     """BERT's transform before the unembedding, h ← Norm(a(W h + b)): (``transform`` W,
-    ``transform_norm``, ``transform_activation`` a, ``hook_transform``), all None without
-    ``config.mlm_transform``."""
+    ``transform_norm``), both None without ``config.mlm_transform``; a family with one also
+    lists ``transform_activation`` a (``config.activation``) and ``hook_transform``."""
     if not config.mlm_transform:
-        return None, None, None, None
+        return None, None
     linear = nn.Linear(config.d_model, config.d_model)
-    norm = make_norm(config.norm, config.d_model, config.norm_eps)
-    return linear, norm, activation_fn(config.activation), HookPoint()
+    return linear, make_norm(config.norm, config.d_model, config.norm_eps)
 
 
 def unembedding(config: ModelConfig, vocab_size: int, tie_to: TokenEmbedding) -> Unembedding:

@@ -9,10 +9,11 @@ A family's ``__init__`` lists the parts under TransformerLens's names, each buil
 function here: ``embed`` the token embedding W_e (`token_embedding`), ``pos_embed`` the
 positional encoding (W_p when learned; `positional_encoding`), ``token_type_embed`` BERT's
 segment embedding W_s (`segment_embedding`, None without token types), ``ln_embed`` the
-embedding norm (`embedding_norm`, BERT and BART), ``embed_dropout``, and the hook points
-(`input_hooks`): ``hook_embed`` (B, T, C) the token embeddings W_e[:, x[n]] (· √C),
-``hook_pos_embed`` (B, T, C) the positional vectors r_n added to them (sinusoidal or learned
-only), ``hook_token_type_embed`` (B, T, C) the segment embeddings (with token types only).
+embedding norm (`embedding_norm`, BERT and BART), ``embed_dropout``, and the hook points:
+``hook_embed`` (B, T, C) the token embeddings W_e[:, x[n]] (· √C), ``hook_pos_embed``
+(B, T, C) the positional vectors r_n added to them (sinusoidal or learned only:
+`adds_positions`), ``hook_token_type_embed`` (B, T, C) the segment embeddings (with token
+types only); a hook point a model does not have is not an attribute.
 `embed_input` computes x^(0) from them.
 """
 
@@ -23,16 +24,16 @@ from typing import Protocol, runtime_checkable
 import torch
 from torch import Tensor, nn
 
-from ..nn import HookPoint, PositionalEncoding, TokenEmbedding, make_norm, make_positional_encoding
+from ..nn import PositionalEncoding, TokenEmbedding, make_norm, make_positional_encoding
 from .config import ModelConfig
 
 __all__ = [
     "InputEmbedding",
+    "adds_positions",
     "check_length",
     "embed_input",
     "embedding_norm",
     "ids_length",
-    "input_hooks",
     "key_mask",
     "positional_encoding",
     "positions_from_mask",
@@ -85,15 +86,10 @@ def embedding_norm(config: ModelConfig) -> nn.Module | None:
     return make_norm(config.norm, config.d_model, config.norm_eps, config.bias)
 
 
-def input_hooks(config: ModelConfig) -> tuple[HookPoint, HookPoint | None, HookPoint | None]:
-    """(``hook_embed``, ``hook_pos_embed`` for an additive positional encoding (sinusoidal or
-    learned) else None, ``hook_token_type_embed`` with token types else None)."""
-    additive = config.positional in ("sinusoidal", "learned")
-    return (
-        HookPoint(),
-        HookPoint() if additive else None,
-        HookPoint() if config.type_vocab_size else None,
-    )
+def adds_positions(config: ModelConfig) -> bool:
+    """Is the positional encoding added to the token embeddings (sinusoidal, learned), so that
+    the model has ``hook_pos_embed``? (Rotary positions rotate q and k instead; none: none.)"""
+    return config.positional in ("sinusoidal", "learned")
 
 
 def embed_input(
