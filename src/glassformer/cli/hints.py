@@ -23,7 +23,6 @@ __all__ = ["FLAGS", "as_flags", "with_flags"]
 FLAGS = {
     "checkpoint": "--checkpoint",
     "config": "--config",
-    "corrupt": "--corrupt",
     "data": "--data",
     "data_changed_ok": "--data-changed-ok",
     "device": "--device",

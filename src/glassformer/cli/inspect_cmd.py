@@ -84,7 +84,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     positions = receptive_positions(inputs.tokens, real, args.position)
     corrupt = None
     if args.corrupt is not None:
-        corrupt = corrupt_ids(model, args.corrupt, inputs, args.pad_to)
+        corrupt = corrupt_ids(model, args.corrupt, inputs, args.pad_to, ("--corrupt", "--text"))
     chosen = inspect_circuits.chosen_tokens(model, args)
     model.eval()
     with torch.inference_mode(), capture(model) as rec:

@@ -96,17 +96,24 @@ def analysed_position(model, inputs: Inputs, positions: dict[str, int], chosen) 
     return positions[stack]
 
 
-def corrupt_ids(model, text: str, inputs: Inputs, pad_to: int | None) -> Tensor:
+def corrupt_ids(
+    model,
+    text: str,
+    inputs: Inputs,
+    pad_to: int | None,
+    what: tuple[str, str] = ("corrupt", "text"),
+) -> Tensor:
     """The corrupted ``text`` encoded as the clean text of ``inputs`` was, with the same
-    length (``pad_to`` as for it)."""
-    corrupt = encode_inputs(model, text, None, pad_to, target_ids=False, what=("corrupt", ""))
+    length (``pad_to`` as for it). ``what`` names the corrupted and the clean text in error
+    messages (the command line: its options)."""
+    corrupt = encode_inputs(model, text, None, pad_to, target_ids=False, what=(what[0], ""))
     ids, clean = corrupt.kwargs["input_ids"], inputs.kwargs["input_ids"]
     if ids.shape != clean.shape:
         message = (
-            f"corrupt has {ids.shape[1]} tokens, the text {clean.shape[1]}: patching needs "
-            "inputs of the same length"
+            f"{what[0]} has {ids.shape[1]} tokens and {what[1]} {clean.shape[1]}: patching "
+            "needs inputs of the same length"
         )
-        raise naming(ValueError(message), argument="corrupt")
+        raise naming(ValueError(message), argument=what[0])
     return ids
 
 
