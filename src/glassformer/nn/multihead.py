@@ -263,7 +263,7 @@ class MultiHeadAttention(nn.Module):
         q (B, H, T, D), k and v (B, H_kv, S, D), with the cached positions."""
         h, h_kv = self.n_head, self.n_kv_head
         if z is not None and cache is not None and cache.length:  # the source's K, V: cached
-            return self._heads(self.hook_q, self._query(x), h), cache.keys, cache.values
+            return self._heads(self.hook_q, self.queries(x), h), cache.keys, cache.values
         q, k, v = self.projections(x, z, packing)  # (B, T, H D), (B, S, H_kv D) twice
         q, k = self._heads(self.hook_q, q, h), self._heads(self.hook_k, k, h_kv)
         v = self._heads(self.hook_v, v, h_kv)
@@ -288,11 +288,11 @@ class MultiHeadAttention(nn.Module):
         tokens of a (B, T) batch, (N, C) (self-attention); Q, K, V come back as (B, T, ·),
         zeros at the padding."""
         place = (lambda u: u) if packing is None else packing.unpack
-        q = place(self._query(x))
+        q = place(self.queries(x))
         if z is None:  # self-attention: keys and values of the same tokens
             k = q if self.scores != "separate" else place(self.k_proj(x))
             return q, k, place(self.v_proj(x))
-        return q, self._key(z), self.v_proj(z)
+        return q, self.keys(z), self.v_proj(z)
 
     def self_projections(
         self, x: Tensor, packing: TokenPacking | None = None
@@ -300,13 +300,13 @@ class MultiHeadAttention(nn.Module):
         """Q, K, V (Eq. 4) of the tokens x: ``projections(x, packing=packing)``."""
         return self.projections(x, None, packing)
 
-    def _query(self, x: Tensor) -> Tensor:
+    def queries(self, x: Tensor) -> Tensor:
         """Q of the tokens x (..., C), flat (..., H·D): W^Q, W^{QK} ("shared") or x ("dot")."""
         if self.scores == "separate":
             return self.q_proj(x)
         return self.qk_proj(x) if self.scores == "shared" else x.contiguous()
 
-    def _key(self, z: Tensor) -> Tensor:
+    def keys(self, z: Tensor) -> Tensor:
         """K of the tokens z (..., C), flat (..., H_kv·D): W^K, W^{QK} ("shared") or z ("dot")."""
         if self.scores == "separate":
             return self.k_proj(z)
