@@ -14,7 +14,7 @@ config under the same seed, and glassformer's converts it (``from_huggingface``)
 
     glassformer  the converted model, glassformer's ``build_optimizer`` (fused AdamW, decay on
                  matrices); LoRA: ``glassformer.finetune.apply_lora`` on the attention
-                 projections ``attn.in_proj`` and ``attn.out_proj``
+                 projections ``attn.q_proj``, ``attn.k_proj``, ``attn.v_proj``, ``attn.out_proj``
     hf           the ``transformers`` model with ``torch.optim.AdamW(fused=True)``, the
                  optimizer Hugging Face's Trainer takes by default; LoRA: ``peft``'s
                  ``LoraConfig`` on the same projections (BERT: query, key, value and the
@@ -51,7 +51,7 @@ SHAPES: dict[str, dict[str, int | str]] = {
                       batch=4),
 }  # fmt: skip
 RANK, ALPHA, LR = 8, 16.0, 5e-5
-GLASSFORMER_TARGETS = ["attn.in_proj", "attn.out_proj"]
+GLASSFORMER_TARGETS = ["attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.out_proj"]
 PEFT_TARGETS = {  # the same projections under Hugging Face's names (regular expressions)
     "bert": r".*attention\.(self\.(query|key|value)|output\.dense)",
     "gpt2": r".*attn\.(c_attn|c_proj)",

@@ -15,8 +15,8 @@ LORA_ERRORS = {
     "freeze not a path": (['train.freeze=["blocks/0"]'], ["'blocks/0' is not a module path"]),
     "freeze not a list": (["train.freeze=embed"], ["train.freeze='embed'", "list[str]"]),
     "lora target names nothing": (
-        ["train.lora_rank=2", 'train.lora_targets=["attn.q_proj"]'],
-        ["'attn.q_proj' names no nn.Linear", "blocks.*.attn.in_proj, blocks.*.attn.out_proj"],
+        ["train.lora_rank=2", 'train.lora_targets=["attn.qk_proj"]'],
+        ["'attn.qk_proj' names no nn.Linear", "blocks.*.attn.q_proj, blocks.*.attn.k_proj"],
     ),
     "lora on the tied unembedding": (
         ["train.lora_rank=2", 'train.lora_targets=["unembed.proj"]'],

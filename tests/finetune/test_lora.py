@@ -53,7 +53,8 @@ def test_b_at_zero_equals_the_base_model_exactly():
     want = lm()(ids).logits
     model = lm()
     wrapped = apply_lora(model, ["attn.in_proj", "attn.out_proj", "mlp.fc1"], rank=4, alpha=8)
-    parts = ("attn.in_proj", "attn.out_proj", "mlp.fc1")
+    parts = ("attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.out_proj", "mlp.fc1")  # in_proj:
+    # the fused [W^Q; W^K; W^V] of earlier models names the three projections
     assert wrapped == [f"blocks.{i}.{p}" for i in (0, 1) for p in parts]
     assert torch.equal(model(ids).logits, want)
     # the paths that read .weight: hook_result (out_proj.weight) ...
@@ -61,20 +62,20 @@ def test_b_at_zero_equals_the_base_model_exactly():
     out, cache = model.run_with_cache(ids, names=result)
     assert torch.equal(out.logits, lm().run_with_cache(ids, names=result)[0].logits)
     assert len(cache) == 2
-    # ... and cross-attention (in_proj.weight sliced)
+    # ... and cross-attention (q_proj on the target, k_proj and v_proj on the source)
     src, tgt = torch.randint(0, 40, (2, 7)), torch.randint(0, 40, (2, 5))
     base = seq2seq()(src, decoder_input_ids=tgt).logits
     s2s = seq2seq()
-    apply_lora(s2s, ["attn.in_proj", "cross_attn.in_proj"], rank=2, alpha=2)
-    assert len(lora_layers(s2s)) == 3 and torch.equal(s2s(src, decoder_input_ids=tgt).logits, base)
+    apply_lora(s2s, ["attn.q_proj", "cross_attn.q_proj", "cross_attn.v_proj"], rank=2, alpha=2)
+    assert len(lora_layers(s2s)) == 4 and torch.equal(s2s(src, decoder_input_ids=tgt).logits, base)
 
 
 def test_apply_lora_trains_only_the_adapters_and_the_kept_parts():
     model = lm()
-    apply_lora(model, ["blocks.0.attn.in_proj"], rank=2, alpha=4, keep=["ln_final"])
+    apply_lora(model, ["blocks.0.attn.q_proj"], rank=2, alpha=4, keep=["ln_final"])
     trains = sorted(n for n, p in model.named_parameters() if p.requires_grad)
     assert trains == [
-        "blocks.0.attn.in_proj.lora_A", "blocks.0.attn.in_proj.lora_B",
+        "blocks.0.attn.q_proj.lora_A", "blocks.0.attn.q_proj.lora_B",
         "ln_final.bias", "ln_final.weight",
     ]  # fmt: skip
 
@@ -95,21 +96,21 @@ def test_the_weights_that_code_reads_are_the_adapted_ones():
 def test_merge_keeps_the_outputs_and_leaves_plain_linears():
     ids = torch.randint(0, 40, (2, 12))
     model = lm(tie_embeddings=False)
-    apply_lora(model, ["attn.in_proj", "attn.out_proj", "mlp.fc2", "unembed.proj"], 4, 16)
+    apply_lora(model, ["attn.q_proj", "attn.v_proj", "mlp.fc2", "unembed.proj"], 4, 16)
     randomise_b(model)
     adapted = model(ids).logits
     assert (adapted - lm(tie_embeddings=False)(ids).logits).abs().max() > 1e-2  # B ≠ 0 counts
     merged = merge_lora(model)
     assert len(merged) == 7 and not lora_layers(model)
-    assert type(model.blocks[0].attn.in_proj) is nn.Linear
+    assert type(model.blocks[0].attn.q_proj) is nn.Linear
     assert set(model.state_dict()) == set(lm(tie_embeddings=False).state_dict())
     torch.testing.assert_close(model(ids).logits, adapted, atol=1e-5, rtol=0)
 
 
-def test_merge_keeps_the_outputs_of_cross_attention_which_reads_the_weight():
+def test_merge_keeps_the_outputs_of_cross_attention():
     src, tgt = torch.randint(0, 40, (2, 7)), torch.randint(0, 40, (2, 5))
     model = seq2seq()
-    apply_lora(model, ["cross_attn.in_proj", "cross_attn.out_proj"], rank=2, alpha=4)
+    apply_lora(model, ["cross_attn.q_proj", "cross_attn.v_proj", "cross_attn.out_proj"], 2, 4)
     randomise_b(model)
     adapted = model(src, decoder_input_ids=tgt).logits
     assert not torch.allclose(adapted, seq2seq()(src, decoder_input_ids=tgt).logits)
@@ -121,10 +122,10 @@ def test_merge_keeps_the_outputs_of_cross_attention_which_reads_the_weight():
 def test_refusals_name_the_target_and_what_exists():
     model = lm()
     with pytest.raises(ValueError) as err:
-        apply_lora(model, ["attn.in_proj", "attn.q_proj"], 2, 4, where="train.lora_targets")
+        apply_lora(model, ["attn.in_proj", "attn.qk_proj"], 2, 4, where="train.lora_targets")
     message = str(err.value)
-    assert message.startswith("train.lora_targets: 'attn.q_proj' names no nn.Linear")
-    assert "blocks.*.attn.in_proj, blocks.*.attn.out_proj, blocks.*.mlp.fc1" in message
+    assert message.startswith("train.lora_targets: 'attn.qk_proj' names no nn.Linear")
+    assert "blocks.*.attn.q_proj, blocks.*.attn.k_proj, blocks.*.attn.v_proj" in message
     assert not lora_layers(model) and all(p.requires_grad for p in model.parameters())
     with pytest.raises(ValueError) as err:
         apply_lora(model, ["unembed.proj"], 2, 4, rank_name="train.lora_rank")

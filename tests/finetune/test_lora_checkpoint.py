@@ -22,7 +22,8 @@ TEXT = load_dataset("shakespeare", "validation")
 TOK = CharTokenizer().train(TEXT.texts())
 SMALL = dict(vocab_size=TOK.vocab_size, d_model=32, n_head=4, n_layer=2, max_len=32, dropout=0.1)
 SMALL["ff_dropout"] = 0.0  # GPT-2's dropout sites: to_huggingface can express them
-LORA = dict(lora_rank=4, lora_alpha=8.0, lora_dropout=0.1, lora_targets=["attn.in_proj", "fc2"])
+LORA = dict(lora_rank=4, lora_alpha=8.0, lora_dropout=0.1,
+            lora_targets=["attn.q_proj", "attn.v_proj", "fc2"])  # fmt: skip
 
 
 def make(run_dir, **overrides):
@@ -38,7 +39,7 @@ def test_the_checkpoint_is_the_merged_plain_model(tmp_path):
     trainer = make(tmp_path)
     trainer.fit()
     model = trainer.model.eval()
-    assert len(lora_layers(model)) == 4
+    assert len(lora_layers(model)) == 6
     assert trainer.trained == sum(p.numel() for n, p in model.named_parameters() if "lora_" in n)
     ckpt = latest_checkpoint(tmp_path)
     loaded = load_model(ckpt).eval()
@@ -52,7 +53,7 @@ def test_the_checkpoint_is_the_merged_plain_model(tmp_path):
     assert sorted(lora) == sorted(
         f"blocks.{i}.{part}.{t}"
         for i in (0, 1)
-        for part in ("attn.in_proj", "mlp.fc2")
+        for part in ("attn.q_proj", "attn.v_proj", "mlp.fc2")
         for t in ("base.weight", "lora_A", "lora_B")
     )
     assert lora["blocks.0.mlp.fc2.lora_B"].abs().max() > 0  # B trained
@@ -105,8 +106,8 @@ def test_a_missing_or_damaged_lora_file_is_refused_on_resume(tmp_path):
     make(tmp_path, steps=4).fit()
     lora = tmp_path / "checkpoints" / "step-000004" / LORA_FILE
     tensors = load_file(lora)
-    save_file({**tensors, "blocks.0.attn.in_proj.lora_A": torch.zeros(2, 32)}, lora)
-    wrong = r"lora.safetensors: tensor .blocks.0.attn.in_proj.lora_A. is torch.float32 \(2, 32\)"
+    save_file({**tensors, "blocks.0.attn.q_proj.lora_A": torch.zeros(2, 32)}, lora)
+    wrong = r"lora.safetensors: tensor .blocks.0.attn.q_proj.lora_A. is torch.float32 \(2, 32\)"
     with pytest.raises(ValueError, match=wrong):
         make(tmp_path).fit(resume=True)
     lora.unlink()
@@ -145,7 +146,8 @@ def test_kill_9_then_resume_of_a_lora_run_equals_an_uninterrupted_run(tmp_path):
     assert reference.wait(timeout=60) == 0, (tmp_path / "whole.log").read_text()
     log = (tmp_path / "killed.log").read_text()
     assert f"resuming at step {saved} to step 12" in log
-    assert "M parameters, 288 train, context 16)" in log  # A, B: (2·16 + 48·2) + (2·16 + 64·2)
+    # "in_proj" adapts q_proj, k_proj, v_proj: A, B: 3 (2·16 + 16·2) + (2·16 + 64·2)
+    assert "M parameters, 352 train, context 16)" in log
     for name in ("model.safetensors", LORA_FILE):
         ours = load_file(out / "checkpoints" / "step-000012" / name)
         theirs = load_file(whole / "checkpoints" / "step-000012" / name)
@@ -180,15 +182,30 @@ def test_save_pretrained_of_a_model_with_lora_writes_the_merged_plain_model(tmp_
 
     torch.manual_seed(0)
     model = DecoderLM(preset("tiny", **SMALL)).eval()
-    apply_lora(model, ["attn.in_proj", "fc2"], rank=4, alpha=8.0)
+    apply_lora(model, ["attn.q_proj", "attn.v_proj", "fc2"], rank=4, alpha=8.0)
     with torch.no_grad():
         for layer in lora_layers(model).values():
             layer.lora_B.normal_(0.0, 0.1)  # as after training: the update is not zero
     model.save_pretrained(tmp_path / "saved", TOK)
     loaded = load_model(tmp_path / "saved").eval()
-    assert len(lora_layers(model)) == 4 and not lora_layers(loaded)
-    assert "blocks.0.attn.in_proj.weight" in load_file(tmp_path / "saved" / "model.safetensors")
+    assert len(lora_layers(model)) == 6 and not lora_layers(loaded)
+    assert "blocks.0.attn.q_proj.weight" in load_file(tmp_path / "saved" / "model.safetensors")
     ids = torch.randint(0, TOK.vocab_size, (2, 20))
     with torch.no_grad():
         torch.testing.assert_close(loaded(ids).logits, model(ids).logits, atol=1e-5, rtol=0)
     assert loaded.tokenizer is not None
+
+
+def test_adapters_of_the_fused_in_proj_are_refused_on_resume_saying_why(tmp_path):
+    """A checkpoint of a run that adapted the fused [W^Q; W^K; W^V] (one A for the three) does
+    not resume into adapters of q_proj, k_proj, v_proj; its merged model still loads."""
+    make(tmp_path, steps=4).fit()
+    ckpt = tmp_path / "checkpoints" / "step-000004"
+    tensors = load_file(ckpt / LORA_FILE)
+    save_file({k.replace(".attn.q_proj.", ".attn.in_proj."): v for k, v in tensors.items()},
+              ckpt / LORA_FILE)  # fmt: skip
+    with pytest.raises(ValueError, match=r"'blocks\.0\.attn\.in_proj\.base\.weight' is an "
+                       r"adapter of the fused attention projection in_proj .* cannot resume "
+                       r"exactly"):  # fmt: skip
+        make(tmp_path).fit(resume=True)
+    assert not lora_layers(load_model(ckpt))

@@ -8,16 +8,19 @@ zero, so before the first step the model computes exactly what it computed witho
 Dropout, when asked for, is applied to the x that enters A only.
 
 ``apply_lora(model, targets, rank, alpha)`` wraps each nn.Linear whose path ends with a target
-(paths.py: ``attn.in_proj`` is every block's [W^Q; W^K; W^V]) in a ``LoRALinear`` and freezes
-every other parameter of the model, the wrapped W and b included. ``merge_lora(model)`` folds
+(paths.py: ``attn.q_proj`` is every block's W^Q) in a ``LoRALinear`` and freezes
+every other parameter of the model, the wrapped W and b included. A target whose last segment
+is ``in_proj`` (the fused [W^Q; W^K; W^V] attention held before its projections were separate
+modules) names the projections that replaced it: ``q_proj``, ``k_proj``, ``v_proj``
+(``qk_proj``), each adapted on its own. ``merge_lora(model)`` folds
 the update into W, W <- W + (alpha / r) B A, and puts the plain nn.Linear back: the model is a
 plain model again, which checkpoints, ``load_model`` and ``to_huggingface`` read.
 
 A ``LoRALinear`` keeps the names code reads from a Linear: ``weight`` is the effective matrix
 W + (alpha / r) B A (computed on each read, with its gradient to A and B), ``bias`` is b,
-``in_features`` and ``out_features`` W's. So attention's cross-attention and ``hook_result``
-(which read ``in_proj.weight``, ``out_proj.weight``) and the circuits' weight analyses see the
-adapted model; there the LoRA dropout is not applied. Code that looks for nn.Linear modules
+``in_features`` and ``out_features`` W's. So ``hook_result`` (which reads ``out_proj.weight``)
+and the circuits' weight analyses (``projection_weights``) see the adapted model; there the
+LoRA dropout is not applied. Code that looks for nn.Linear modules
 (the flop count, fast/layout.py) finds the frozen base Linear inside the wrapper, ``.base``.
 """
 
@@ -29,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..models.legacy_keys import FUSED
 from .freeze import select
 from .paths import check_pattern, ends_with, shown_names
 
@@ -120,7 +124,8 @@ def apply_lora(
     chosen: dict[str, nn.Linear] = {}
     for target in targets:
         check_pattern(target, where)
-        found = {path: m for path, m in linears.items() if ends_with(target, path)}
+        found = {path: m for path, m in linears.items()
+                 if any(ends_with(t, path) for t in _unfused(target))}  # fmt: skip
         if not found:
             raise ValueError(
                 f"{where}: {target!r} names no nn.Linear of the {type(model).__name__}; its "
@@ -146,6 +151,14 @@ def apply_lora(
     for p in kept:
         p.requires_grad_(True)
     return [path for path in linears if path in chosen]  # in the model's order
+
+
+def _unfused(target: str) -> list[str]:
+    """``target``, or for a fused ``in_proj`` the projections that replaced it."""
+    head, _, last = target.rpartition(".")
+    if last != FUSED:
+        return [target]
+    return [f"{head}.{p}" if head else p for p in ("q_proj", "k_proj", "v_proj", "qk_proj")]
 
 
 def lora_layers(model: nn.Module) -> dict[str, LoRALinear]:

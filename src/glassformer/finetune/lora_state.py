@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..models.legacy_keys import FUSED
 from .lora import LoRALinear
 
 __all__ = ["LORA_FILE", "join_state", "plain_modules", "split_state"]
@@ -73,6 +74,14 @@ def join_state(
         want.update({f"{p}.lora_A": m.lora_A, f"{p}.lora_B": m.lora_B})
         want[f"{p}.base.weight"] = m.base.weight
     missing, extra = sorted(set(want) - set(lora)), sorted(set(lora) - set(want))
+    fused = [name for name in extra if f".{FUSED}." in name]
+    if fused:  # one A for [W^Q; W^K; W^V]: three adapters with an A each train otherwise
+        raise ValueError(
+            f"{where}: {fused[0]!r} is an adapter of the fused attention projection in_proj "
+            "([W^Q; W^K; W^V], one A for the three), which models now hold as q_proj, k_proj, "
+            "v_proj with an adapter each: the run cannot resume exactly. model.safetensors "
+            "(the merged weights) loads: start a new run from it (init_from)"
+        )
     if missing or extra:
         raise ValueError(
             f"{where}: the LoRA tensors do not fit this run's LoRA layers: missing "

@@ -177,7 +177,7 @@ def load_checkpoint(
         where = f"{path / 'trainer.safetensors'}: tensor {name!r}"
         check_finite(tensor, where, "the optimizer's state is")
     try:
-        current_parameter_names(meta, tensors, model.family)
+        current_parameter_names(meta, tensors, model)
     except ValueError as err:
         raise ValueError(f"{path / 'trainer.json'}: {err}") from None
     check_training_state(path, meta, tensors, model, optimizer, scheduler)
