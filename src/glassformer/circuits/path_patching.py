@@ -21,7 +21,8 @@ stream with Δ added:
   receiver is recomputed from its new output (TransformerLens's ``get_act_patch_direct_path``);
 * ``"resid_final"``, the stream the output layer reads: logits = unembed(norm_final(x_L + Δ)).
   This is the direct path to the logits: the same as patching the senders' outputs into the
-  final stream only, not into any later component.
+  final stream only, not into any later component. It runs no block again: the final stream
+  of the corrupted run is kept, and each sender's Δ is added to it.
 
 The result is the metric of that run (``normalize``: 0 at the corrupted run, 1 at the clean
 one). A receiver reads only what was written before it: every sender must be in an earlier
@@ -44,8 +45,11 @@ import torch
 from torch import Tensor
 
 from ..models.base import eval_mode
-from ._patch_runs import Metric, check_inputs, normalized, run_each, scalar
-from ._sites import Input, Stack, call, find_stack
+from ._patch_runs import Metric, check_inputs, progress_bar, rescaled, run_each, stacked, values_of
+from ._resume import Resumed, evaluate
+from ._sites import Input, Stack, call, chosen, find_stack
+
+Subset = int | range | Sequence[int] | None  # layers=, heads= of a grid
 
 __all__ = ["patch_path", "patch_path_receivers", "patch_path_senders"]
 
@@ -67,15 +71,16 @@ def patch_path(
     """The metric of the corrupted run with the path from ``sender`` (a head ``(layer, head)``,
     an MLP ``(layer, "mlp")``, or a list of them, their writes summed) to ``receiver``
     (``"resid_final"``, a head's input ``(layer, head, "q" | "k" | "v")``, or a list of them,
-    all patched in the same run) taken from the clean run: a scalar tensor. With
-    grouped-query attention the head of a "k" or "v" receiver counts key/value heads."""
-    paths = _Paths(model)
+    all patched in the same run) taken from the clean run: a scalar tensor, or (B,) for a
+    metric of one value per prompt. With grouped-query attention the head of a "k" or "v"
+    receiver counts key/value heads."""
+    paths = _Paths(model, metric)
     senders, receivers = paths.senders(sender), paths.receivers(receiver)
     paths.check_order(senders, receivers)
     with torch.no_grad(), eval_mode(model):
-        metric = paths.cache(clean, corrupted, metric, normalize)
-        runs = [paths.hooks(paths.delta(senders), receivers)]
-        return run_each(model, corrupted, metric, runs, progress=False, what="path patching")[0]
+        paths.cache(clean, corrupted)
+        values = paths.run([paths.delta(senders)], receivers, progress=False, what="path patching")
+        return paths.normalized(values, metric, normalize)[0] if normalize else values[0]
 
 
 def patch_path_senders(
@@ -86,26 +91,36 @@ def patch_path_senders(
     receiver: Receiver | Sequence[Receiver] = "resid_final",
     *,
     senders: str = "heads",
+    layers: Subset = None,
+    heads: Subset = None,
     normalize: bool = False,
     progress: bool | None = None,
 ) -> Tensor:
     """``patch_path`` from each head (``senders="heads"``: (L, H)) or each MLP
     (``senders="mlp"``: (L,)) to ``receiver``: by default each component's direct effect on
-    the output. NaN where the sender is not before every receiving head."""
-    paths = _Paths(model)
+    the output, computed from the two cached runs without running any block again (the final
+    stream is a sum: the sender's term is replaced). NaN where the sender is not before every
+    receiving head. ``layers``, ``heads``: the senders asked for (an int, a range or a list;
+    None: all), one entry per index in that order; a metric of one value per prompt puts the
+    prompts first: (B, L, H)."""
+    paths = _Paths(model, metric)
     receivers = paths.receivers(receiver)
     if senders not in ("heads", "mlp"):
         raise ValueError(f"senders={senders!r} is not known; choose 'heads' or 'mlp'")
-    n_layer, n_head = len(paths.where), paths.where.n_head(0, "self")
-    shape = (n_layer, n_head) if senders == "heads" else (n_layer,)
-    heads = range(n_head) if senders == "heads" else ["mlp"]
-    cells = [(layer, head) for layer in range(n_layer) for head in heads]
+    if senders == "mlp" and heads is not None:
+        raise ValueError(f"heads={heads!r}: senders='mlp' has no heads to choose")
+    chosen_layers = chosen(layers, len(paths.where), "layers", "layers")
+    n_head = paths.where.n_head(0, "self")
+    picked = chosen(heads, n_head, "heads", "heads") if senders == "heads" else ["mlp"]
+    shape = (len(chosen_layers), len(picked)) if senders == "heads" else (len(chosen_layers),)
+    cells = [(layer, head) for layer in chosen_layers for head in picked]
     order = [paths.before([c], receivers) for c in cells]
     with torch.no_grad(), eval_mode(model):
-        metric = paths.cache(clean, corrupted, metric, normalize)
-        runs = [paths.hooks(paths.delta([c]), receivers) for c in compress(cells, order)]
+        paths.cache(clean, corrupted)
+        deltas = (paths.delta([c]) for c in compress(cells, order))
         what = f"path patching: each {senders.rstrip('s')} → receiver"
-        values = run_each(model, corrupted, metric, runs, progress=progress, what=what)
+        values = paths.run(deltas, receivers, progress=progress, what=what, total=sum(order))
+        values = paths.normalized(values, metric, normalize)
     return _fill(shape, order, values)
 
 
@@ -117,36 +132,42 @@ def patch_path_receivers(
     sender: Sender | Sequence[Sender],
     *,
     component: str = "q",
+    layers: Subset = None,
+    heads: Subset = None,
     normalize: bool = False,
     progress: bool | None = None,
 ) -> Tensor:
     """``patch_path`` from ``sender`` to each head's ``component`` (``"q"`` | ``"k"`` |
     ``"v"``): (L, H), or (L, H_kv) for k and v with grouped-query attention. NaN in the
     layers up to the sender's (nothing there reads its write); TransformerLens's
-    ``get_act_patch_direct_path`` puts 0.0 there."""
-    paths = _Paths(model)
+    ``get_act_patch_direct_path`` puts 0.0 there. ``layers``, ``heads``: the receivers asked
+    for, as in ``patch_path_senders``; each run resumes the corrupted run at the receiver's
+    layer."""
+    paths = _Paths(model, metric)
     senders = paths.senders(sender)
     if component not in COMPONENTS:
         raise ValueError(f"component={component!r} is not known; choose one of {COMPONENTS}")
     attn = paths.where.blocks[0].attn
     n_head = attn.n_head if component == "q" else attn.n_kv_head
-    shape = (len(paths.where), n_head)
-    cells = [(layer, head, component) for layer in range(shape[0]) for head in range(n_head)]
+    chosen_layers = chosen(layers, len(paths.where), "layers", "layers")
+    picked = chosen(heads, n_head, "heads", f"{component} heads")
+    shape = (len(chosen_layers), len(picked))
+    cells = [(layer, head, component) for layer in chosen_layers for head in picked]
     order = [paths.before(senders, [c]) for c in cells]
     with torch.no_grad(), eval_mode(model):
-        metric = paths.cache(clean, corrupted, metric, normalize)
+        paths.cache(clean, corrupted)
         delta = paths.delta(senders)
-        runs = [paths.hooks(delta, [c]) for c in compress(cells, order)]
         what = f"path patching: sender → each head's {component}"
-        values = run_each(model, corrupted, metric, runs, progress=progress, what=what)
+        values = paths.each(delta, list(compress(cells, order)), progress=progress, what=what)
+        values = paths.normalized(values, metric, normalize)
     return _fill(shape, order, values)
 
 
 class _Paths:
     """A model's senders and receivers, the two cached runs, and the hooks of one path."""
 
-    def __init__(self, model) -> None:
-        self.model, self.where = model, _one_prenorm_stack(model)
+    def __init__(self, model, metric: Metric) -> None:
+        self.model, self.where, self.metric = model, _one_prenorm_stack(model), metric
 
     def senders(self, spec) -> list[tuple[int, Any]]:
         specs = [spec] if _is_single(spec, 2) else _listed(spec)
@@ -195,18 +216,46 @@ class _Paths:
                 "receiving head"
             )
 
-    def cache(self, clean, corrupted, metric, normalize) -> Metric:
-        """Run both inputs, caching every layer's z and mlp_out (under the caller's no-grad,
-        eval-mode context); the metric, normalized when asked."""
+    def cache(self, clean, corrupted) -> None:
+        """Run both inputs, caching every layer's z and mlp_out and the final stream (under
+        the caller's no-grad, eval-mode context)."""
         check_inputs(clean, corrupted)
         n = len(self.where)
         names = [f"blocks.{i}.{p}" for i in range(n) for p in ("attn.hook_z", "hook_mlp_out")]
-        (clean_out, self.clean), (bad_out, self.corrupted) = (
-            call(self.model.run_with_cache, x, names=names) for x in (clean, corrupted)
-        )
+        names.append(f"blocks.{n - 1}.hook_resid_post")
+        self.clean_out, self.clean = call(self.model.run_with_cache, clean, names=names)
+        self.runs = Resumed(self.model, corrupted, names)
+        self.corrupted = self.runs.cache
+
+    def run(self, deltas, receivers, *, progress, what: str, total: int = 1) -> Tensor:
+        """The metric with each of ``deltas`` sent to ``receivers``: (n,) or (n, B). Into the
+        final stream alone, no block runs again: norm_final(x_L + Δ), then the head."""
+        if receivers == ["resid_final"] and self.runs.mode != "whole":
+            final = self.corrupted[f"blocks.{len(self.where) - 1}.hook_resid_post"]
+            bar, values = progress_bar(total, what, progress), []
+            try:
+                for delta in deltas:
+                    out = self.runs.finish(final + delta)
+                    values.append(values_of(evaluate(self.metric, out), self.runs.batch))
+                    bar.update(1)
+            finally:
+                bar.close()
+            return stacked(values)
+        start = min((r[0] for r in receivers if r != "resid_final"), default=len(self.where))
+        jobs = [(start, 0, self.hooks(delta, receivers)) for delta in deltas]
+        if start == len(self.where):  # the final stream only, on a model that runs whole
+            jobs = [(0, 0, hooks) for _, _, hooks in jobs]
+        return run_each(self.runs, self.metric, jobs, progress=progress, what=what)
+
+    def each(self, delta: Tensor, receivers: list, *, progress, what: str) -> Tensor:
+        """The metric with ``delta`` sent to each receiver alone, resumed at its layer."""
+        jobs = [(r[0], 0, self.hooks(delta, [r])) for r in receivers]
+        return run_each(self.runs, self.metric, jobs, progress=progress, what=what)
+
+    def normalized(self, values: Tensor, metric: Metric, normalize: bool) -> Tensor:
         if not normalize:
-            return metric
-        return normalized(metric, scalar(metric(clean_out)), scalar(metric(bad_out)))
+            return values
+        return rescaled(values, metric(self.clean_out), metric(self.runs.out))
 
     def delta(self, senders) -> Tensor:
         """Σ_s (w_s(clean) − w_s(corrupted)), (B, T, C)."""
@@ -288,6 +337,10 @@ def _is_single(spec, n: int) -> bool:
 
 
 def _fill(shape: tuple, order: list[bool], values: Tensor) -> Tensor:
-    out = torch.full(shape, float("nan"), dtype=values.dtype if values.numel() else torch.float32)
-    out.view(-1)[torch.tensor(order, dtype=torch.bool)] = values
-    return out
+    """The grid ``shape`` with ``values`` (n,) or (n, B) where ``order`` is True, NaN
+    elsewhere; per prompt (B, *shape)."""
+    dtype = values.dtype if values.numel() else torch.float32
+    prompts = (values.shape[1],) if values.dim() == 2 else ()
+    out = torch.full((len(order), *prompts), float("nan"), dtype=dtype)
+    out[torch.tensor(order, dtype=torch.bool)] = values
+    return out.T.reshape(*prompts, *shape) if prompts else out.reshape(shape)
