@@ -76,11 +76,13 @@ def test_residual_grids_equal_the_plain_rerun(name, metric):
     model, clean, corrupted = setup(name)
     metric = metrics(model)[metric]
     got = patch_blocks(model, clean, corrupted, metric, hooks=STREAM)  # (B, 5, L, T)
-    b, _, n_layer, t = got.shape
+    n_layer, t = got.shape[2:]
     for i, hook in enumerate(STREAM):
         for layer in range(n_layer):
-            point = f"decoder.blocks.{layer}.hook_{hook}" if name == "encoder-decoder" else (
-                f"blocks.{layer}.hook_{hook}"
+            point = (
+                f"decoder.blocks.{layer}.hook_{hook}"
+                if name == "encoder-decoder"
+                else (f"blocks.{layer}.hook_{hook}")
             )
             want = torch.stack(
                 [plain(model, clean, corrupted, metric, point, (slice(None), p)) for p in range(t)]
@@ -120,9 +122,7 @@ def test_head_grids_equal_the_plain_rerun(name, per_position):
                     if activation == "pattern":
                         index = (slice(None), h) if p is None else (slice(None), h, p)
                     else:
-                        index = (slice(None), slice(None), h) if p is None else (
-                            slice(None), p, h
-                        )
+                        index = (slice(None), slice(None), h) if p is None else (slice(None), p, h)
                     want = plain(model, clean, corrupted, metric, point, index)
                     cell = got[:, layer, h] if p is None else got[:, layer, h, p]
                     torch.testing.assert_close(cell, want, rtol=0, atol=1e-10)
@@ -194,8 +194,9 @@ def test_path_grid_subsets_and_per_prompt_values():
     receivers = patch_path_receivers(model, clean, corrupted, mean, (0, 1), component="k")
     assert receivers.shape == (2, 2) and receivers[0].isnan().all()  # H_kv = 2
     torch.testing.assert_close(
-        patch_path_receivers(model, clean, corrupted, each, (0, 1), component="k", layers=1)
-        .mean(0),
+        patch_path_receivers(model, clean, corrupted, each, (0, 1), component="k", layers=1).mean(
+            0
+        ),
         receivers[[1]],
     )
 

@@ -174,4 +174,3 @@ def values_of(value, batch: int | None = None) -> Tensor:
             f"({batch if batch is not None else 'B'},); got shape {tuple(value.shape)}"
         )
     return value
-
