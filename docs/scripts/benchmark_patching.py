@@ -15,6 +15,8 @@ CALLS = {  # grid: (glassformer's call, TransformerLens's patching function)
     "blocks": ("patch_blocks", "get_act_patch_block_every"),
     "heads_every": ("patch_heads_every", "get_act_patch_attn_head_all_pos_every"),
     "path_q": ("patch_path_receivers((0, 0))", "get_act_patch_direct_path(0, 0, 'q')"),
+    "subset": ("patch_residual(layers=…, positions=…)", "get_act_patch_resid_pre(index_df=…)"),
+    "direct": ("patch_path_senders()", "a hook adding each head's write to the final stream"),
 }
 SERIES = "TL / glassformer"
 
