@@ -78,12 +78,15 @@ def patched(
     check_inputs(clean, corrupted)
     with torch.no_grad(), eval_mode(model):
         clean_out, cache = call(model.run_with_cache, clean, names=list(names))
+        clean_value = metric(clean_out) if normalize else None
+        del clean_out  # the clean run's logits are not needed again
         runs = Resumed(model, corrupted, names)
         shapes = {name: tuple(cache[name].shape) for name in names}
-        jobs = (_cell_job(runs, cache, name, index) for name, index in cells(shapes))
-        values = run_each(runs, metric, list(jobs), progress=progress, what=what)
+        listed = list(cells(shapes))
+        jobs = (_cell_job(runs, cache, name, index) for name, index in listed)
+        values = run_each(runs, metric, jobs, len(listed), progress=progress, what=what)
         if normalize:  # the corrupted baseline, through the same (hooked) path
-            values = rescaled(values, metric(clean_out), metric(runs.out))
+            values = rescaled(values, clean_value, metric(runs.out))
     return values, shapes
 
 
@@ -103,11 +106,18 @@ def _cell_job(runs: Resumed, cache, name: str, index: tuple) -> tuple[int, int, 
 
 
 def run_each(
-    runs: Resumed, metric: Metric, jobs: Sequence[tuple[int, int, Hooks]], *, progress, what: str
+    runs: Resumed,
+    metric: Metric,
+    jobs: Iterable[tuple[int, int, Hooks]],
+    total: int,
+    *,
+    progress,
+    what: str,
 ) -> Tensor:
     """The metric of the corrupted run resumed once per job (layer, position, hooks) (in the
-    caller's no-grad, eval-mode context): (jobs,) or (jobs, B); a progress bar counts them."""
-    bar = progress_bar(len(jobs), what, progress)
+    caller's no-grad, eval-mode context): (jobs,) or (jobs, B); a progress bar counts the
+    ``total`` jobs. The jobs are made one at a time (a job may hold a tensor of its own)."""
+    bar = progress_bar(total, what, progress)
     values = []
     try:
         for layer, position, hooks in jobs:

@@ -223,7 +223,8 @@ class _Paths:
         n = len(self.where)
         names = [f"blocks.{i}.{p}" for i in range(n) for p in ("attn.hook_z", "hook_mlp_out")]
         names.append(f"blocks.{n - 1}.hook_resid_post")
-        self.clean_out, self.clean = call(self.model.run_with_cache, clean, names=names)
+        clean_out, self.clean = call(self.model.run_with_cache, clean, names=names)
+        self.clean_value = self.metric(clean_out)  # for normalize; the logits are not kept
         self.runs = Resumed(self.model, corrupted, names)
         self.corrupted = self.runs.cache
 
@@ -242,20 +243,21 @@ class _Paths:
                 bar.close()
             return stacked(values)
         start = min((r[0] for r in receivers if r != "resid_final"), default=len(self.where))
-        jobs = [(start, 0, self.hooks(delta, receivers)) for delta in deltas]
-        if start == len(self.where):  # the final stream only, on a model that runs whole
-            jobs = [(0, 0, hooks) for _, _, hooks in jobs]
-        return run_each(self.runs, self.metric, jobs, progress=progress, what=what)
+        start = start % len(self.where)  # the final stream only, on a model that runs whole: 0
+        jobs = ((start, 0, self.hooks(delta, receivers)) for delta in deltas)
+        return run_each(self.runs, self.metric, jobs, total, progress=progress, what=what)
 
     def each(self, delta: Tensor, receivers: list, *, progress, what: str) -> Tensor:
         """The metric with ``delta`` sent to each receiver alone, resumed at its layer."""
-        jobs = [(r[0], 0, self.hooks(delta, [r])) for r in receivers]
-        return run_each(self.runs, self.metric, jobs, progress=progress, what=what)
+        jobs = ((r[0], 0, self.hooks(delta, [r])) for r in receivers)
+        return run_each(
+            self.runs, self.metric, jobs, len(receivers), progress=progress, what=what
+        )
 
     def normalized(self, values: Tensor, metric: Metric, normalize: bool) -> Tensor:
         if not normalize:
             return values
-        return rescaled(values, metric(self.clean_out), metric(self.runs.out))
+        return rescaled(values, self.clean_value, metric(self.runs.out))
 
     def delta(self, senders) -> Tensor:
         """Σ_s (w_s(clean) − w_s(corrupted)), (B, T, C)."""
