@@ -235,3 +235,26 @@ def test_heads_out_of_range_count_the_key_value_heads_for_k():
     model, clean, corrupted = setup("rotary-gqa")
     with pytest.raises(ValueError, match=r"heads=\[2\]: \[2\] out of range; there are 2 k heads"):
         patch_heads(model, clean, corrupted, at_last, activation="k", heads=[2])
+
+
+def test_an_encoder_classifier_and_an_input_with_labels_equal_the_plain_rerun():
+    """A classifier resumes from the layer through its own head; an input with labels runs
+    whole (the metric may read the loss)."""
+    from glassformer.models import EncoderClassifier
+    from glassformer.models.config import ModelConfig
+
+    torch.manual_seed(0)
+    config = ModelConfig(family="encoder", vocab_size=40, d_model=16, n_head=4, n_layer=2,
+                         max_len=16, d_ff=24, norm_first=False)  # fmt: skip
+    cases = [(EncoderClassifier(config).double().eval(), lambda out: out.logits[:, 1], {})]
+    decoder, labels = build("decoder"), {"labels": inputs("decoder", seed=7)["input_ids"]}
+    cases.append((decoder, lambda out: out.loss, labels))
+    for model, metric, extra in cases:
+        clean = {**inputs("decoder"), **extra}
+        corrupted = {**inputs("decoder", seed=5), **extra}
+        got = patch_residual(model, clean, corrupted, metric, hook="attn_out")  # (L, T), (B, L, T)
+        for layer in range(2):
+            for p in range(6):
+                point, index = f"blocks.{layer}.hook_attn_out", (slice(None), p)
+                want = plain(model, clean, corrupted, metric, point, index)
+                torch.testing.assert_close(got[..., layer, p], want, rtol=0, atol=1e-10)
