@@ -35,7 +35,7 @@ glassformer is faster), min and max over rounds as the spread. A line per step a
 shows progress (a GPT-2 small grid is hundreds of forward passes).
 
     .venv/bin/python -m benchmarks.bench_patching                  # GPT-2 small, 3 grids: ~15 min
-    .venv/bin/python -m benchmarks.bench_patching --grids all --rounds 2   # all five: 42 min
+    .venv/bin/python -m benchmarks.bench_patching --grids all --rounds 2   # all seven grids
     .venv/bin/python -m benchmarks.bench_patching --family llama
     .venv/bin/python -m benchmarks.bench_patching --quick          # tiny shape, all grids: seconds
 
@@ -70,7 +70,7 @@ SHAPES = {
 }
 GRIDS = ("resid_pre", "head_z", "blocks", "heads_every", "path_q", "subset", "direct")
 DEFAULT_GRIDS = ("resid_pre", "head_z", "path_q")  # GPT-2 small: 468 corrupted runs a library
-GRID_RUNS = {  # corrupted runs in a grid (path_q: the heads after the sender's layer 0)
+GRID_RUNS = {  # cells of a grid, TransformerLens's forward passes (path_q: heads after layer 0)
     "resid_pre": lambda s: s.n_layer * s.context,
     "head_z": lambda s: s.n_layer * s.n_head,
     "blocks": lambda s: 3 * s.n_layer * s.context,
@@ -293,7 +293,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"({n_rounds} paired rounds, {time.perf_counter() - t0:.0f} s)",
         ["grid", "runs", "glassformer ms", "TL ms", "TL / glassformer", "rounds"],
         rows,
-        ["runs: corrupted forward passes in a grid; ms: a whole grid (its clean run included), "
+        ["runs: the grid's cells (a corrupted forward pass each in TransformerLens); ms: a whole "
+         "grid (its clean run included), "
          "median over rounds; TL / glassformer: median of the rounds' ratios (min-max), "
          "above 1: glassformer faster"],
     )  # fmt: skip

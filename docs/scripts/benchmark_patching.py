@@ -38,7 +38,8 @@ def tables(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         })  # fmt: skip
         bars.append((grid, {SERIES: trio(f["speed"])}))
     note = (
-        "runs: corrupted forward passes in the grid; ms: the whole grid, its clean run "
+        "runs: the cells of the grid (a corrupted forward pass each in TransformerLens); ms: "
+        "the whole grid, its clean run "
         "included, median over rounds; TL / glassformer: TransformerLens's grid time over "
         "glassformer's in the same round, median (min-max) over rounds (above 1: glassformer "
         "faster)."

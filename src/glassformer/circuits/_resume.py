@@ -67,6 +67,8 @@ class Resumed:
             self.mode = "whole"  # the blocks ran on the packed tokens alone
         self.block_args = args
         self.batch = self.out.hidden_states.shape[0]  # B
+        # a layer attending along its own graph (a window) reads cached keys from elsewhere
+        self.causal = self.mode == "causal" and not _graphs(model)
 
     def run(self, layer: int, position: int, hooks) -> Any:
         """The output of the corrupted run with ``hooks`` attached, computed from block
@@ -91,8 +93,7 @@ class Resumed:
     def first(self, position: int) -> int:
         """The first position a resumed run computes for a patch at ``position``: itself in
         a causal stack, else 0 (every position)."""
-        causal = self.mode == "causal" and not _graphs(self.model)
-        return position if causal else 0
+        return position if self.causal else 0
 
     def finish(self, x: Tensor, position: int = 0) -> Any:
         """The model's output from the last block's output at positions ``position``..T-1
