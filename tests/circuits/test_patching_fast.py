@@ -258,3 +258,16 @@ def test_an_encoder_classifier_and_an_input_with_labels_equal_the_plain_rerun():
                 point, index = f"blocks.{layer}.hook_attn_out", (slice(None), p)
                 want = plain(model, clean, corrupted, metric, point, index)
                 torch.testing.assert_close(got[..., layer, p], want, rtol=0, atol=1e-10)
+
+
+def test_a_patch_that_changes_nothing_gives_the_corrupted_value_exactly():
+    """Before the one position where the two prompts differ the clean and corrupted streams
+    are equal: those cells are the corrupted run itself, bit for bit (normalized: 0)."""
+    model = build("decoder")
+    clean = inputs("decoder")
+    corrupted = {"input_ids": clean["input_ids"].clone()}
+    corrupted["input_ids"][:, 4] = 3 + (clean["input_ids"][:, 4] - 2) % 26  # another token
+    metric = logit_difference(model, 3, 5)
+    grid = patch_residual(model, clean, corrupted, metric, normalize=True)  # (L, T)
+    assert (grid[:, :4] == 0).all()
+    torch.testing.assert_close(grid[0, 4], torch.tensor(1.0, dtype=grid.dtype))

@@ -96,9 +96,12 @@ def rescaled(values: Tensor, clean_value, corrupted_value) -> Tensor:
     return (values - corrupted_value) / _span(clean_value, corrupted_value)
 
 
-def _cell_job(runs: Resumed, cache, name: str, index: tuple) -> tuple[int, int, Hooks]:
+def _cell_job(runs: Resumed, cache, name: str, index: tuple) -> tuple[int, int, Hooks | None]:
     """(layer, position, hooks) of one cell: its hook writes the clean values at ``index``,
-    counted from the first position the resumed run computes."""
+    counted from the first position the resumed run computes; hooks None where the clean
+    values equal the corrupted ones (the patch changes nothing: the corrupted run's value)."""
+    if torch.equal(cache[name][index], runs.cache[name][index]):
+        return 0, 0, None
     layer, position, axis = cell_start(name, index)
     first = runs.first(position)
     target = index if not first else (*index[:axis], position - first, *index[axis + 1 :])
@@ -116,12 +119,13 @@ def run_each(
 ) -> Tensor:
     """The metric of the corrupted run resumed once per job (layer, position, hooks) (in the
     caller's no-grad, eval-mode context): (jobs,) or (jobs, B); a progress bar counts the
-    ``total`` jobs. The jobs are made one at a time (a job may hold a tensor of its own)."""
+    ``total`` jobs. The jobs are made one at a time (a job may hold a tensor of its own); a
+    job without hooks is the corrupted run itself."""
     bar = progress_bar(total, what, progress)
     values = []
     try:
         for layer, position, hooks in jobs:
-            out = runs.run(layer, position, hooks)
+            out = runs.out if hooks is None else runs.run(layer, position, hooks)
             values.append(values_of(evaluate(metric, out), runs.batch))
             bar.update(1)
     finally:
