@@ -18,6 +18,7 @@ from glassformer.circuits import (
     patch_path_senders,
     patch_residual,
 )
+from glassformer.models.hooked import ActivationCache
 
 from .test_ablation import build, inputs
 
@@ -51,9 +52,10 @@ def at_last(out):
 
 
 def plain(model, clean, corrupted, metric, name, index):
-    """The metric of the whole corrupted run with ``name``'s ``index`` from the clean run."""
+    """The metric of the whole corrupted run with ``name``'s ``index`` from the clean run
+    (``clean``: the input, or the cache of its run)."""
     with torch.no_grad():
-        _, cache = model.run_with_cache(**clean, names=[name])
+        cache = clean if isinstance(clean, ActivationCache) else cached(model, clean)
 
         def put(x, hook):
             x = x.clone()
@@ -63,6 +65,12 @@ def plain(model, clean, corrupted, metric, name, index):
         return torch.as_tensor(metric(model.run_with_hooks(**corrupted, hooks=[(name, put)])))
 
 
+def cached(model, clean) -> ActivationCache:
+    """Every point of the clean run."""
+    with torch.no_grad():
+        return model.run_with_cache(**clean)[1]
+
+
 def metrics(model):
     return {
         "logit_difference": logit_difference(model, 3, 5, reduce="none"),
@@ -70,11 +78,13 @@ def metrics(model):
     }
 
 
-@pytest.mark.parametrize("name", list(MODELS))
-@pytest.mark.parametrize("metric", ["logit_difference", "by hand"])
+@pytest.mark.parametrize(
+    ("name", "metric"),
+    [(name, "logit_difference") for name in MODELS] + [("decoder", "by hand")],
+)
 def test_residual_grids_equal_the_plain_rerun(name, metric):
     model, clean, corrupted = setup(name)
-    metric = metrics(model)[metric]
+    metric, kept = metrics(model)[metric], cached(model, clean)
     got = patch_blocks(model, clean, corrupted, metric, hooks=STREAM)  # (B, 5, L, T)
     n_layer, t = got.shape[2:]
     for i, hook in enumerate(STREAM):
@@ -85,7 +95,7 @@ def test_residual_grids_equal_the_plain_rerun(name, metric):
                 else (f"blocks.{layer}.hook_{hook}")
             )
             want = torch.stack(
-                [plain(model, clean, corrupted, metric, point, (slice(None), p)) for p in range(t)]
+                [plain(model, kept, corrupted, metric, point, (slice(None), p)) for p in range(t)]
             )  # (T, B)
             torch.testing.assert_close(got[:, i, layer], want.T, rtol=0, atol=1e-10)
 
@@ -96,10 +106,11 @@ def test_padded_batches_equal_the_plain_rerun(name, padded):
     model, clean, corrupted = setup(name, padded)
     metric = logit_difference(model, 3, 5, position=[-1, 3], per_prompt=False, reduce="none")
     got = patch_residual(model, clean, corrupted, metric)  # (B, L, T)
+    kept = cached(model, clean)
     for layer in range(got.shape[1]):
         point = f"blocks.{layer}.hook_resid_pre"
         for p in range(got.shape[2]):
-            want = plain(model, clean, corrupted, metric, point, (slice(None), p))
+            want = plain(model, kept, corrupted, metric, point, (slice(None), p))
             torch.testing.assert_close(got[:, layer, p], want, rtol=0, atol=1e-10)
 
 
@@ -110,21 +121,22 @@ ACTIVATIONS = ["z", "q", "k", "v", "pattern"]
 @pytest.mark.parametrize("per_position", [False, True])
 def test_head_grids_equal_the_plain_rerun(name, per_position):
     model, clean, corrupted = setup(name)
-    metric = metrics(model)["by hand"]
+    metric, kept = metrics(model)["by hand"], cached(model, clean)
+    heads, positions = [0, 1], [0, 3, 5]  # a subset: the grid's rows are these
+    subset = dict(heads=heads, positions=positions) if per_position else dict(heads=heads)
     for activation in ACTIVATIONS:
-        got = patch_heads(
-            model, clean, corrupted, metric, activation=activation, per_position=per_position
-        )  # (B, L, H[, T])
+        options = dict(activation=activation, per_position=per_position, **subset)
+        got = patch_heads(model, clean, corrupted, metric, **options)  # (B, L, 2[, 3])
         for layer in range(got.shape[1]):
             point = f"blocks.{layer}.attn.hook_{activation}"
-            for h in range(got.shape[2]):
-                for p in range(got.shape[3]) if per_position else [None]:
+            for i, h in enumerate(heads):
+                for j, p in enumerate(positions) if per_position else [(None, None)]:
                     if activation == "pattern":
                         index = (slice(None), h) if p is None else (slice(None), h, p)
                     else:
                         index = (slice(None), slice(None), h) if p is None else (slice(None), p, h)
-                    want = plain(model, clean, corrupted, metric, point, index)
-                    cell = got[:, layer, h] if p is None else got[:, layer, h, p]
+                    want = plain(model, kept, corrupted, metric, point, index)
+                    cell = got[:, layer, i] if p is None else got[:, layer, i, j]
                     torch.testing.assert_close(cell, want, rtol=0, atol=1e-10)
 
 
