@@ -16,6 +16,17 @@ corrupted one for path patching) and the whole grid, without a progress bar:
     blocks       patch_blocks                     get_act_patch_block_every             (3, L, T)
     heads_every  patch_heads_every                get_act_patch_attn_head_all_pos_every (5, L, H)
     path_q       patch_path_receivers((0, 0))     get_act_patch_direct_path(0, 0, "q")  (L, H)
+    subset       patch_residual(layers=[0, L/2, L-1], positions=the last 4)
+                                                  get_act_patch_resid_pre(index_df=...)  (3, 4)
+    direct       patch_path_senders()             each head's clean-minus-corrupted write
+                                                  added to the final stream by a hook    (L, H)
+
+The metric is the logit difference of tokens 3 and 5 at the last position, averaged over the
+batch: glassformer's ``logit_difference(model, 3, 5)`` (which names the position it reads, so
+the grids compute the logits there alone), TransformerLens's a function of its logits. Before
+the rounds each grid is made once by both libraries and the largest difference of their
+numbers is reported (``max_abs_difference``; the NaN glassformer puts where TransformerLens
+puts 0 counts as 0).
 
 Paired rounds (benchmarks/paired.py): each round times every step once, the order reversed
 every other round (a first untimed step of each warms it up); a grid's speed is the median
@@ -24,7 +35,7 @@ glassformer is faster), min and max over rounds as the spread. A line per step a
 shows progress (a GPT-2 small grid is hundreds of forward passes).
 
     .venv/bin/python -m benchmarks.bench_patching                  # GPT-2 small, 3 grids: ~15 min
-    .venv/bin/python -m benchmarks.bench_patching --grids all --rounds 2   # all five: 42 min
+    .venv/bin/python -m benchmarks.bench_patching --grids all --rounds 2   # all seven grids
     .venv/bin/python -m benchmarks.bench_patching --family llama
     .venv/bin/python -m benchmarks.bench_patching --quick          # tiny shape, all grids: seconds
 
@@ -42,7 +53,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,14 +68,16 @@ SHAPES = {
     "gpt2-small": Shape(n_layer=12, n_head=12, d_model=768, context=16, batch=8, vocab=50257),
     "tiny": Shape(n_layer=2, n_head=4, d_model=64, context=6, batch=2, vocab=256),
 }
-GRIDS = ("resid_pre", "head_z", "blocks", "heads_every", "path_q")
+GRIDS = ("resid_pre", "head_z", "blocks", "heads_every", "path_q", "subset", "direct")
 DEFAULT_GRIDS = ("resid_pre", "head_z", "path_q")  # GPT-2 small: 468 corrupted runs a library
-GRID_RUNS = {  # corrupted runs in a grid (path_q: the heads after the sender's layer 0)
+GRID_RUNS = {  # cells of a grid, TransformerLens's forward passes (path_q: heads after layer 0)
     "resid_pre": lambda s: s.n_layer * s.context,
     "head_z": lambda s: s.n_layer * s.n_head,
     "blocks": lambda s: 3 * s.n_layer * s.context,
     "heads_every": lambda s: 5 * s.n_layer * s.n_head,
     "path_q": lambda s: (s.n_layer - 1) * s.n_head,
+    "subset": lambda s: len({0, s.n_layer // 2, s.n_layer - 1}) * 4,
+    "direct": lambda s: s.n_layer * s.n_head,  # TransformerLens's; glassformer runs no block
 }
 
 
@@ -110,24 +122,36 @@ def _kv_heads(n_head: int) -> int:
     return n_head // 3 if n_head % 3 == 0 else max(1, n_head // 2)
 
 
-def make_steps(model, bridge, clean, corrupted, grid: str) -> dict[str, Callable[[], None]]:
-    """The glassformer and TransformerLens steps of one grid (quiet: no bar, stderr caught)."""
+def make_steps(model, bridge, clean, corrupted, grid: str):
+    """The glassformer and TransformerLens steps of one grid (quiet: no bar, stderr caught),
+    and the two functions that give the grids' numbers."""
+    import pandas as pd
     from transformer_lens import patching
 
     from glassformer import circuits
 
-    def ours(out):
-        return out.logits[0, -1, 3] - out.logits[0, -1, 5]
+    ours = circuits.logit_difference(model, 3, 5)  # the batch's mean at the last position
+    n_layer, context = len(model.blocks), clean.shape[1]
+    layers = sorted({0, n_layer // 2, n_layer - 1})  # three layers (two in a 2-layer model)
+    positions = list(range(context - 4, context))
 
     def theirs(logits):
-        return logits[0, -1, 3] - logits[0, -1, 5]
+        return (logits[:, -1, 3] - logits[:, -1, 5]).mean()
 
     def tl_grid():
         _, clean_cache = bridge.run_with_cache(clean)
-        if grid == "path_q":
+        if grid in ("path_q", "direct"):
             _, bad = bridge.run_with_cache(corrupted)
+            if grid == "direct":
+                return _tl_direct(bridge, corrupted, clean_cache, bad, theirs)
             return patching.get_act_patch_direct_path(
                 bridge, corrupted, clean_cache, bad, theirs, 0, 0, "q", verbose=False
+            )
+        if grid == "subset":
+            rows = [(layer, p) for layer in layers for p in positions]
+            index = pd.DataFrame(rows, columns=["layer", "pos"])
+            return patching.get_act_patch_resid_pre(
+                bridge, corrupted, clean_cache, theirs, index_axis_names=None, index_df=index
             )
         name = {
             "resid_pre": "get_act_patch_resid_pre",
@@ -141,6 +165,11 @@ def make_steps(model, bridge, clean, corrupted, grid: str) -> dict[str, Callable
         args = (model, clean, corrupted, ours)
         if grid == "path_q":
             return circuits.patch_path_receivers(*args, (0, 0), progress=False)
+        if grid == "direct":
+            return circuits.patch_path_senders(*args, progress=False)
+        if grid == "subset":
+            return circuits.patch_residual(*args, layers=layers, positions=positions,
+                                           progress=False)  # fmt: skip
         call = {
             "resid_pre": circuits.patch_residual,
             "head_z": circuits.patch_heads,
@@ -151,13 +180,41 @@ def make_steps(model, bridge, clean, corrupted, grid: str) -> dict[str, Callable
 
     def quiet(fn):
         @torch.no_grad()
-        def step() -> None:
+        def step():
             with contextlib.redirect_stderr(io.StringIO()):
-                fn()
+                return fn()
 
         return step
 
-    return {f"glassformer:{grid}": quiet(gf_grid), f"transformer_lens:{grid}": quiet(tl_grid)}
+    steps = {f"glassformer:{grid}": quiet(gf_grid), f"transformer_lens:{grid}": quiet(tl_grid)}
+    return steps, (quiet(gf_grid), quiet(tl_grid))
+
+
+def _tl_direct(bridge, corrupted, clean_cache, bad, metric):
+    """Each head's direct path to the logits, written with TransformerLens's hooks: its
+    clean-minus-corrupted write z_h W^O_h added to the final stream, one run per head."""
+    n_layer, n_head = bridge.cfg.n_layers, bridge.cfg.n_heads
+    out = torch.zeros(n_layer, n_head)
+    last = f"blocks.{n_layer - 1}.hook_resid_post"
+    for layer in range(n_layer):
+        name = f"blocks.{layer}.attn.hook_z"
+        for head in range(n_head):
+            d = clean_cache[name][:, :, head] - bad[name][:, :, head]  # (B, T, D)
+            delta = d @ bridge.W_O[layer, head]  # (B, T, C)
+            logits = bridge.run_with_hooks(
+                corrupted, fwd_hooks=[(last, lambda x, hook, delta=delta: x + delta)]
+            )
+            out[layer, head] = metric(logits)
+    return out
+
+
+def differences(pairs: dict) -> dict[str, float]:
+    """The largest difference between glassformer's and TransformerLens's numbers per grid."""
+    found = {}
+    for grid, (gf, tl) in pairs.items():
+        ours, theirs = gf().nan_to_num(0.0), torch.as_tensor(tl()).reshape(-1)
+        found[grid] = float((ours.reshape(-1) - theirs.to(ours.dtype)).abs().max())
+    return found
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -193,9 +250,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     clean = torch.randint(0, shape.vocab, (shape.batch, shape.context), generator=g)
     corrupted = clean.clone()
     corrupted[:, shape.context // 2] = (clean[:, shape.context // 2] + 1) % shape.vocab
-    steps = {
-        k: v for grid in grids for k, v in make_steps(model, bridge, clean, corrupted, grid).items()
-    }
+    steps, pairs = {}, {}
+    for grid in grids:
+        steps_of, pairs[grid] = make_steps(model, bridge, clean, corrupted, grid)
+        steps.update(steps_of)
+    same = differences(pairs)
+    print("largest |glassformer - TransformerLens|: " + ", ".join(
+        f"{grid} {d:.1e}" for grid, d in same.items()), flush=True)  # fmt: skip
     t0 = time.perf_counter()
 
     def progress(round_: int, name: str, seconds: float) -> None:
@@ -214,6 +275,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "glassformer_ms": statistics.median(blocks[f"glassformer:{grid}"]),
             "transformer_lens_ms": statistics.median(blocks[f"transformer_lens:{grid}"]),
             "runs": GRID_RUNS[grid](shape),
+            "max_abs_difference": same[grid],
             "speed": paired.per_block(
                 blocks[f"transformer_lens:{grid}"], blocks[f"glassformer:{grid}"]
             ),
@@ -231,7 +293,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"({n_rounds} paired rounds, {time.perf_counter() - t0:.0f} s)",
         ["grid", "runs", "glassformer ms", "TL ms", "TL / glassformer", "rounds"],
         rows,
-        ["runs: corrupted forward passes in a grid; ms: a whole grid (its clean run included), "
+        ["runs: the grid's cells (a corrupted forward pass each in TransformerLens); ms: a whole "
+         "grid (its clean run included), "
          "median over rounds; TL / glassformer: median of the rounds' ratios (min-max), "
          "above 1: glassformer faster"],
     )  # fmt: skip

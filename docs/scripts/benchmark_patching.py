@@ -15,6 +15,8 @@ CALLS = {  # grid: (glassformer's call, TransformerLens's patching function)
     "blocks": ("patch_blocks", "get_act_patch_block_every"),
     "heads_every": ("patch_heads_every", "get_act_patch_attn_head_all_pos_every"),
     "path_q": ("patch_path_receivers((0, 0))", "get_act_patch_direct_path(0, 0, 'q')"),
+    "subset": ("patch_residual(layers=…, positions=…)", "get_act_patch_resid_pre(index_df=…)"),
+    "direct": ("patch_path_senders()", "a hook adding each head's write to the final stream"),
 }
 SERIES = "TL / glassformer"
 
@@ -36,7 +38,8 @@ def tables(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         })  # fmt: skip
         bars.append((grid, {SERIES: trio(f["speed"])}))
     note = (
-        "runs: corrupted forward passes in the grid; ms: the whole grid, its clean run "
+        "runs: the cells of the grid (a corrupted forward pass each in TransformerLens); ms: "
+        "the whole grid, its clean run "
         "included, median over rounds; TL / glassformer: TransformerLens's grid time over "
         "glassformer's in the same round, median (min-max) over rounds (above 1: glassformer "
         "faster)."

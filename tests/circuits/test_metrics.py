@@ -1,5 +1,6 @@
 """logit_difference: the patching metric built from answers (strings or ids, one pair for the
-batch or one per prompt) equals the logit difference written out by hand."""
+batch or one per prompt) equals the logit difference written out by hand, averaged, summed or
+one per prompt; it names the positions it reads."""
 
 from __future__ import annotations
 
@@ -38,6 +39,23 @@ def test_one_pair_per_prompt_and_per_prompt_positions(model):
     second = out.logits[1, -1, b] - out.logits[1, -1, a]
     want = (first + second) / 2
     torch.testing.assert_close(metric(out), want)
+
+
+def test_reduce_none_sum_and_the_positions_it_reads(model):
+    ids = model.to_tokens(["abcab", "bcabc"])
+    out = model(ids)
+    a, c = model.to_single_token("a"), model.to_single_token("c")
+    each = out.logits[:, 2, a] - out.logits[:, 2, c]  # (B,)
+    none = logit_difference(model, "a", "c", position=2, reduce="none")
+    torch.testing.assert_close(none(out), each)
+    torch.testing.assert_close(logit_difference(model, "a", "c", position=2, reduce="sum")(out),
+                               each.sum())  # fmt: skip
+    assert none.read_positions(2, 5).tolist() == [2, 2]
+    torch.testing.assert_close(none.from_logits(out.logits[:, 2]), each)
+    last = logit_difference(model, "a", "c", position=[-1, 1])
+    assert last.read_positions(2, 5).tolist() == [4, 1]
+    with pytest.raises(ValueError, match=r"reduce='median' is not known; choose one of"):
+        logit_difference(model, "a", "c", reduce="median")
 
 
 def test_drives_a_patching_grid(model):

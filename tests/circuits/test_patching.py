@@ -117,15 +117,18 @@ def test_per_position_head_patching_respects_causality():
 
 
 # The run -------------------------------------------------------------------------------------
-def test_the_clean_run_is_made_once_and_one_corrupted_run_per_cell():
+def test_both_runs_are_made_once_and_each_cell_runs_from_its_layer():
     model, clean, corrupted = build("decoder"), inputs("decoder"), inputs("decoder", seed=5)
-    calls = []
+    calls, first, last = [], [], []
     model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    model.blocks[0].register_forward_pre_hook(lambda module, args: first.append(1))
+    model.blocks[1].register_forward_pre_hook(lambda module, args: last.append(1))
     patch_residual(model, clean, corrupted, metric_at(-1))
-    assert len(calls) == 1 + 2 * 6  # clean once, then L × T
+    assert len(calls) == 2  # the clean and the corrupted run, once each
+    assert (len(first), len(last)) == (2 + 6, 2 + 2 * 6)  # layer 0's cells run block 0 too
     calls.clear()
     patch_heads(model, clean, corrupted, metric_at(-1), normalize=True)
-    assert len(calls) == 2 + 2 * 4  # clean, the corrupted baseline, then L × H
+    assert len(calls) == 2  # the corrupted run is the normalization's baseline too
 
 
 def test_patching_runs_in_eval_mode_without_gradients_and_restores_the_mode():

@@ -71,7 +71,7 @@ def test_patch_blocks_stacks_patch_residual_from_one_clean_run():
     calls = []
     handle = model.register_forward_pre_hook(lambda module, args: calls.append(1))
     got = patch_blocks(model, clean, corrupted, metric)
-    assert got.shape == (3, L, 6) and len(calls) == 1 + 3 * L * 6
+    assert got.shape == (3, L, 6) and len(calls) == 2  # clean and corrupted, once each
     handle.remove()
     for i, hook in enumerate(("resid_pre", "attn_out", "mlp_out")):
         torch.testing.assert_close(

@@ -9,6 +9,7 @@ from torch.testing import assert_close
 from glassformer.circuits import (
     FactoredMatrix,
     copying_score,
+    folded_unembedding,
     full_ov_circuit,
     full_qk_circuit,
     ov_matrix,
@@ -61,6 +62,25 @@ def test_full_circuits_equal_the_materialised_products(name):
     every = full_ov_circuit(model, None, tokens=ids)  # (L, H, 4, 4)
     assert every.shape == (2, 4, 4, 4)
     assert_close(every[1].full(), full_ov_circuit(model, 1, tokens=ids).full(), **TOL)
+
+
+@pytest.mark.parametrize("norm", ["layer", "rms"])
+def test_fold_ln_folds_the_input_norm_into_s_and_y_and_the_final_norm_into_w_u(norm):
+    model = build(DecoderLM, family="decoder", norm=norm, tie_embeddings=False)
+    w_e = model.embed.weight * model.embed.multiplier  # (V, E)
+    w_u = model.unembed.proj.weight.T * model.ln_final.weight[:, None]  # diag(γ) W_U
+    if norm == "layer":  # centred over E: the LayerNorm's output has mean 0
+        w_u = w_u - w_u.mean(0, keepdim=True)
+    assert_close(folded_unembedding(model), w_u, **TOL)
+    s = ov_matrix(model, 1, fold_ln=True).full()  # (H, E, E)
+    y = qk_matrix(model, 1, fold_ln=True).full()
+    assert_close(full_ov_circuit(model, 1, fold_ln=True).full(), w_e @ s @ w_u, **TOL)
+    assert_close(full_qk_circuit(model, 1, fold_ln=True).full(), w_e @ y @ w_e.T, **TOL)
+    centred = w_u - w_u.mean(-1, keepdim=True)  # each row's mean logit taken away
+    got = full_ov_circuit(model, 1, 2, fold_ln=True, center_unembed=True).full()
+    assert_close(got, w_e @ s[2] @ centred, **TOL)
+    plain = full_ov_circuit(model, 1, 2).full()
+    assert (got - plain).abs().amax() > 0.1  # folding changes the circuit
 
 
 def test_encoder_decoder_cross_circuits_read_source_and_target_vocabularies():

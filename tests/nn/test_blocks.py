@@ -13,6 +13,7 @@ from glassformer.nn import (
     EncoderBlock,
     RotaryEmbedding,
     padding_mask,
+    run_blocks,
 )
 
 torch.manual_seed(0)
@@ -186,3 +187,15 @@ def test_block_dropout_acts_in_training_only(norm_first):
     assert not torch.allclose(a, plain(x))
     blk.eval()
     torch.testing.assert_close(blk(x), plain(x), rtol=0, atol=0)
+
+
+def test_run_blocks_from_a_start_layer_is_the_rest_of_the_loop():
+    blocks = torch.nn.ModuleList(
+        DecoderBlock(C, H, FF, cross_attention=False, norm_first=True) for _ in range(3)
+    ).double().eval()
+    x = x_()
+    after_one = blocks[0](x)  # the stream entering block 1
+    torch.testing.assert_close(run_blocks(blocks, after_one, start=1), run_blocks(blocks, x))
+    assert run_blocks(blocks, x, start=3) is x  # no block left
+    with pytest.raises(ValueError, match=r"start=4 is out of range; the stack has 3 blocks"):
+        run_blocks(blocks, x, start=4)

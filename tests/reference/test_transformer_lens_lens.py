@@ -8,7 +8,14 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from glassformer.circuits import accumulated_resid, logit_lens, ov_matrix, qk_matrix
+from glassformer.circuits import (
+    accumulated_resid,
+    full_ov_circuit,
+    full_qk_circuit,
+    logit_lens,
+    ov_matrix,
+    qk_matrix,
+)
 
 from . import test_transformer_lens as ref
 
@@ -110,3 +117,25 @@ def test_ov_and_qk_with_fold_ln_equal_transformer_lens_folded(models, folded):
             qk_matrix(model, layer, fold_ln=True).full() * d**0.5, folded.QK[layer].AB, **TOL
         )
     assert_close(ov_matrix(model, None, 2, fold_ln=True).full(), folded.OV[:, 2].AB, **TOL)
+
+
+@pytest.fixture(scope="module")
+def processed(folder):
+    """TransformerLens with its default processing (fold_ln, center_writing_weights,
+    center_unembed, fold_value_biases)."""
+    return ref._bridge(folder)
+
+
+def test_full_circuits_with_fold_ln_equal_transformer_lens_processed(models, processed):
+    """full_ov_circuit(fold_ln=True, center_unembed=True) and full_qk_circuit(fold_ln=True)
+    are TransformerLens's W_E @ model.OV @ W_U and W_E @ model.QK @ W_Eᵀ of its default
+    processed model (its centring of W_E and W_O changes neither product once the reading
+    weights are centred)."""
+    model, _ = models
+    tokens = torch.tensor([3, 7, 11, 42, 99])
+    tl = processed
+    w_e, w_u = tl.W_E[tokens], tl.W_U[:, tokens]
+    got = full_ov_circuit(model, None, None, tokens, fold_ln=True, center_unembed=True)
+    assert_close(got.full(), (w_e @ tl.OV @ w_u).AB, **TOL)
+    got = full_qk_circuit(model, None, None, tokens, fold_ln=True)
+    assert_close(got.full() * ref.D**0.5, (w_e @ tl.QK @ w_e.T).AB, **TOL)

@@ -35,7 +35,7 @@ from .patching import normalized, patch_heads, patch_residual
 from .patching_every import patch_blocks, patch_heads_every
 from .path_patching import patch_path, patch_path_receivers, patch_path_senders
 from .stream import accumulated_resid, decompose_resid, stack_head_results
-from .token_circuits import copying_score, full_ov_circuit, full_qk_circuit
+from .token_circuits import copying_score, folded_unembedding, full_ov_circuit, full_qk_circuit
 from .weights import QKBias, head_weights, ov_bias, ov_matrix, qk_bias, qk_matrix
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "composition_scores",
     "copying_score",
     "decompose_resid",
+    "folded_unembedding",
     "freeze_norm",
     "full_ov_circuit",
     "full_qk_circuit",

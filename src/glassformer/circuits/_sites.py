@@ -11,7 +11,8 @@ from torch import Tensor, nn
 
 from ..nn import Decoder, DecoderBlock
 
-__all__ = ["Input", "Stack", "call", "find_stack", "input_shapes", "model_stacks", "real_tokens"]
+__all__ = ["Input", "Stack", "call", "chosen", "find_stack", "input_shapes", "model_stacks"]
+__all__ += ["real_tokens"]
 
 # An input: the ids (the model's first argument), a dict of its keyword arguments
 # (``dict(input_ids=..., attention_mask=..., decoder_input_ids=...)``) or a tuple of its
@@ -93,6 +94,25 @@ class Stack:
 def _is_index(x: Any) -> bool:
     """An int, not a bool (True would index as a new axis)."""
     return isinstance(x, int) and not isinstance(x, bool)
+
+
+def chosen(spec: Any, n: int, arg: str, what: str) -> list[int]:
+    """The indices a grid's ``layers=``, ``heads=`` or ``positions=`` (the argument ``arg``)
+    asks for among ``n`` (``what``: "layers", …): None every one, an int one, a range or a
+    list several, in the order given; each in 0..n-1 and at most once."""
+    if spec is None:
+        return list(range(n))
+    items = [spec] if _is_index(spec) else spec
+    if not isinstance(items, range | list | tuple) or not all(_is_index(i) for i in items):
+        raise ValueError(
+            f"{arg}={spec!r}: give an int, a range or a list of ints (None: all {n} {what})"
+        )
+    bad = [i for i in items if not 0 <= i < n]
+    if bad:
+        raise ValueError(f"{arg}={spec!r}: {bad} out of range; there are {n} {what} (0 to {n - 1})")
+    if len(set(items)) != len(items) or not items:
+        raise ValueError(f"{arg}={spec!r}: give each of the {what} once, and at least one")
+    return list(items)
 
 
 def model_stacks(model: nn.Module) -> dict[str, nn.Module]:

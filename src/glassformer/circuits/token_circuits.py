@@ -13,7 +13,11 @@ row per token (× √E for a model with ``embed_scale``); W_U is the unembedding
 tokens are the source's (the encoder's embedding) and the queries' the target's. Left out, as
 Elhage et al. leave them out: the positional embeddings, every norm (the head's input norm, the
 final norm, an MLM head's transform), the biases and all other layers: these are the direct
-paths from a token through this one head. Both circuits stay factored (inner dimension D), so
+paths from a token through this one head. ``fold_ln=True`` folds the norms' gains in instead:
+the head's input norm into S and Y (as ``ov_matrix``) and the final norm into W_U, the circuits
+of TransformerLens's processed model (its default processing also centres W_U over the
+vocabulary: ``center_unembed``). The default, False, keeps the weights as stored, as
+``ov_matrix`` does. Both circuits stay factored (inner dimension D), so
 V×V is never formed unless asked (``.full()``); ``tokens`` restricts rows and columns to ids.
 """
 
@@ -29,7 +33,8 @@ from ._sites import model_stacks
 from .factored import FactoredMatrix
 from .weights import ov_matrix, qk_matrix, stack_module
 
-__all__ = ["copying_score", "full_ov_circuit", "full_qk_circuit", "token_embedding", "unembedding"]
+__all__ = ["copying_score", "folded_unembedding", "full_ov_circuit", "full_qk_circuit"]
+__all__ += ["token_embedding", "unembedding"]
 
 
 def copying_score(matrix: FactoredMatrix | Tensor) -> Tensor:
@@ -58,14 +63,26 @@ def full_ov_circuit(
     *,
     kind: str = "self",
     stack: str | None = None,
+    fold_ln: bool = False,
+    center_unembed: bool = False,
 ) -> FactoredMatrix:
     """W_E S W_U (V × V_out, or len(tokens) × len(tokens)), factored: rows the source token a
     head attends to, columns the output logits it writes (see the module docstring).
-    ``head=None``: every head, (H, ·, ·); ``layer=None``: every layer, (L, ·, ·, ·)."""
-    ov = ov_matrix(model, layer, head, kind=kind, stack=stack)
+    ``head=None``: every head, (H, ·, ·); ``layer=None``: every layer, (L, ·, ·, ·).
+
+    ``fold_ln``: S with the gain of the head's input norm folded in (``ov_matrix(...,
+    fold_ln=True)``) and W_U with the final norm's gain (``folded_unembedding``): the circuit
+    of the normalised streams, as TransformerLens's model processed with ``fold_ln=True``.
+    ``center_unembed``: W_U minus its mean over the vocabulary, each row (TransformerLens's
+    ``center_unembed``, on in its default processing): every row of the circuit shifted by a
+    constant, which changes no softmax but does change the copying score. Both True give
+    ``W_E @ model.OV @ W_U`` of TransformerLens's default processed model."""
+    ov = ov_matrix(model, layer, head, kind=kind, stack=stack, fold_ln=fold_ln)
     stack = _stack_name(model, stack)
     w_e = token_embedding(model, "encoder" if kind == "cross" else stack)  # (V, E)
-    w_u = unembedding(model, stack)  # (E, V_out)
+    w_u = folded_unembedding(model, stack) if fold_ln else unembedding(model, stack)  # (E, V)
+    if center_unembed:
+        w_u = w_u - w_u.mean(-1, keepdim=True)
     if tokens is not None:
         w_e, w_u = w_e[_ids(tokens, w_e.shape[0])], w_u[:, _ids(tokens, w_u.shape[1])]
     return (w_e.to(ov.dtype) @ ov) @ w_u.to(ov.dtype)
@@ -79,11 +96,14 @@ def full_qk_circuit(
     *,
     kind: str = "self",
     stack: str | None = None,
+    fold_ln: bool = False,
 ) -> FactoredMatrix:
     """W_E Y W_Eᵀ (V × V, or len(tokens) × len(tokens)), factored: rows the query token,
     columns the key token (for cross-attention: target query tokens, source key tokens).
-    ``head=None``: every head, (H, ·, ·); ``layer=None``: every layer, (L, ·, ·, ·)."""
-    qk = qk_matrix(model, layer, head, kind=kind, stack=stack)
+    ``head=None``: every head, (H, ·, ·); ``layer=None``: every layer, (L, ·, ·, ·).
+    ``fold_ln``: Y with the gain of the head's input norm folded in (``qk_matrix(...,
+    fold_ln=True)``), as TransformerLens's processed model."""
+    qk = qk_matrix(model, layer, head, kind=kind, stack=stack, fold_ln=fold_ln)
     stack = _stack_name(model, stack)
     w_q = token_embedding(model, stack)  # (V, E): the queries' tokens
     w_k = token_embedding(model, "encoder" if kind == "cross" else stack)  # the keys'
@@ -111,6 +131,26 @@ def unembedding(model: nn.Module, stack: str | None = None) -> Tensor:
             "of an EncoderDecoder"
         )
     return model.unembed.proj.weight.detach().mT  # (E, V_out)
+
+
+def folded_unembedding(model: nn.Module, stack: str | None = None) -> Tensor:
+    """W_U (E, V_out) with the gain γ of the stack's final norm folded in, diag(γ) W_U, then
+    centred over its E rows for a LayerNorm (whose output has mean 0): the unembedding that
+    reads the normalised stream, as TransformerLens's ``fold_ln`` makes it. Unchanged when
+    the stack has no final norm; a ValueError for a norm other than LayerNorm and RMSNorm."""
+    from ..nn.norms import LayerNorm, RMSNorm
+
+    w_u = unembedding(model, stack)
+    norm = getattr(stack_module(model, stack), "ln_final", None)
+    if norm is None:
+        return w_u
+    if not isinstance(norm, LayerNorm | RMSNorm):
+        raise ValueError(
+            f"fold_ln=True: the final norm is a {type(norm).__name__}; allowed a LayerNorm or "
+            "RMSNorm"
+        )
+    w_u = w_u * norm.weight.detach()[:, None].to(w_u.dtype)
+    return w_u - w_u.mean(0, keepdim=True) if isinstance(norm, LayerNorm) else w_u
 
 
 def _stack_name(model: nn.Module, stack: str | None) -> str:

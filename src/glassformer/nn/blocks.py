@@ -252,9 +252,13 @@ def run_blocks(
     ln_final: nn.Module | None = None,
     checkpointing: bool = False,
     packing: TokenPacking | None = None,
+    start: int = 0,
 ) -> Tensor:
     """The loop over the blocks, X^(l) = Block_l(X^(l-1)) for l = 1..L, then the final norm
     ``ln_final`` (None: none): x (B, T, C) -> (B, T, C). The one loop of every stack and model.
+
+    ``start``: x is the stream entering block ``start`` (0-based), and only blocks
+    start..L-1 run (activation patching resumes a cached run there, glassformer.circuits).
 
     ``causal``: None: each block's default (a DecoderBlock's self-attention is causal).
     ``cache``: a DecoderCache, one KVCache per block (and per cross-attention).
@@ -271,7 +275,10 @@ def run_blocks(
     if packing is not None:  # (B, T, C) -> (N, C); every token left is real
         x, token_mask = packing.pack(x), None
     recompute = checkpointing and blocks.training and torch.is_grad_enabled()
-    for block, c_self, c_cross in zip(blocks, self_caches, cross_caches, strict=True):
+    if not 0 <= start <= n:
+        raise ValueError(f"run_blocks: start={start} is out of range; the stack has {n} blocks")
+    pairs = zip(blocks[start:], self_caches[start:], cross_caches[start:], strict=True)
+    for block, c_self, c_cross in pairs:
         run = partial(checkpoint, block, use_reentrant=False) if recompute else block
         x = run(
             x,
