@@ -44,6 +44,7 @@ import torch
 from torch import Tensor
 
 from ..models.base import eval_mode
+from ..nn.lora import effective_weight
 from ._patch_runs import Metric, check_inputs, normalized, run_each, scalar
 from ._sites import Input, Stack, call, find_stack
 
@@ -218,7 +219,8 @@ class _Paths:
                 continue
             name, attn = f"blocks.{layer}.attn.hook_z", self.where.blocks[layer].attn
             d = attn.head_dim
-            w_o = attn.out_proj.weight[:, head * d : (head + 1) * d]  # (C, D): W^O_h, by rows
+            w_o = effective_weight(attn.out_proj)  # W^O (+ LoRA's update, nn/lora.py)
+            w_o = w_o[:, head * d : (head + 1) * d]  # (C, D): W^O_h, by rows
             total = (
                 total + (self.clean[name][:, :, head] - self.corrupted[name][:, :, head]) @ w_o.T
             )

@@ -15,13 +15,20 @@ Today a model holds ``embed``, ``pos_embed``, ``token_type_embed``, ``ln_embed``
 ``ln_final``, ``unembed`` (and its head's parts) itself; an encoder-decoder's ``encoder`` and
 ``decoder`` hold their embeddings. ``current_names`` maps each stored name to today's, so that
 such a checkpoint loads (checkpoint.read_weights); today's names map to themselves.
+
+A training checkpoint of a run with LoRA once held model.safetensors as the plain model, each
+adapted weight merged (W + (alpha / r) B A), and beside it ``LEGACY_LORA_FILE``: each adapted
+Linear p's ``p.lora_A``, ``p.lora_B`` and its unmerged W as ``p.base.weight``, which is
+``p.weight`` today (nn/lora.py keeps W, A and B in model.safetensors).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["current_names"]
+__all__ = ["LEGACY_LORA_FILE", "current_names"]
+
+LEGACY_LORA_FILE = "lora.safetensors"
 
 _BLOCK = {"self_attn": "attn", "attn_norm": "ln1", "cross_norm": "ln2", "ffn": "mlp"}
 _STACKS = {"encoder", "decoder"}
@@ -40,7 +47,7 @@ def current_names(stored: Iterable[str], family: str) -> dict[str, str]:
     cross = {_block_of(n) for n in stored if ".cross_norm." in n}  # blocks that cross-attend
     names: dict[str, str] = {}
     for name in stored:
-        new = _unwrap(_rename(name, cross), family)
+        new = _unwrap(_rename(_unwrapped_lora(name), cross), family)
         if new in names:
             raise ValueError(
                 f"tensors {names[new]!r} and {name!r} are both {new!r} (the earlier and "
@@ -48,6 +55,11 @@ def current_names(stored: Iterable[str], family: str) -> dict[str, str]:
             )
         names[new] = name
     return names
+
+
+def _unwrapped_lora(name: str) -> str:
+    """'blocks.0.mlp.fc1.base.weight' (the earlier LoRA layout's W) -> 'blocks.0.mlp.fc1.weight'."""
+    return name.replace(".base.weight", ".weight")
 
 
 def _block_of(name: str) -> str:

@@ -40,6 +40,7 @@ from .arguments import TokenPacking, fraction, positive_int
 from .graph_attention import graph_attention, graph_mask, with_edges
 from .hooks import HookPoint
 from .kv_cache import KVCache
+from .lora import effective_weight
 from .positional import apply_rotary
 from .qk_projections import check_scores, in_proj_rows, projection_weights
 from .scaled_dot_product import (
@@ -300,11 +301,13 @@ class MultiHeadAttention(nn.Module):
         if self.scores == "dot":
             return x.contiguous()
         d_q, bias = self.n_head * self.head_dim, self.in_proj.bias
-        return F.linear(x, self.in_proj.weight[:d_q], None if bias is None else bias[:d_q])
+        w = effective_weight(self.in_proj)  # W (+ LoRA's update, nn/lora.py)
+        return F.linear(x, w[:d_q], None if bias is None else bias[:d_q])
 
     def _keys_values(self, z: Tensor) -> tuple[Tensor, Tensor]:
         """K and V of the source tokens z (Eq. 5), flat (..., H_kv·D) each."""
-        w, bias, d_q = self.in_proj.weight, self.in_proj.bias, self.n_head * self.head_dim
+        w, bias = effective_weight(self.in_proj), self.in_proj.bias  # W (+ LoRA's update)
+        d_q = self.n_head * self.head_dim
         if self.scores == "separate":  # one matmul for [K V]
             kv = F.linear(z, w[d_q:], None if bias is None else bias[d_q:])
             return kv.chunk(2, dim=-1)
@@ -319,7 +322,7 @@ class MultiHeadAttention(nn.Module):
         if packing is not None:  # W^O on the real tokens only
             return self.out_proj(packing.pack(z.reshape(b, t, h * d)))  # (N, C)
         if self.hook_result.active:  # the same sum, one term per head: Σ_h z_h W^O_h + b^O
-            w = self.out_proj.weight.view(-1, h, d)  # (C, H, D): W^O's columns by head
+            w = effective_weight(self.out_proj).view(-1, h, d)  # (C, H, D): W^O's columns by head
             result = self.hook_result(torch.einsum("bthd,chd->bthc", z, w))  # (B, T, H, C)
             out = result.sum(2)
             return out if self.out_proj.bias is None else out + self.out_proj.bias

@@ -28,6 +28,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .lora import effective_weight
+
 __all__ = ["ATTENTION_SCORES", "check_scores", "in_proj_rows", "projection_weights"]
 
 ATTENTION_SCORES = ("separate", "shared", "dot")
@@ -59,7 +61,7 @@ def projection_weights(attn: nn.Module) -> tuple[tuple[Tensor, Tensor | None], .
     ``in_proj``; "shared" gives W^{QK} twice, "dot" the identity (no bias) twice."""
     d_q, d_kv = attn.n_head * attn.head_dim, attn.n_kv_head * attn.head_dim
     rows = in_proj_rows(attn.scores, d_q, d_kv)
-    ws = attn.in_proj.weight.split(rows)
+    ws = effective_weight(attn.in_proj).split(rows)  # W (+ LoRA's update, nn/lora.py)
     bias = attn.in_proj.bias
     bs = (None,) * len(rows) if bias is None else bias.split(rows)
     parts = list(zip(ws, bs, strict=True))
