@@ -63,15 +63,14 @@ class LoRALinear(nn.Linear):
         """A LoRALinear holding ``linear``'s own W and b (the same Parameters, not copies);
         A and B on their device and dtype."""
         w = linear.weight
-        with torch.device("meta"):  # the Linear's own W and b are never allocated
-            layer = cls(
-                linear.in_features, linear.out_features, linear.bias is not None,
-                rank=rank, alpha=alpha, dropout=dropout, dtype=w.dtype,
-            )
+        sizes = (linear.in_features, linear.out_features, linear.bias is not None)
+        with torch.device("meta"):  # nothing allocated: W and b are the Linear's, A and B below
+            layer = cls(*sizes, rank=rank, alpha=alpha, dropout=dropout, dtype=w.dtype)
         layer.weight, layer.bias = w, linear.bias
-        a = torch.empty(layer.rank, linear.in_features, device=w.device, dtype=w.dtype)
-        layer.lora_A = nn.Parameter(nn.init.kaiming_uniform_(a, a=math.sqrt(5)))
-        layer.lora_B = nn.Parameter(torch.zeros(linear.out_features, layer.rank, **_like(w)))
+        like = {"device": w.device, "dtype": w.dtype}
+        layer.lora_A = nn.Parameter(torch.empty(layer.rank, linear.in_features, **like))
+        nn.init.kaiming_uniform_(layer.lora_A, a=math.sqrt(5))
+        layer.lora_B = nn.Parameter(torch.zeros(linear.out_features, layer.rank, **like))
         return layer
 
     def forward(self, x: Tensor) -> Tensor:
@@ -134,10 +133,6 @@ def adapters(model: nn.Module) -> dict[str, Any] | None:
 
 def _dropout(layer: LoRALinear) -> float:
     return layer.lora_dropout.p if isinstance(layer.lora_dropout, nn.Dropout) else 0.0
-
-
-def _like(t: Tensor) -> dict[str, Any]:
-    return {"device": t.device, "dtype": t.dtype}
 
 
 def check_lora(rank, alpha, dropout, who: str) -> tuple[int, float, float]:
