@@ -15,8 +15,11 @@ LORA_ERRORS = {
     "freeze not a path": (['train.freeze=["blocks/0"]'], ["'blocks/0' is not a module path"]),
     "freeze not a list": (["train.freeze=embed"], ["train.freeze='embed'", "list[str]"]),
     "lora target names nothing": (
-        ["train.lora_rank=2", 'train.lora_targets=["attn.q_proj"]'],
-        ["'attn.q_proj' names no nn.Linear", "blocks.*.attn.in_proj, blocks.*.attn.out_proj"],
+        ["train.lora_rank=2", 'train.lora_targets=["attn.query"]'],
+        [
+            "train.lora_targets: 'attn.query' names no nn.Linear of the DecoderLM; allowed: the "
+            "ends of its Linears' paths: blocks.*.attn.in_proj, blocks.*.attn.out_proj",
+        ],
     ),
     "lora on the tied unembedding": (
         ["train.lora_rank=2", 'train.lora_targets=["unembed.proj"]'],
