@@ -193,3 +193,19 @@ def test_a_rank_above_min_in_out_is_refused_naming_the_layer():
     with pytest.raises(ValueError, match=r"^rank=65 is larger than mix allows: a Linear 64 -> 64"):
         add_lora(model, ["mix"], 65, 4)
     assert wrapped(add_lora(model, ["mix", "up"], 8, 4)) == ["up", "mix"]  # the largest allowed
+
+
+def test_the_circuits_read_the_merged_weights():
+    """head_weights (W_Q, W_K, W_V, W_O of every head) of an adapted model are those of the
+    same model merged: the circuits read merged_weight, never W alone."""
+    from glassformer.circuits import head_weights
+
+    model = lm()
+    add_lora(model, ["attn.in_proj", "attn.out_proj"], rank=4, alpha=8)
+    randomise_b(model)
+    adapted = head_weights(model, None)
+    plain = head_weights(lm(), None)
+    assert not torch.equal(adapted.W_O, plain.W_O) and not torch.equal(adapted.W_Q, plain.W_Q)
+    merge_lora(model)
+    for got, want in zip(adapted, head_weights(model, None), strict=True):
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
