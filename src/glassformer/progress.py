@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["MODES", "Progress", "Work", "progress_mode"]
+__all__ = ["MODES", "Progress", "Work", "progress_mode", "say"]
 
 MODES = ("bar", "lines", "none")
 
@@ -31,6 +31,12 @@ def progress_mode(progress: bool | str) -> str:
             f"progress={progress!r} is not known; choose True, False or one of {MODES}"
         )
     return progress
+
+
+def say(line: str) -> None:
+    """One line of the progress display (a mode other than "none" chose it), on stderr: e.g.
+    that the tokens come from the cache, or that another process is encoding them."""
+    print(line, file=sys.stderr, flush=True)
 
 
 class Progress:

@@ -76,6 +76,39 @@ def test_a_message_is_said_with_the_flags(message, argument, names, shown):
     assert with_flags(naming(ValueError(message), argument=argument, names=names)) == shown
 
 
+def test_data_and_inspect_errors_are_said_with_the_flags(tmp_path):
+    """The data's and the inspected inputs' errors, as the command line words them."""
+    from glassformer.data import Seq2SeqDataset, load_dataset
+    from glassformer.inspect.inputs import encode_inputs
+    from glassformer.models import DecoderLM
+    from glassformer.presets import preset
+    from glassformer.tokenizers.char import CharTokenizer
+
+    tok = CharTokenizer().train("abcdefgh")
+    with pytest.raises(ValueError) as dropped:
+        Seq2SeqDataset([("abcdef", "x"), ("ab", "abcdefgh")], tok, 4, overflow="drop")
+    assert with_flags(dropped.value).endswith(
+        "(in a run --set model.max_len=N or --set data.overflow=truncate)"
+    )
+    nine = tmp_path / "nine.tsv"
+    nine.write_text("".join(f"s{i}\tt{i}\n" for i in range(9)))
+    with pytest.raises(ValueError) as short:
+        load_dataset(nine, task="seq2seq", val_fraction=0.1)
+    assert with_flags(short.value).endswith(
+        "(--val-data FILE, or --val-data none to train on the whole file)"
+    )
+    model = DecoderLM(preset("tiny", vocab_size=tok.vocab_size, max_len=8))
+    model.tokenizer = tok
+    with pytest.raises(ValueError) as padded:
+        encode_inputs(model, "abc", None, pad_to=9)
+    assert with_flags(padded.value) == (
+        "--pad-to 9 is not allowed: between the input's 4 tokens and the model's max_len 8"
+    )
+    with pytest.raises(ValueError) as target:
+        encode_inputs(model, "abc", "cba", None)
+    assert with_flags(target.value) == "--target is for encoder-decoder checkpoints only"
+
+
 def test_an_error_that_names_nothing_is_shown_as_it_is():
     assert with_flags(ValueError("model.d_model=7 must be divisible")) == (
         "model.d_model=7 must be divisible"
@@ -109,14 +142,14 @@ def _strings(path: Path):
             yield node.lineno, node.value
 
 
-def test_the_run_and_model_library_names_no_flag():
-    """runs/, training/, models/ and generation/ say arguments and settings; the flags are the
-    command line's (a docstring may name them)."""
-    rooms = [SRC / "runs", SRC / "training", SRC / "models", SRC / "generation"]
+def test_the_library_names_no_flag():
+    """runs/, training/, models/, generation/, data/ and inspect/ say arguments and settings;
+    the flags are the command line's (a docstring may name them)."""
+    rooms = ["runs", "training", "models", "generation", "data", "inspect"]
     found = [
         f"{path.relative_to(SRC)}:{line}: {text!r}"
         for room in rooms
-        for path in sorted(room.rglob("*.py"))
+        for path in sorted((SRC / room).rglob("*.py"))
         for line, text in _strings(path)
         if FLAG.search(text)
     ]

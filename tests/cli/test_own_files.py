@@ -68,7 +68,7 @@ def test_a_data_error_names_the_file_and_the_line(cli, tmp_path):
         result,
         f"file {str(data)!r}, line 2: the text has 45 tokens counting <BOS>/<EOS>, more than "
         "max_len=16",
-        "command line: --set data.overflow=truncate",
+        "in a run --set data.overflow=truncate)",
     )
     assert not out.exists()
 

@@ -42,3 +42,23 @@ def test_train_encodes_once_then_eval_resume_and_a_new_run_read_the_cache(
     assert second.code == 0, second.err
     assert hits(second) == expected and sorted((tmp_path / "tokens").glob("*.uint*")) == files
     assert cli.train_losses(again) == cli.train_losses(out)  # resume: the same batches
+
+
+def test_a_cache_that_cannot_be_written_is_one_note_and_the_run_goes_on(
+    cli, tmp_path, monkeypatch
+):
+    """The library warns (data.token_cache.CacheNote); the command line shows the note."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv(tc.CACHE_ENV, str(blocked / "tokens"))
+    data = tmp_path / "notes.txt"
+    data.write_text("the cat sat on the mat.\n" * 60)
+    result = cli.run("train", "--data", data, "--out", tmp_path / "run", "--steps", "1",
+                     *cli.TINY, *SHORT)  # fmt: skip
+    assert result.code == 0, result.err
+    notes = [line for line in result.err.splitlines() if "token cache" in line]
+    assert notes == [
+        f"glassformer: note: the token cache {blocked / 'tokens'} cannot be written (Not a "
+        f"directory); the tokens of {part} are kept in memory for this run"
+        for part in ("notes.txt", "notes.txt")
+    ]

@@ -122,10 +122,11 @@ def test_an_over_long_example_is_named_by_its_file_and_line(tok, tmp_path):
         make_loader(ds, tok, max_len=16)
     assert str(e.value) == (
         f"file {str(p)!r}, line 4: the text has 42 tokens counting <BOS>/<EOS>, more than "
-        "max_len=16: allowed a larger max_len, or overflow='truncate' or 'drop' (Python: "
-        "load_dataset(..., overflow='truncate') or make_loader(..., overflow='truncate'); "
-        "command line: --set data.overflow=truncate)"
+        "max_len=16: allowed a larger max_len, or overflow='truncate' or 'drop' "
+        "(load_dataset(..., overflow='truncate'), make_loader(..., overflow='truncate'), "
+        "in a run data.overflow=truncate)"
     )
+    assert e.value.names == ("data.overflow", "model.max_len")  # the command line's flags
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("ab\tba\ncd\t" + "y" * 20 + "\n")
     with pytest.raises(ValueError, match=r"pairs.tsv', line 2: the target has 21 tokens"):
@@ -154,7 +155,8 @@ def test_the_datasets_overflow_is_the_default_and_counted(tok, tmp_path):
     assert Seq2SeqDataset(pairs, tok, 4, overflow="truncate").num_truncated == 2
     with pytest.raises(ValueError, match=r"all 2 examples \(the first: examples\[0\]\)") as e:
         Seq2SeqDataset(pairs[:2], tok, 4, overflow="drop")
-    assert "--set data.overflow=truncate" in str(e.value)  # the command line's setting too
+    assert str(e.value).endswith("(in a run model.max_len=N or data.overflow=truncate)")
+    assert e.value.names == ("data.overflow", "model.max_len")  # the command line's flags
 
 
 # ---- classification ---------------------------------------------------------------------

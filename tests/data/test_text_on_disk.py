@@ -15,11 +15,11 @@ import torch
 import glassformer.data.documents as documents
 import glassformer.data.text_pieces as text_pieces
 import glassformer.data.token_cache as tc
-from glassformer.cli.train_report import held_out_line
 from glassformer.data import LMDataset, load_dataset
 from glassformer.data.encoding import PackedWindows
 from glassformer.data.on_disk import OnDisk
 from glassformer.data.token_cache import token_file
+from glassformer.runs.summary import held_out
 from glassformer.tokenizers import get_tokenizer
 from glassformer.training.batches import BatchStream
 
@@ -103,8 +103,9 @@ def test_the_examples_are_read_only_when_asked(tmp_path, monkeypatch):
     assert (len(train), len(val), val.lines) == (1, 1, (text.count("\n", 0, train.part.end) + 1,))
     assert val.where(0) == f"file {str(path)!r}, line {val.lines[0]}"
     plan = dataclasses.make_dataclass("Plan", ["data", "validation", "data_options"])
-    shown = held_out_line(plan(str(path), str(path), {"val_fraction": 0.1}), val)
-    assert shown == f"validation: the last 10% of notes.txt ({len(text) // 10:,} characters)"
+    held = held_out(plan(str(path), str(path), {"val_fraction": 0.1}), val)
+    assert held == {"file": "notes.txt", "fraction": 0.1, "unit": "characters",
+                    "count": len(text) // 10, "spread": False}  # fmt: skip
     n = len([line for line in text.split("\n") if line.strip()])
     assert [len(d) for d in lines] == [n - n // 10, n // 10]
     monkeypatch.undo()

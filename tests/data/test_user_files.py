@@ -224,7 +224,11 @@ def test_a_file_too_short_to_hold_out_is_refused(tmp_path):
     assert str(e.value).startswith(
         f"file {str(p)!r}: 9 rows are too few to hold out val_fraction=0.1 for validation"
     )
-    assert "at least 10 rows" in str(e.value) and "--val-data none" in str(e.value)
+    assert str(e.value).endswith(
+        "at least 10 rows, or a separate validation file (val_data=FILE, or val_data=none to "
+        "train on the whole file)"
+    )
+    assert e.value.names == ("val_data",)  # the command line's --val-data
     for bad in (1, -0.1, True, "0.1"):
         with pytest.raises(ValueError, match="val_fraction is .*: allowed a number in"):
             load_dataset(p, task="seq2seq", val_fraction=bad)

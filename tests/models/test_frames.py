@@ -108,9 +108,10 @@ def test_a_padded_batch_reaches_the_kernel_in_four_frames(family, preset_name, w
 
 
 @pytest.mark.parametrize("fast", [False, True], ids=["reference", "fast paths"])
-def test_an_encoder_decoder_reaches_the_kernel_through_encode_and_decode(fast):
+def test_an_encoder_decoder_reaches_the_kernel_in_four_frames(fast):
     """Padded source and target: the encoder's self-attention, then the decoder's masked
-    self-attention and its cross-attention, each 4 frames below ``encode`` / ``decode``."""
+    self-attention and its cross-attention, each 4 frames in 3 files: ``forward`` runs both
+    stacks' loops itself."""
     model = EncoderDecoder(preset("tiny-seq2seq", **SMALL)).eval()
     model.use_fast_paths(fast)
     with torch.no_grad():
@@ -118,11 +119,25 @@ def test_an_encoder_decoder_reaches_the_kernel_through_encode_and_decode(fast):
             lambda: model(IDS, PADDED, decoder_input_ids=IDS, decoder_attention_mask=PADDED),
             every=True,
         )
-    assert stacks == [
-        [("models/encoder_decoder.py", "forward"), ("models/encoder_decoder.py", side),
-         *MODEL_TO_KERNEL]
-        for side in ("encode", "decode")
-    ]  # fmt: skip
+    assert stacks == [[("models/encoder_decoder.py", "forward"), *MODEL_TO_KERNEL]]
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["reference", "fast paths"])
+def test_encode_and_decode_reach_the_kernel_in_four_frames(fast):
+    """Generation's separate calls: the source once through ``encode``, each step through
+    ``decode``, padded, with and without a cache."""
+    model = EncoderDecoder(preset("tiny-seq2seq", **SMALL)).eval()
+    model.use_fast_paths(fast)
+    with torch.no_grad():
+        encoded = frames_of(lambda: model.encode(IDS, PADDED), every=True)
+        memory = model.encode(IDS, PADDED)
+        decoded = frames_of(lambda: model.decode(IDS, memory, PADDED, PADDED), every=True)
+        cache = model.new_cache()
+        cached = frames_of(
+            lambda: model.decode(IDS, memory, PADDED, PADDED, cache=cache), every=True
+        )
+    assert encoded == [[("models/encoder_decoder.py", "encode"), *MODEL_TO_KERNEL]]
+    assert decoded == cached == [[("models/encoder_decoder.py", "decode"), *MODEL_TO_KERNEL]]
 
 
 def test_glassformer_train_reaches_the_kernel_in_ten_frames(tmp_path):

@@ -123,6 +123,10 @@ def test_summary_and_evaluate_give_what_glassformer_train_and_eval_print(tmp_pat
     assert (summary["task"], summary["data"], summary["tokenizer"]) == ("lm", "cats.txt", "char")
     assert (summary["step"], summary["steps"], summary["context"]) == (0, 2, 16)
     assert summary["parameters"] == run.model.num_parameters() == summary["trained"]
+    chars = len(text.read_text(encoding="utf-8")) // 10  # the last tenth validates the run
+    assert summary["held_out"] == {"file": "cats.txt", "fraction": 0.1, "unit": "characters",
+                                   "count": chars, "spread": False}  # fmt: skip
+    assert summary["overflow"] is None  # a language model's text is cut into windows
     report = run.evaluate(batch_size=4, batches=3)
     # the held-out part of the text: 10 windows, fewer than 3 batches of 4
     assert (report["task"], report["split"], report["examples"]) == ("lm", "validation", 10)

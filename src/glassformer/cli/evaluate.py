@@ -33,6 +33,7 @@ from ..runs import evaluate_model, output_file, parse_assignment, write_json
 from ..tasks import TASKS
 from .errors import UsageError
 from .model_source import load_model_dir
+from .notes import shown_notes
 from .scale import scale_from_env
 from .threads import use_free_cores
 
@@ -49,19 +50,20 @@ def run(args: argparse.Namespace) -> int:
     model, folder = load_model_dir(args.checkpoint, kinds, "eval", args.device)
     if getattr(args, "free_cores", False):  # run as a command: threads.py
         use_free_cores()
-    report = evaluate_model(
-        model,
-        folder,
-        args.data,
-        split=args.split,
-        data_options=_data_options(args.set),
-        batch_size=args.batch_size,
-        limit=args.limit,
-        batches=args.batches,
-        seed=args.seed,
-        progress="bar" if sys.stderr.isatty() else "lines",  # a log file or pipe gets lines
-        scale=scale,
-    )
+    with shown_notes():  # e.g. a token cache that cannot be written
+        report = evaluate_model(
+            model,
+            folder,
+            args.data,
+            split=args.split,
+            data_options=_data_options(args.set),
+            batch_size=args.batch_size,
+            limit=args.limit,
+            batches=args.batches,
+            seed=args.seed,
+            progress="bar" if sys.stderr.isatty() else "lines",  # a log file or pipe gets lines
+            scale=scale,
+        )
     # written before printing: a reader that closes the pipe early loses nothing
     note = _write(path, report, explicit=args.json is not None)
     _print(report, model.config.max_len)

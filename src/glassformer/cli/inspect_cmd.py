@@ -82,7 +82,9 @@ def run_inspect(args: argparse.Namespace) -> int:
     mask = inputs.kwargs.get("attention_mask")
     real = len(next(iter(inputs.tokens.values()))) if mask is None else int(mask.sum())
     positions = receptive_positions(inputs.tokens, real, args.position)
-    corrupt = None if args.corrupt is None else corrupt_ids(model, args.corrupt, inputs, args)
+    corrupt = None
+    if args.corrupt is not None:
+        corrupt = corrupt_ids(model, args.corrupt, inputs, args.pad_to, ("--corrupt", "--text"))
     chosen = inspect_circuits.chosen_tokens(model, args)
     model.eval()
     with torch.inference_mode(), capture(model) as rec:

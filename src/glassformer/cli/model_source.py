@@ -10,6 +10,7 @@ from pathlib import Path
 from ..runs import is_huggingface_dir, load_model, read_huggingface, resolve_checkpoint
 from ..training import resolve_device
 from .errors import UsageError
+from .notes import shown_notes
 
 __all__ = ["load_model_dir"]
 
@@ -19,7 +20,8 @@ def load_model_dir(path: Path, kinds: tuple[type, ...], command: str, device: st
     COMMAND takes models of the classes ``kinds``."""
     if not is_huggingface_dir(path):
         return _load_checkpoint(path, kinds, command, device)
-    model = read_huggingface(path, "checkpoint").to(resolve_device(device))
+    with shown_notes():  # weights left unused
+        model = read_huggingface(path, "checkpoint").to(resolve_device(device))
     _check_kind(model, path, kinds, command, huggingface=True)
     return model, path
 

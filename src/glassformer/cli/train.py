@@ -12,7 +12,6 @@ import io
 import os
 import signal
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +21,15 @@ from ..runs import (
     ADVICE_NAMES,
     Run,
     RunInterrupted,
-    RunNote,
     differences,
     holds_run,
     make_plan,
     memory_advice,
 )
 from ..training import DiskFullError, TrainingError
-from ..training.lock import StaleLockWarning
-from ..training.runtime import SlowBfloat16Warning
 from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Interrupted, UsageError
-from .hints import as_flags, with_flags
+from .hints import as_flags
+from .notes import shown_notes
 from .scale import scale_from_env
 from .threads import use_free_cores
 from .train_args import DEFINES_RUN, DEMO, gather_settings
@@ -57,15 +54,16 @@ def run(args: argparse.Namespace) -> int:
             return 0
         plan = run.plan
         shown = "bar" if sys.stderr.isatty() else "lines"  # a log file or pipe gets lines
-        with _notes():
+        with shown_notes():
             run.load(progress=shown)
         built.update(plan=plan, config=run.model_config, architecture=run.architecture)
         if getattr(args, "free_cores", False):  # run as a command: threads.py
             use_free_cores()
-        trainer = run.build(progress=shown)
+        with shown_notes():
+            trainer = run.build(progress=shown)
         print_header(run, builtin, settings)
         try:
-            with _notes():
+            with shown_notes():
                 run.fit(then=lambda last: print_summary(run, last, main))
         except DiskFullError as err:
             raise TrainingError(
@@ -129,6 +127,7 @@ def _the_run(args: argparse.Namespace) -> tuple[Run | None, str | None, dict[str
         args.resume = True
     if args.resume:
         out = Path(args.out) if args.out else make_plan(settings).out
+
         def given(own):  # the options on top of the run's own settings, checked against them
             return gather_settings(args, base=own)[0]
 
@@ -153,27 +152,6 @@ def _the_run(args: argparse.Namespace) -> tuple[Run | None, str | None, dict[str
             raise UsageError("--data-changed-ok applies to --resume, which is not given")
         run = Run.from_settings(settings, scale=scale)
     return run, builtin, settings
-
-
-@contextlib.contextmanager
-def _notes():
-    """Show a ``StaleLockWarning`` (a killed run's lock replaced), a ``SlowBfloat16Warning``
-    (bf16 emulated on this CPU) and a ``RunNote`` (e.g. a warmup longer than the run) as one
-    note line each, with the flags of the settings they name (hints.py)."""
-    original = warnings.showwarning
-
-    def show(message, category, *args, **kwargs):
-        if issubclass(category, (StaleLockWarning, SlowBfloat16Warning, RunNote)):
-            line = with_flags(message)
-            print(f"glassformer: note: {line}", file=sys.stderr, flush=True)
-        else:
-            original(message, category, *args, **kwargs)
-
-    warnings.showwarning = show
-    try:
-        yield
-    finally:
-        warnings.showwarning = original
 
 
 def out_of_memory(err: BaseException) -> bool:

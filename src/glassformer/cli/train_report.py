@@ -5,11 +5,8 @@ models) and where the loss curve, the TensorBoard logs and the checkpoints are."
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
-from ..data import TextDataset
-from ..data.documents import TextPart
 from ..data.splits import percent
 from ..generation import GenerationConfig
 from ..runs import Run, RunPlan, builtin_config_path, to_toml
@@ -21,23 +18,20 @@ __all__ = ["held_out_line", "overflow_line", "print_header", "print_summary"]
 
 
 def print_header(run: Run, builtin, settings) -> None:
-    plan, trainer, train_data, val_data = run.plan, run.trainer, run.train_data, run.val_data
+    plan = run.plan
     if builtin is not None:
         print(f"glassformer: built-in config {builtin!r} ({builtin_config_path(builtin)})")
     print(to_toml(settings).rstrip() + "\n")
-    model, s = trainer.model, run.summary()
+    s = run.summary()
     unit = s["unit"]
-    val = _count(s["val_examples"], f"validation {unit}") if val_data is not None else None
+    val = _count(s["val_examples"], f"validation {unit}") if s["val_examples"] is not None else None
     print(
         f"{s['task']} on {s['data']}: {_count(s['train_examples'], f'training {unit}')}, "
         f"{val or 'no validation'}; {s['tokenizer']} tokenizer ({s['tokens']} tokens); "
         f"{s['model']} model ({s['parameters'] / 1e6:.2f}M parameters"
         f"{_trained(s['trained'], s['total'])}, context {s['context']}) on {s['device']}"
     )
-    encoded = {"training": (train_data, trainer.train_stream.dataset)}
-    if val_data is not None:
-        encoded["validation"] = (val_data, trainer.val_stream.dataset)
-    for line in (held_out_line(plan, val_data), overflow_line(encoded, model.config.max_len)):
+    for line in (held_out_line(s["held_out"]), overflow_line(s["overflow"])):
         if line is not None:
             print(line)
     if run.start is not None:  # what came from --init-from, and the fine-tuning settings
@@ -98,41 +92,27 @@ def print_sample(plan: RunPlan, trainer: Trainer) -> None:
     sys.stdout.write("\n")
 
 
-def held_out_line(plan: RunPlan, validation: TextDataset | None) -> str | None:
-    """The header line saying which part of the training file validates the run, if any:
-    ``validation: the last 10% of notes.txt (4,210 characters)``."""
-    fraction = plan.data_options.get("val_fraction")
-    if validation is None or not fraction or plan.validation != plan.data:
+def held_out_line(held: dict[str, Any] | None) -> str | None:
+    """The header line saying which part of the training file validates the run (the
+    summary's ``held_out``), if any: ``validation: the last 10% of notes.txt (4,210
+    characters)``."""
+    if held is None:
         return None
-    name = Path(plan.data).name
-    if isinstance(validation.part, TextPart):  # a whole text: its last part
-        chars = validation.part.chars
-        return f"validation: the last {percent(fraction)} of {name} ({chars:,} characters)"
-    unit = "lines" if validation.task == "lm" and validation.unit == "line" else "rows"
-    if validation.unit == "file":
-        unit = "files"
-    return (
-        f"validation: {percent(fraction)} of the {unit} of {name}, spread evenly "
-        f"({len(validation):,} {unit})"
-    )
+    share, name, n, unit = percent(held["fraction"]), held["file"], held["count"], held["unit"]
+    if not held["spread"]:
+        return f"validation: the last {share} of {name} ({n:,} {unit})"
+    return f"validation: {share} of the {unit} of {name}, spread evenly ({n:,} {unit})"
 
 
-def overflow_line(splits: dict[str, tuple[TextDataset, Any]], max_len: int) -> str | None:
-    """The header line counting the examples longer than ``max_len`` that were truncated or
-    dropped, from ``{"training": (raw, encoded), "validation": ...}``; None when there were
-    none: ``12 of 5,574 training texts longer than max_len 256 were truncated
-    (data.overflow)``."""
-    counts = []
-    for name, (raw, encoded) in splits.items():
-        n = getattr(encoded, "num_truncated", 0) + getattr(encoded, "num_dropped", 0)
-        counts.append((name, n, len(raw)))
-    raw = next(iter(splits.values()))[0]
-    if raw.task == "lm" or not any(n for _, n, _ in counts):
+def overflow_line(cut: dict[str, Any] | None) -> str | None:
+    """The header line counting the examples longer than max_len that were truncated or
+    dropped (the summary's ``overflow``), if any: ``12 of 5,574 training texts longer than
+    max_len 256 were truncated (data.overflow)``."""
+    if cut is None:
         return None
-    unit = "pairs" if raw.task == "seq2seq" else "texts"
-    verb = "dropped" if raw.overflow == "drop" else "truncated"
-    shown = " and ".join(f"{n:,} of {total:,} {name}" for name, n, total in counts)
-    return f"{shown} {unit} longer than max_len {max_len} were {verb} (data.overflow)"
+    shown = " and ".join(f"{n:,} of {total:,} {name}" for name, (n, total) in cut["counts"].items())
+    verb = "dropped" if cut["policy"] == "drop" else "truncated"
+    return f"{shown} {cut['unit']} longer than max_len {cut['max_len']} were {verb} (data.overflow)"
 
 
 def _start_line(report) -> str:

@@ -45,6 +45,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from ..named import naming
 from .examples import OVERFLOW
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ class Seq2SeqDataset(Dataset):
                 what = "source" if len(src) > max_len else "target"
                 n = max(len(src), len(tgt))
                 if overflow == "error":
-                    raise ValueError(_overflow_message(where(i), what, n, max_len))
+                    raise _overflow_error(where(i), what, n, max_len)
                 if overflow == "drop":
                     self.num_dropped += 1
                     continue
@@ -180,7 +181,7 @@ class ClassificationDataset(Dataset):
             ids = tokenizer.encode(text, add_bos=add_bos, add_eos=True)
             if len(ids) > max_len:
                 if overflow == "error":
-                    raise ValueError(_overflow_message(where(i), "text", len(ids), max_len))
+                    raise _overflow_error(where(i), "text", len(ids), max_len)
                 if overflow == "drop":
                     self.num_dropped += 1
                     continue
@@ -218,21 +219,26 @@ def _index(i: int) -> str:
     return f"examples[{i}]"
 
 
-def _overflow_message(where: str, what: str, n: int, max_len: int) -> str:
-    return (
+OVERFLOW_NAMES = ("data.overflow", "model.max_len")  # the run's settings the messages name
+
+
+def _overflow_error(where: str, what: str, n: int, max_len: int) -> ValueError:
+    """The error of an example longer than max_len under overflow='error'."""
+    message = (
         f"{where}: the {what} has {n} tokens counting <BOS>/<EOS>, more than "
         f"max_len={max_len}: allowed a larger max_len, or overflow='truncate' or 'drop' "
-        "(Python: load_dataset(..., overflow='truncate') or make_loader(..., "
-        "overflow='truncate'); command line: --set data.overflow=truncate)"
+        "(load_dataset(..., overflow='truncate'), make_loader(..., overflow='truncate'), "
+        "in a run data.overflow=truncate)"
     )
+    return naming(ValueError(message), names=OVERFLOW_NAMES)
 
 
 def _check_kept(items: list, examples: Sequence, max_len: int, where: Where) -> None:
     """overflow='drop' must leave something to train on."""
     if examples and not items:
-        raise ValueError(
+        message = (
             f"all {len(examples)} examples (the first: {where(0)}) are longer than "
             f"max_len={max_len}, and overflow='drop' dropped them all: allowed a larger "
-            "max_len or overflow='truncate' (command line: --set model.max_len=N or --set "
-            "data.overflow=truncate)"
+            "max_len or overflow='truncate' (in a run model.max_len=N or data.overflow=truncate)"
         )
+        raise naming(ValueError(message), names=OVERFLOW_NAMES)

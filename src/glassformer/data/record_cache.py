@@ -56,8 +56,8 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -65,14 +65,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..progress import Work
+from ..progress import Work, say
 from ..safe_write import replace_dir
 from ..tokenizers.parallel import EncodePool, Records, encode_records, shareable
 from .cache_lock import exclusive, remove_stale
 from .examples import TextDataset
 from .record_digest import on_disk, record_chars, records_digest
 from .record_files import FIELDS, RecordTokens, arrays, read_folder
-from .token_cache import SHOWN_CHARS, STALE_SECONDS, cache_folder, encode_workers, token_dtype
+from .token_cache import (
+    SHOWN_CHARS,
+    STALE_SECONDS,
+    CacheNote,
+    cache_folder,
+    encode_workers,
+    token_dtype,
+)
 
 if TYPE_CHECKING:
     from glassformer.tokenizers.base import Tokenizer
@@ -135,7 +142,7 @@ def record_tokens(
 
     def waiting() -> None:
         if progress != "none":
-            _say(f"waiting for another process encoding {name} (lock file {lock})")
+            say(f"waiting for another process encoding {name} (lock file {lock})")
 
     found = read_folder(target, dataset, dtype, tokenizer.eos_id)
     try:
@@ -150,15 +157,16 @@ def record_tokens(
         found = read_folder(target, dataset, dtype, tokenizer.eos_id)
         if found is not None:  # another process wrote the same folder meanwhile (no lock)
             return found
-        _say(
-            f"glassformer: note: the token cache {folder} cannot be written "
-            f"({err.strerror or err}); the tokens of {name} are kept in memory for this run"
+        message = (
+            f"the token cache {folder} cannot be written ({err.strerror or err}); the tokens "
+            f"of {name} are kept in memory for this run"
         )
+        warnings.warn(message, CacheNote, stacklevel=2)
         kept: dict[str, list[np.ndarray]] = {}
         encode(lambda file, ids: kept.setdefault(file, []).append(ids))
         return arrays(dataset.task, dtype, {f: np.concatenate(a) for f, a in kept.items()})
     if progress != "none":
-        _say(
+        say(
             f"{name}: {len(found):,} records, {found.num_tokens:,} tokens read from the "
             f"token cache {target}"
         )
@@ -309,7 +317,3 @@ def _clean_stale(folder: Path) -> None:
 
 def _last_written(folder: Path) -> float:
     return max([folder.stat().st_mtime, *(p.stat().st_mtime for p in folder.iterdir())])
-
-
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)

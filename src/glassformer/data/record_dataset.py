@@ -26,7 +26,7 @@ from .encoding import (
     _check_max_len,
     _check_overflow,
     _index,
-    _overflow_message,
+    _overflow_error,
 )
 from .examples import TextDataset
 from .record_cache import RecordTokens, record_tokens
@@ -88,7 +88,7 @@ class RecordDataset(Dataset):
                 i = int(np.argmax(too_long))
                 what = names[int(np.argmax(lengths[:, i] > max_len))]
                 longest = int(lengths[:, i].max())
-                raise ValueError(_overflow_message(where(i), what, longest, max_len))
+                raise _overflow_error(where(i), what, longest, max_len)
             if overflow == "drop":
                 self.rows = np.flatnonzero(~too_long)
                 self.num_dropped = n - len(self.rows)

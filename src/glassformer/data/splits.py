@@ -20,6 +20,8 @@ import math
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from ..named import naming
+
 if TYPE_CHECKING:
     from .examples import TextDataset
 
@@ -53,12 +55,13 @@ def held_out_count(n: int, fraction: Fraction, unit: str, path: str) -> int:
     """How many of ``n`` characters / records are held out; refuses a file too short."""
     k = math.floor(n * fraction)
     if k == 0:
-        raise ValueError(
+        message = (
             f"file {path!r}: {n} {unit} are too few to hold out val_fraction="
             f"{float(fraction)} for validation (none would be held out): allowed a file of at "
-            f"least {math.ceil(1 / fraction)} {unit}, or a separate validation file (command "
-            "line: --val-data FILE, or --val-data none to train on the whole file)"
+            f"least {math.ceil(1 / fraction)} {unit}, or a separate validation file "
+            "(val_data=FILE, or val_data=none to train on the whole file)"
         )
+        raise naming(ValueError(message), names=["val_data"])
     return k
 
 

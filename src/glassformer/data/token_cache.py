@@ -53,8 +53,8 @@ import contextlib
 import hashlib
 import json
 import os
-import sys
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..progress import Work
+from ..progress import Work, say
 from ..safe_write import replace_file
 from ..tokenizers.parallel import EncodePool, Part, encode_parts, shareable, worker_count
 from .cache_lock import exclusive, remove_stale
@@ -75,6 +75,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHE_ENV",
     "WORKERS_ENV",
+    "CacheNote",
     "cache_folder",
     "encode_workers",
     "token_dtype",
@@ -88,6 +89,11 @@ ENCODE_CHARS = 1 << 20  # characters encoded at a time (about; cut at a space or
 STALE_SECONDS = 3600  # a temporary file untouched this long is a dead writer's
 SHOWN_CHARS = 1 << 20  # a shorter part is encoded in about a second: nothing is shown
 PARALLEL_PIECES = 4  # documents of fewer pieces are encoded in this process alone
+
+
+class CacheNote(UserWarning):
+    """The token cache cannot be written (a full disk, a folder without write access): the
+    tokens are kept in memory for this run instead."""
 
 
 def cache_folder(setting: str | os.PathLike[str] | None = None) -> Path:
@@ -134,7 +140,7 @@ def token_file(
 
     def waiting() -> None:
         if progress != "none":
-            _say(f"waiting for another process encoding {source.label} (lock file {lock})")
+            say(f"waiting for another process encoding {source.label} (lock file {lock})")
 
     tokens = _read(target, dtype, tokenizer, add_bos)
     lock = folder / f"{key}.lock"
@@ -148,16 +154,16 @@ def token_file(
                     replace_file(target, lambda tmp: _write_tokens(tmp, encode))
                     return np.memmap(target, dtype=dtype, mode="r")
     except OSError as err:
-        _say(
-            f"glassformer: note: the token cache {folder} cannot be written "
-            f"({err.strerror or err}); the tokens of {source.name} are kept in memory for this "
-            "run"
+        message = (
+            f"the token cache {folder} cannot be written ({err.strerror or err}); the tokens "
+            f"of {source.name} are kept in memory for this run"
         )
+        warnings.warn(message, CacheNote, stacklevel=2)
         kept: list[np.ndarray] = []
         encode(kept.append)
         return np.concatenate(kept)
     if progress != "none":
-        _say(f"{source.label}: {len(tokens):,} tokens read from the token cache {target}")
+        say(f"{source.label}: {len(tokens):,} tokens read from the token cache {target}")
     return tokens
 
 
@@ -287,7 +293,3 @@ def _clean_stale(folder: Path) -> None:
                 tmp.unlink()
         except OSError:
             pass  # another process removed or renamed it
-
-
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)

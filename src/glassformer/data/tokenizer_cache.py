@@ -40,13 +40,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ..progress import Work
+from ..progress import Work, say
 from ..tokenizers import Tokenizer, get_tokenizer
 from ..tokenizers.train_parallel import train_on_cores
 from .cache_lock import exclusive
@@ -109,7 +108,7 @@ def trained_tokenizer(
 
     def waiting() -> None:
         if progress != "none":
-            _say(f"waiting for another process training the {kind} tokenizer (lock file {lock})")
+            say(f"waiting for another process training the {kind} tokenizer (lock file {lock})")
 
     found = _read(path, kind)
     if found is None:
@@ -126,7 +125,7 @@ def trained_tokenizer(
                     trained.save(path)
                 return trained
     if progress != "none":
-        _say(f"tokenizer: {kind} {found.vocab_size} read from the cache {path}")
+        say(f"tokenizer: {kind} {found.vocab_size} read from the cache {path}")
     return found
 
 
@@ -201,7 +200,3 @@ def _read(path: Path, kind: str) -> Tokenizer | None:
     except (OSError, ValueError, TypeError, KeyError, IndexError):
         return None
     return tokenizer if tokenizer.kind == kind else None
-
-
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)

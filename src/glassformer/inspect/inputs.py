@@ -1,6 +1,7 @@
-"""The inputs of ``glassformer inspect``, ``trace`` and ``explore``: --text (and --target) encoded
-as the model was trained on them, --pad-to, the corrupted input and the position that
---circuits analyses."""
+"""The inputs of ``glassformer inspect``, ``trace`` and ``explore``: the text (and the target)
+encoded as the model was trained on them, padded to ``pad_to``, the corrupted input and the
+position that the circuits analyse. Errors open with the argument they are about (``text``,
+``target``, ``pad_to``, ``corrupt``; glassformer/named.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import torch
 from torch import Tensor
 
 from ..models import DecoderClassifier, DecoderLM, EncoderDecoder, EncoderModel
+from ..named import naming
 
 __all__ = ["Inputs", "analysed_position", "corrupt_ids", "encode_inputs"]
 
-MAX_TARGET = 32  # tokens generated for an encoder-decoder when --target is not given
+MAX_TARGET = 32  # tokens generated for an encoder-decoder when no target is given
 
 
 @dataclass
@@ -28,7 +30,7 @@ def encode_inputs(
     target: str | None,
     pad_to: int | None,
     target_ids: bool = True,
-    what: tuple[str, str] = ("--text", "--target"),
+    what: tuple[str, str] = ("text", "target"),
 ) -> Inputs:
     """Encode the text as in training: <BOS> ids for a DecoderLM, <BOS> ids <EOS> for an
     encoder or a DecoderClassifier, ids <EOS> for an encoder-decoder's source (+ decoder_start
@@ -37,7 +39,8 @@ def encode_inputs(
     tok, cfg = model.tokenizer, model.config
     device = next(model.parameters()).device
     if target is not None and not isinstance(model, EncoderDecoder):
-        raise ValueError(f"{what[1]} is for encoder-decoder checkpoints only")
+        message = f"{what[1]} is for encoder-decoder checkpoints only"
+        raise naming(ValueError(message), argument=what[1])
     if isinstance(model, DecoderLM):
         ids = tok.encode(text, add_bos=True)
     elif isinstance(model, EncoderModel):
@@ -74,16 +77,17 @@ def _target(model: EncoderDecoder, kwargs: dict[str, Tensor], target: str | None
         new = out.tokens[0]
         ids = [cfg.decoder_start_id, *(new[:-1] if new and new[-1] == tok.eos_id else new)]
     if len(ids) > cfg.max_len:
-        raise ValueError(
+        message = (
             f"{name} has {len(ids)} tokens with the start token; the model's max_len is "
             f"{cfg.max_len}: allowed at most {cfg.max_len - 1}"
         )
+        raise naming(ValueError(message), argument=name)
     return ids
 
 
 def analysed_position(model, inputs: Inputs, positions: dict[str, int], chosen) -> int:
-    """The position whose prediction --circuits analyses: --position, else a masked LM's first
-    <MASK>, else the last real token (the readout stack's entry of ``positions``)."""
+    """The position whose prediction the circuits analyse: the ``chosen`` one, else a masked
+    LM's first <MASK>, else the last real token (the readout stack's entry of ``positions``)."""
     stack = "encoder" if isinstance(model, EncoderModel) else "decoder"
     mask_id = getattr(model.tokenizer, "mask_id", None)
     ids = inputs.kwargs["input_ids"][0].tolist()
@@ -92,30 +96,39 @@ def analysed_position(model, inputs: Inputs, positions: dict[str, int], chosen) 
     return positions[stack]
 
 
-def corrupt_ids(model, text: str, inputs: Inputs, args) -> Tensor:
-    """--corrupt encoded as --text is, with the same length."""
-    corrupt = encode_inputs(model, text, None, args.pad_to, target_ids=False).kwargs["input_ids"]
-    clean = inputs.kwargs["input_ids"]
-    if corrupt.shape != clean.shape:
-        raise ValueError(
-            f"--corrupt has {corrupt.shape[1]} tokens and --text {clean.shape[1]}: patching "
+def corrupt_ids(
+    model,
+    text: str,
+    inputs: Inputs,
+    pad_to: int | None,
+    what: tuple[str, str] = ("corrupt", "text"),
+) -> Tensor:
+    """The corrupted ``text`` encoded as the clean text of ``inputs`` was, with the same
+    length (``pad_to`` as for it). ``what`` names the corrupted and the clean text in error
+    messages (the command line: its options)."""
+    corrupt = encode_inputs(model, text, None, pad_to, target_ids=False, what=(what[0], ""))
+    ids, clean = corrupt.kwargs["input_ids"], inputs.kwargs["input_ids"]
+    if ids.shape != clean.shape:
+        message = (
+            f"{what[0]} has {ids.shape[1]} tokens and {what[1]} {clean.shape[1]}: patching "
             "needs inputs of the same length"
         )
-    return corrupt
+        raise naming(ValueError(message), argument=what[0])
+    return ids
 
 
 def _padded(arg: str, ids: list[int], pad_to, max_len: int, pad_id: int):
     if len(ids) > max_len:
-        raise ValueError(
-            f"{arg} has {len(ids)} tokens; the model's max_len is {max_len}: shorten the text"
-        )
+        message = f"{arg} has {len(ids)} tokens; the model's max_len is {max_len}: shorten the text"
+        raise naming(ValueError(message), argument=arg)
     if pad_to is None:
         return ids, None
     if not len(ids) <= pad_to <= max_len:
-        raise ValueError(
-            f"--pad-to {pad_to} is not allowed: between the input's {len(ids)} tokens and the "
+        message = (
+            f"pad_to {pad_to} is not allowed: between the input's {len(ids)} tokens and the "
             f"model's max_len {max_len}"
         )
+        raise naming(ValueError(message), argument="pad_to")
     extra = pad_to - len(ids)
     return ids + [pad_id] * extra, [1] * len(ids) + [0] * extra
 

@@ -18,21 +18,22 @@ whose attention depends on relative positions only, a sequence may run past ``ma
 
 from __future__ import annotations
 
-from torch import Tensor
+from torch import Tensor, nn
 
-from ..nn import DecoderCache, run_blocks
+from ..nn import DecoderCache, HookPoint, run_blocks
+from ..nn.feedforward import activation_fn
 from ..nn.transformer import lookbacks, new_decoder_cache
+from . import heads, inputs
 from .base import GlassformerModel
 from .config import ModelConfig
-from .heads import LMHead
-from .inputs import InputEmbedding, check_length, ids_length, key_mask, positions_from_mask
+from .inputs import check_length, ids_length, key_mask, positions_from_mask
 from .outputs import IGNORE_INDEX, ModelOutput, lm_loss
 from .stacks import decoder_stack
 
 __all__ = ["DecoderLM"]
 
 
-class DecoderLM(GlassformerModel, InputEmbedding, LMHead):
+class DecoderLM(GlassformerModel):
     """A decoder-only (GPT-like) transformer language model: the family "decoder".
 
     It is the auto-regressive transformer of the lecture notes "Formal Algorithms for
@@ -72,12 +73,29 @@ class DecoderLM(GlassformerModel, InputEmbedding, LMHead):
     """
 
     family = "decoder"
+    embed_input = inputs.embed_input  # ids, positions -> x^(0), rotary tables
+    lm_logits = heads.lm_logits  # h (B, T, C) -> logits (B, T, N_V)
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        self.add_input_embedding(config, config.vocab_size)
+        self.embed = inputs.token_embedding(config, config.vocab_size)  # W_e
+        self.position_offset = config.position_offset  # W_p's first row (BART: 2)
+        self.pos_embed = inputs.positional_encoding(config)  # W_p, sinusoids or rotary
+        self.token_type_embed = inputs.segment_embedding(config)  # W_s or None
+        self.ln_embed = inputs.embedding_norm(config)  # the norm of x^(0) or None
+        self.embed_dropout = nn.Dropout(config.resolved_embed_dropout)
+        self.hook_embed = HookPoint()  # (B, T, C): W_e[:, x[n]]
+        if inputs.adds_positions(config):  # sinusoidal or learned: r_n added to x_n
+            self.hook_pos_embed = HookPoint()
+        if self.token_type_embed is not None:
+            self.hook_token_type_embed = HookPoint()
         self.blocks, self.ln_final = decoder_stack(config, cross_attention=False)
-        self.add_lm_head(config, config.vocab_size, tie_to=self.embed)
+        self.transform, self.transform_norm = heads.mlm_transform(config)  # BERT's, or None
+        if self.transform is not None:
+            self.transform_activation = activation_fn(config.activation)  # a
+            self.hook_transform = HookPoint()  # (B, T, C): a(W h + b)
+        self.unembed = heads.unembedding(config, config.vocab_size, tie_to=self.embed)  # W_u
+        self.hook_logits = HookPoint()
         windowed = all(b is not None for b in lookbacks(self.blocks))
         relative = config.positional in ("rotary", "none")
         self._length_limit = None if windowed and relative else config.max_len

@@ -14,20 +14,20 @@ pre-trained as a language model).
 
 from __future__ import annotations
 
-from torch import Tensor
+from torch import Tensor, nn
 
-from ..nn import run_blocks
+from ..nn import HookPoint, run_blocks
+from . import heads, inputs
 from .base import GlassformerModel
 from .config import ModelConfig
-from .heads import ClassificationHead
-from .inputs import InputEmbedding, ids_length, key_mask, positions_from_mask
+from .inputs import ids_length, key_mask, positions_from_mask
 from .outputs import ModelOutput, lm_loss
 from .stacks import decoder_stack
 
 __all__ = ["DecoderClassifier"]
 
 
-class DecoderClassifier(GlassformerModel, InputEmbedding, ClassificationHead):
+class DecoderClassifier(GlassformerModel):
     """A causal decoder read as a sequence classifier: its hidden states, pooled by
     ``config.pooling`` ("last": the last real token, the only one that has read the whole
     text), give the logits of ``config.n_classes`` classes.
@@ -42,12 +42,29 @@ class DecoderClassifier(GlassformerModel, InputEmbedding, ClassificationHead):
     """
 
     family = "decoder"
+    embed_input = inputs.embed_input  # ids, positions -> x^(0), rotary tables
+    class_logits = heads.class_logits  # h (B, T, C) -> logits (B, n_classes)
+    class_names = heads.class_names
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        self.add_input_embedding(config, config.vocab_size)
+        self.embed = inputs.token_embedding(config, config.vocab_size)  # W_e
+        self.position_offset = config.position_offset  # W_p's first row (BART: 2)
+        self.pos_embed = inputs.positional_encoding(config)  # W_p, sinusoids or rotary
+        self.token_type_embed = inputs.segment_embedding(config)  # W_s or None
+        self.ln_embed = inputs.embedding_norm(config)  # the norm of x^(0) or None
+        self.embed_dropout = nn.Dropout(config.resolved_embed_dropout)
+        self.hook_embed = HookPoint()  # (B, T, C): W_e[:, x[n]]
+        if inputs.adds_positions(config):  # sinusoidal or learned: r_n added to x_n
+            self.hook_pos_embed = HookPoint()
+        if self.token_type_embed is not None:
+            self.hook_token_type_embed = HookPoint()
         self.blocks, self.ln_final = decoder_stack(config, cross_attention=False)
-        self.add_classification_head(config, bias=False)  # as Hugging Face's score: W_c v
+        self.pooling = config.pooling
+        self.pooler = heads.pooler(config)  # BERT's tanh(W v + b) or None
+        # as Hugging Face's score: W_c v, without b_c
+        self.classifier_dropout, self.classifier = heads.classifier(config, bias=False)
+        self.hook_pool, self.hook_pooled, self.hook_logits = HookPoint(), HookPoint(), HookPoint()
         self.post_init()
 
     def forward(

@@ -15,17 +15,19 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from ..nn import HookPoint, run_blocks
+from ..nn.feedforward import activation_fn
+from . import heads, inputs
 from .base import GlassformerModel
 from .config import ModelConfig
-from .heads import ClassificationHead, LMHead, pool
-from .inputs import InputEmbedding, ids_length, key_mask, positions_from_mask
+from .heads import pool
+from .inputs import ids_length, key_mask, positions_from_mask
 from .outputs import ModelOutput, lm_loss
 from .stacks import encoder_stack
 
 __all__ = ["EncoderClassifier", "EncoderMLM", "EncoderModel"]
 
 
-class EncoderModel(GlassformerModel, InputEmbedding):
+class EncoderModel(GlassformerModel):
     """An encoder-only (BERT-like) transformer without a head: the family "encoder".
 
     Bidirectional self-attention over the whole input (the notes' "Self-Attention across the
@@ -37,8 +39,8 @@ class EncoderModel(GlassformerModel, InputEmbedding):
     vector v (``config.pooling``), as Hugging Face's BertModel computes ``pooler_output``.
 
     Modules under TransformerLens's names, so that a hook's name is its attribute path:
-    ``embed``, ``pos_embed``, ``token_type_embed``, ``ln_embed`` (InputEmbedding), ``blocks``
-    (EncoderBlocks), ``ln_final``, then the head's.
+    ``embed``, ``pos_embed``, ``token_type_embed``, ``ln_embed`` (models/inputs.py),
+    ``blocks`` (EncoderBlocks), ``ln_final``, then the head's (``add_head``).
 
     Args:
         config: the hyper-parameters; ``config.family`` must be "encoder".
@@ -54,17 +56,28 @@ class EncoderModel(GlassformerModel, InputEmbedding):
     """
 
     family = "encoder"
+    embed_input = inputs.embed_input  # ids, positions -> x^(0), rotary tables
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        self.add_input_embedding(config, config.vocab_size)
+        self.embed = inputs.token_embedding(config, config.vocab_size)  # W_e
+        self.position_offset = config.position_offset  # W_p's first row (BART: 2)
+        self.pos_embed = inputs.positional_encoding(config)  # W_p, sinusoids or rotary
+        self.token_type_embed = inputs.segment_embedding(config)  # W_s or None
+        self.ln_embed = inputs.embedding_norm(config)  # the norm of x^(0) or None
+        self.embed_dropout = nn.Dropout(config.resolved_embed_dropout)
+        self.hook_embed = HookPoint()  # (B, T, C): W_e[:, x[n]]
+        if inputs.adds_positions(config):  # sinusoidal or learned: r_n added to x_n
+            self.hook_pos_embed = HookPoint()
+        if self.token_type_embed is not None:
+            self.hook_token_type_embed = HookPoint()
         self.blocks, self.ln_final = encoder_stack(config)
-        self._build_head()
+        self.add_head(config)
         self.post_init()
 
-    def _build_head(self) -> None:
-        d = self.config.d_model
-        self.pooler = nn.Linear(d, d) if self.config.pooler else None
+    def add_head(self, config: ModelConfig) -> None:
+        """The head's parts, after the blocks: here BERT's pooler and its hook points."""
+        self.pooler = heads.pooler(config)  # BERT's tanh(W v + b) or None
         self.hook_pool = HookPoint()  # (B, C): the pooled vector v
         self.hook_pooled = HookPoint()  # (B, C): BERT's pooler output, tanh(W v + b)
 
@@ -119,7 +132,7 @@ class EncoderModel(GlassformerModel, InputEmbedding):
         return ModelOutput(logits=None, hidden_states=h, pooled=pooled)
 
 
-class EncoderMLM(EncoderModel, LMHead):
+class EncoderMLM(EncoderModel):
     """An encoder with a masked-LM head, BERT's pre-training model (ETraining in Phuong &
     Hutter's paper: predict the tokens hidden by <MASK>).
 
@@ -131,8 +144,16 @@ class EncoderMLM(EncoderModel, LMHead):
         config: the hyper-parameters; ``config.family`` must be "encoder".
     """
 
-    def _build_head(self) -> None:
-        self.add_lm_head(self.config, self.config.vocab_size, tie_to=self.embed)
+    lm_logits = heads.lm_logits  # h (B, T, C) -> logits (B, T, N_V)
+
+    def add_head(self, config: ModelConfig) -> None:
+        """BERT's transform (None unless ``config.mlm_transform``), W_u tied to W_e."""
+        self.transform, self.transform_norm = heads.mlm_transform(config)  # BERT's, or None
+        if self.transform is not None:
+            self.transform_activation = activation_fn(config.activation)  # a
+            self.hook_transform = HookPoint()  # (B, T, C): a(W h + b)
+        self.unembed = heads.unembedding(config, config.vocab_size, tie_to=self.embed)  # W_u
+        self.hook_logits = HookPoint()
 
     def outputs(self, h: Tensor, real: Tensor | None, labels: Tensor | None) -> ModelOutput:
         logits = self.lm_logits(h)  # (B, T, N_V)
@@ -140,7 +161,7 @@ class EncoderMLM(EncoderModel, LMHead):
         return ModelOutput(logits=logits, hidden_states=h, loss=loss)
 
 
-class EncoderClassifier(EncoderModel, ClassificationHead):
+class EncoderClassifier(EncoderModel):
     """An encoder with a classification head: the input, pooled (``config.pooling``), gives
     the logits of ``config.n_classes`` classes (the notes' "Output Layer": a linear layer
     and a softmax over the classes).
@@ -152,8 +173,15 @@ class EncoderClassifier(EncoderModel, ClassificationHead):
         config: the hyper-parameters; ``config.family`` must be "encoder".
     """
 
-    def _build_head(self) -> None:
-        self.add_classification_head(self.config)
+    class_logits = heads.class_logits  # h (B, T, C) -> logits (B, n_classes)
+    class_names = heads.class_names
+
+    def add_head(self, config: ModelConfig) -> None:
+        """Pooling, BERT's pooler (None unless ``config.pooler``), W_c v + b_c."""
+        self.pooling = config.pooling
+        self.pooler = heads.pooler(config)
+        self.classifier_dropout, self.classifier = heads.classifier(config)
+        self.hook_pool, self.hook_pooled, self.hook_logits = HookPoint(), HookPoint(), HookPoint()
 
     def outputs(self, h: Tensor, real: Tensor | None, labels: Tensor | None) -> ModelOutput:
         logits = self.class_logits(h, real)  # (B, n_classes)

@@ -13,64 +13,72 @@ target + <EOS>; if only labels are given they are shifted right with ``decoder_s
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
-from ..nn import DecoderCache, TokenEmbedding, run_blocks
+from ..nn import DecoderCache, HookPoint, TokenEmbedding, run_blocks
+from ..nn.feedforward import activation_fn
 from ..nn.transformer import new_decoder_cache
+from . import heads, inputs
 from .base import GlassformerModel
 from .config import ModelConfig
-from .heads import LMHead
-from .inputs import InputEmbedding, check_length, ids_length, key_mask, positions_from_mask
+from .inputs import check_length, ids_length, key_mask, positions_from_mask
 from .outputs import IGNORE_INDEX, ModelOutput, lm_loss
 from .stacks import decoder_stack, encoder_stack
 
-__all__ = ["EncoderDecoder", "shift_right"]
+__all__ = ["EncoderDecoder", "Stack", "shift_right"]
 
 
-class SourceEncoder(InputEmbedding, nn.Module):
-    """The encoder of an encoder-decoder, its parts only (``EncoderDecoder.encode`` runs
-    them): ``embed``, ``pos_embed``, ``ln_embed`` (InputEmbedding), ``blocks`` (EncoderBlocks)
-    and ``ln_final``."""
+class Stack(nn.Module):
+    """One side of an encoder-decoder, its parts only (``EncoderDecoder`` runs them):
+    ``embed`` (``token``, the other side's, when given), ``pos_embed``, ``token_type_embed``,
+    ``ln_embed`` (models/inputs.py), then ``blocks`` and ``ln_final``: ``stack``, the
+    encoder's (models/stacks.encoder_stack) or the decoder's (decoder_stack)."""
 
     checkpointing = False  # see GlassformerModel.enable_checkpointing
+    embed_input = inputs.embed_input  # ids, positions -> x^(0), rotary tables
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(
+        self,
+        config: ModelConfig,
+        vocab_size: int,
+        stack: tuple[nn.ModuleList, nn.Module | None],
+        token: TokenEmbedding | None = None,
+    ) -> None:
         super().__init__()  # the embedding first: the hook points in the order of a pass
-        self.add_input_embedding(config, config.vocab_size)
-        self.blocks, self.ln_final = encoder_stack(config)
+        self.embed = inputs.token_embedding(config, vocab_size) if token is None else token
+        self.position_offset = config.position_offset  # W_p's first row (BART: 2)
+        self.pos_embed = inputs.positional_encoding(config)  # W_p, sinusoids or rotary
+        self.token_type_embed = inputs.segment_embedding(config)  # W_s or None
+        self.ln_embed = inputs.embedding_norm(config)  # the norm of x^(0) or None
+        self.embed_dropout = nn.Dropout(config.resolved_embed_dropout)
+        self.hook_embed = HookPoint()  # (B, T, C): W_e[:, x[n]]
+        if inputs.adds_positions(config):  # sinusoidal or learned: r_n added to x_n
+            self.hook_pos_embed = HookPoint()
+        if self.token_type_embed is not None:
+            self.hook_token_type_embed = HookPoint()
+        self.blocks, self.ln_final = stack
 
 
-class TargetDecoder(InputEmbedding, nn.Module):
-    """The decoder of an encoder-decoder, its parts only (``EncoderDecoder.decode`` runs
-    them): ``embed`` (the source's when ``share_embeddings``), ``pos_embed``, ``ln_embed``
-    (InputEmbedding), ``blocks`` (DecoderBlocks with cross-attention) and ``ln_final``."""
-
-    checkpointing = False
-
-    def __init__(self, config: ModelConfig, token: TokenEmbedding | None = None) -> None:
-        super().__init__()
-        self.add_input_embedding(config, config.resolved_tgt_vocab_size, token)
-        self.blocks, self.ln_final = decoder_stack(config, cross_attention=True)
-
-
-class EncoderDecoder(GlassformerModel, LMHead):
+class EncoderDecoder(GlassformerModel):
     """A sequence-to-sequence transformer, Vaswani et al.'s: the family "encoder-decoder".
 
     An encoder reads the source x into the memory Z; a decoder reads the target z, attending
     causally to itself and, by cross-attention (the notes' Eq. 5), to Z; the unembedding gives
     the distribution of the next target token. This is Algorithm 8 (EDTransformer) of Phuong &
     Hutter's paper "Formal Algorithms for Transformers". ``encode()`` and ``decode()`` are
-    separate calls, so that generation encodes the source once.
+    separate calls, so that generation encodes the source once; ``forward`` runs both stacks.
 
     Its parts, under TransformerLens's names (an attribute path is a hook point's name and a
     weight's name in a checkpoint):
 
-    - ``encoder``: ``embed`` (W_e), ``pos_embed``, ``blocks`` (``n_layer`` `EncoderBlock`s:
-      ``ln1``, ``attn``, ``ln2``, ``mlp``), ``ln_final``;
-    - ``decoder``: ``embed`` (the encoder's when ``share_embeddings``), ``pos_embed``,
-      ``blocks`` (``n_decoder_layer`` `DecoderBlock`s: ``ln1``, ``attn``, ``ln2``,
-      ``cross_attn``, ``ln3``, ``mlp``), ``ln_final``;
+    - ``encoder`` (a `Stack`): ``embed`` (W_e), ``pos_embed``, ``blocks`` (``n_layer``
+      `EncoderBlock`s: ``ln1``, ``attn``, ``ln2``, ``mlp``), ``ln_final``;
+    - ``decoder`` (a `Stack`): ``embed`` (the encoder's when ``share_embeddings``),
+      ``pos_embed``, ``blocks`` (``n_decoder_layer`` `DecoderBlock`s: ``ln1``, ``attn``,
+      ``ln2``, ``cross_attn``, ``ln3``, ``mlp``), ``ln_final``;
     - ``unembed``: W_u, tied to the decoder's W_e (``tie_embeddings``).
 
     Args:
@@ -93,13 +101,22 @@ class EncoderDecoder(GlassformerModel, LMHead):
     """
 
     family = "encoder-decoder"
+    lm_logits = heads.lm_logits  # h (B, T, C) -> logits (B, T, V_tgt)
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        self.encoder = SourceEncoder(config)
+        self.encoder = Stack(config, config.vocab_size, encoder_stack(config))
         shared = self.encoder.embed if config.share_embeddings else None
-        self.decoder = TargetDecoder(config, token=shared)
-        self.add_lm_head(config, config.resolved_tgt_vocab_size, tie_to=self.decoder.embed)
+        target_vocab = config.resolved_tgt_vocab_size
+        self.decoder = Stack(
+            config, target_vocab, decoder_stack(config, cross_attention=True), token=shared
+        )
+        self.transform, self.transform_norm = heads.mlm_transform(config)  # BERT's, or None
+        if self.transform is not None:
+            self.transform_activation = activation_fn(config.activation)  # a
+            self.hook_transform = HookPoint()  # (B, T, C): a(W h + b)
+        self.unembed = heads.unembedding(config, target_vocab, tie_to=self.decoder.embed)  # W_u
+        self.hook_logits = HookPoint()
         self.post_init()
 
     def new_cache(self, max_len: int | None = None, *, rolling: bool = False) -> DecoderCache:
@@ -112,14 +129,19 @@ class EncoderDecoder(GlassformerModel, LMHead):
     def encode(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
         """Source ids (B, S) -> memory Z (B, S, C); positions count over the real tokens of
         ``attention_mask`` (B, S), so a left-padded source gives the unpadded memory."""
+        # Z ← Block_l(Z) for l = 1..L_enc, then the final norm: (B, S, C)
+        return run_blocks(**self.encoder_pass(input_ids, attention_mask))
+
+    def encoder_pass(self, input_ids: Tensor, attention_mask: Tensor | None) -> dict[str, Any]:
+        """The source's x^(0) and masks: the arguments of the encoder's ``run_blocks``."""
         t = ids_length(input_ids)
         mask, real = key_mask(attention_mask, (input_ids.shape[0], t))
         positions = positions_from_mask(attention_mask, t, 0, input_ids.device, self.config.max_len)
         x, rope = self.encoder.embed_input(input_ids, positions, token_mask=real)
-        return run_blocks(  # Z ← Block_l(Z) for l = 1..L_enc, then the final norm: (B, S, C)
-            self.encoder.blocks,
-            x,
-            mask,
+        return dict(
+            blocks=self.encoder.blocks,
+            x=x,
+            mask=mask,
             token_mask=real,
             rope=rope,
             ln_final=self.encoder.ln_final,
@@ -141,6 +163,26 @@ class EncoderDecoder(GlassformerModel, LMHead):
 
         attention_mask: the source's (B, S); decoder_attention_mask: the target's (B, T_all),
         covering cached positions too."""
+        # X ← Block_l(X, Z) for l = 1..L_dec, then the final norm: (B, T, C)
+        h = run_blocks(
+            **self.decoder_pass(
+                decoder_input_ids, memory, attention_mask, decoder_attention_mask, cache, positions
+            )
+        )
+        logits = self.lm_logits(h)  # (B, T, V_tgt)
+        return ModelOutput(logits=logits, hidden_states=h, encoder_hidden_states=memory)
+
+    def decoder_pass(
+        self,
+        decoder_input_ids: Tensor,
+        memory: Tensor,
+        attention_mask: Tensor | None,
+        decoder_attention_mask: Tensor | None,
+        cache: DecoderCache | None = None,
+        positions: Tensor | None = None,
+    ) -> dict[str, Any]:
+        """The target's x^(0), masks and memory: the arguments of the decoder's
+        ``run_blocks`` (``decode`` says what each is)."""
         past = 0 if cache is None else cache.length
         t = ids_length(decoder_input_ids, "decoder_input_ids")
         memory_mask, _ = key_mask(attention_mask, tuple(memory.shape[:2]))
@@ -155,10 +197,10 @@ class EncoderDecoder(GlassformerModel, LMHead):
         else:
             check_length(t, past, self.config.max_len)
         x, rope = self.decoder.embed_input(decoder_input_ids, positions, token_mask=token_mask)
-        h = run_blocks(  # X ← Block_l(X, Z) for l = 1..L_dec, then the final norm: (B, T, C)
-            self.decoder.blocks,
-            x,
-            mask,
+        return dict(
+            blocks=self.decoder.blocks,
+            x=x,
+            mask=mask,
             memory=memory,
             memory_mask=memory_mask,
             token_mask=token_mask,
@@ -167,8 +209,6 @@ class EncoderDecoder(GlassformerModel, LMHead):
             ln_final=self.decoder.ln_final,
             checkpointing=self.decoder.checkpointing,
         )
-        logits = self.lm_logits(h)  # (B, T, V_tgt)
-        return ModelOutput(logits=logits, hidden_states=h, encoder_hidden_states=memory)
 
     def forward(
         self,
@@ -178,7 +218,8 @@ class EncoderDecoder(GlassformerModel, LMHead):
         decoder_attention_mask: Tensor | None = None,
         labels: Tensor | None = None,
     ) -> ModelOutput:
-        """Teacher-forced pass: encode the source, decode the target inputs.
+        """Teacher-forced pass: encode the source, decode the target inputs (the two stacks'
+        loops run from here, as ``encode`` and ``decode`` run them).
 
         Args:
             input_ids: (B, S) source token ids.
@@ -202,11 +243,14 @@ class EncoderDecoder(GlassformerModel, LMHead):
             decoder_input_ids = shift_right(
                 labels, self.config.decoder_start_id, self.config.pad_id
             )
-        memory = self.encode(input_ids, attention_mask)
-        out = self.decode(decoder_input_ids, memory, attention_mask, decoder_attention_mask)
-        if labels is not None:
-            out.loss = lm_loss(out.logits, labels, shift=False)
-        return out
+        memory = run_blocks(**self.encoder_pass(input_ids, attention_mask))  # Z (B, S, C)
+        target = self.decoder_pass(
+            decoder_input_ids, memory, attention_mask, decoder_attention_mask
+        )
+        h = run_blocks(**target)  # X ← Block_l(X, Z) for l = 1..L_dec, final norm: (B, T, C)
+        logits = self.lm_logits(h)  # (B, T, V_tgt)
+        loss = None if labels is None else lm_loss(logits, labels, shift=False)
+        return ModelOutput(logits=logits, hidden_states=h, encoder_hidden_states=memory, loss=loss)
 
 
 def shift_right(labels: Tensor, start_id: int, pad_id: int) -> Tensor:

@@ -4,89 +4,123 @@
 
 followed, where the architecture has one, by a norm (BERT, BART) and dropout. With rotary
 positions nothing is added here; the (cos, sin) tables are handed to every attention layer.
+
+A family's ``__init__`` lists the parts under TransformerLens's names, each built by a
+function here: ``embed`` the token embedding W_e (`token_embedding`), ``pos_embed`` the
+positional encoding (W_p when learned; `positional_encoding`), ``token_type_embed`` BERT's
+segment embedding W_s (`segment_embedding`, None without token types), ``ln_embed`` the
+embedding norm (`embedding_norm`, BERT and BART), ``embed_dropout``, and the hook points:
+``hook_embed`` (B, T, C) the token embeddings W_e[:, x[n]] (· √C), ``hook_pos_embed``
+(B, T, C) the positional vectors r_n added to them (sinusoidal or learned only:
+`adds_positions`), ``hook_token_type_embed`` (B, T, C) the segment embeddings (with token
+types only); a hook point a model does not have is not an attribute.
+`embed_input` computes x^(0) from them.
 """
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 import torch
 from torch import Tensor, nn
 
-from ..nn import HookPoint, TokenEmbedding, make_norm, make_positional_encoding
+from ..nn import PositionalEncoding, TokenEmbedding, make_norm, make_positional_encoding
 from .config import ModelConfig
 
-__all__ = ["InputEmbedding", "check_length", "ids_length", "key_mask", "positions_from_mask"]
+__all__ = [
+    "InputEmbedding",
+    "adds_positions",
+    "check_length",
+    "embed_input",
+    "embedding_norm",
+    "ids_length",
+    "key_mask",
+    "positional_encoding",
+    "positions_from_mask",
+    "segment_embedding",
+    "token_embedding",
+]
 
 
-class InputEmbedding:
-    """The parts of x^(0), on the model (or the side of an encoder-decoder) that mixes this
-    class in, under TransformerLens's names: ``embed`` the token embedding W_e, ``pos_embed``
-    the positional encoding (W_p when learned), ``token_type_embed`` BERT's segment embedding
-    W_s, ``ln_embed`` the embedding norm (BERT, BART), ``embed_dropout``.
+@runtime_checkable
+class InputEmbedding(Protocol):
+    """What holds the parts of x^(0) (the module docstring lists them): a one-stack model, or
+    an encoder-decoder's ``encoder`` or ``decoder``."""
 
-    Hook points: ``hook_embed`` (B, T, C) the token embeddings W_e[:, x[n]] (· √C),
-    ``hook_pos_embed`` (B, T, C) the positional vectors r_n added to them (sinusoidal or
-    learned), ``hook_token_type_embed`` (B, T, C) the segment embeddings; ``ln_embed`` has its
-    ``hook_normalized``."""
+    embed: TokenEmbedding
+    pos_embed: PositionalEncoding
+    position_offset: int
 
-    def add_input_embedding(
-        self, config: ModelConfig, vocab_size: int, token: TokenEmbedding | None = None
-    ) -> None:
-        """Build the parts above (``token``: an embedding shared with another side)."""
-        if token is None:
-            token = TokenEmbedding(vocab_size, config.d_model, scale=config.embed_scale)
-        self.embed = token
-        self.position_offset = config.position_offset
-        self.pos_embed = make_positional_encoding(
-            config.positional,
-            config.d_model,
-            config.max_len + self.position_offset,
-            n_head=config.n_head,
-            base=config.rope_base,
-            layout=config.positional_layout,
-        )
-        self.token_type_embed = (
-            nn.Embedding(config.type_vocab_size, config.d_model) if config.type_vocab_size else None
-        )
-        self.ln_embed = (
-            make_norm(config.norm, config.d_model, config.norm_eps, config.bias)
-            if config.embed_norm
-            else None
-        )
-        self.embed_dropout = nn.Dropout(config.resolved_embed_dropout)
-        self.hook_embed = HookPoint()
-        if config.positional in ("sinusoidal", "learned"):  # the additive encodings
-            self.hook_pos_embed = HookPoint()
-        if self.token_type_embed is not None:
-            self.hook_token_type_embed = HookPoint()
+    def embed_input(self, ids: Tensor, positions: Tensor, *args, **kwargs) -> tuple: ...
 
-    def embed_input(
-        self,
-        ids: Tensor,
-        positions: Tensor,
-        token_type_ids: Tensor | None = None,
-        token_mask: Tensor | None = None,
-        length: int | None = None,
-    ) -> tuple[Tensor, tuple[Tensor, Tensor] | None]:
-        """ids (B, T), positions (T,) or (B, T) -> (x^(0) (B, T, C), rotary tables or None).
-        ``length``: every position is below it; rotary angles past max_len are computed for a
-        model that may run past max_len (DecoderLM.length_limit)."""
-        positions = positions + self.position_offset
-        x = self.hook_embed(self.embed(ids))  # (B, T, C): W_e[:, x[n]]
-        r = self.pos_embed.vectors(positions)  # (T, C) or (B, T, C): r_n, None for rotary
-        if r is not None:
-            x = x + self.hook_pos_embed(r.to(x.dtype).expand_as(x))  # x_n + r_n
-        if self.token_type_embed is not None:
-            if token_type_ids is None:  # every token of type 0: one row, broadcast
-                s = self.token_type_embed.weight[0].expand_as(x)
-            else:
-                s = self.token_type_embed(token_type_ids)
-            x = x + self.hook_token_type_embed(s)  # + W_s[:, segment[n]]
-        if self.ln_embed is not None:
-            x = self.ln_embed(x, token_mask)
-        if self.training:  # dropout is the identity in eval mode
-            x = self.embed_dropout(x)
-        end = None if length is None else length + self.position_offset
-        return x, self.pos_embed.rotary(positions, end)
+
+def token_embedding(config: ModelConfig, vocab_size: int) -> TokenEmbedding:
+    """W_e (``vocab_size``, C), scaled by √C when ``config.embed_scale``."""
+    return TokenEmbedding(vocab_size, config.d_model, scale=config.embed_scale)
+
+
+def positional_encoding(config: ModelConfig) -> PositionalEncoding:
+    """The positional encoding ``config.positional`` names, for max_len positions after the
+    first ``config.position_offset`` rows (BART's learned table starts at row 2)."""
+    return make_positional_encoding(
+        config.positional,
+        config.d_model,
+        config.max_len + config.position_offset,
+        n_head=config.n_head,
+        base=config.rope_base,
+        layout=config.positional_layout,
+    )
+
+
+def segment_embedding(config: ModelConfig) -> nn.Embedding | None:
+    """BERT's W_s (``type_vocab_size``, C), or None when the config has no token types."""
+    if not config.type_vocab_size:
+        return None
+    return nn.Embedding(config.type_vocab_size, config.d_model)
+
+
+def embedding_norm(config: ModelConfig) -> nn.Module | None:
+    """The norm of x^(0) (``config.embed_norm``: BERT, BART), or None."""
+    if not config.embed_norm:
+        return None
+    return make_norm(config.norm, config.d_model, config.norm_eps, config.bias)
+
+
+def adds_positions(config: ModelConfig) -> bool:
+    """Is the positional encoding added to the token embeddings (sinusoidal, learned), so that
+    the model has ``hook_pos_embed``? (Rotary positions rotate q and k instead; none: none.)"""
+    return config.positional in ("sinusoidal", "learned")
+
+
+def embed_input(
+    self: InputEmbedding,
+    ids: Tensor,
+    positions: Tensor,
+    token_type_ids: Tensor | None = None,
+    token_mask: Tensor | None = None,
+    length: int | None = None,
+) -> tuple[Tensor, tuple[Tensor, Tensor] | None]:
+    """ids (B, T), positions (T,) or (B, T) -> (x^(0) (B, T, C), rotary tables or None),
+    from the parts of ``self`` (a family binds this function as its method ``embed_input``).
+    ``length``: every position is below it; rotary angles past max_len are computed for a
+    model that may run past max_len (DecoderLM.length_limit)."""
+    positions = positions + self.position_offset
+    x = self.hook_embed(self.embed(ids))  # (B, T, C): W_e[:, x[n]]
+    r = self.pos_embed.vectors(positions)  # (T, C) or (B, T, C): r_n, None for rotary
+    if r is not None:
+        x = x + self.hook_pos_embed(r.to(x.dtype).expand_as(x))  # x_n + r_n
+    if self.token_type_embed is not None:
+        if token_type_ids is None:  # every token of type 0: one row, broadcast
+            s = self.token_type_embed.weight[0].expand_as(x)
+        else:
+            s = self.token_type_embed(token_type_ids)
+        x = x + self.hook_token_type_embed(s)  # + W_s[:, segment[n]]
+    if self.ln_embed is not None:
+        x = self.ln_embed(x, token_mask)
+    if self.training:  # dropout is the identity in eval mode
+        x = self.embed_dropout(x)
+    end = None if length is None else length + self.position_offset
+    return x, self.pos_embed.rotary(positions, end)
 
 
 def positions_from_mask(

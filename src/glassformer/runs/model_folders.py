@@ -12,8 +12,6 @@ WordPiece, SentencePiece / Unigram), else GPT-2's ``vocab.json`` and ``merges.tx
 from __future__ import annotations
 
 import contextlib
-import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,14 +39,15 @@ def read_huggingface(path: Path, option: str, tokenizer: Any = None):
     (``tokenizer``, else the directory's); a ``RunError`` naming ``option`` (the argument,
     ``init_from`` or ``checkpoint``) and the path when the tokenizer is missing or
     unreadable, the weights cannot be read or do not match config.json
-    (interop/huggingface/folder_checks.py), or an optional package is missing; weights left
-    unused are noted on stderr."""
+    (interop/huggingface/folder_checks.py), or an optional package is missing. Weights left
+    unused, and a head started anew, are warned of (a ``WeightsNote``, which the command
+    line shows as a note)."""
     from ..interop.huggingface import from_huggingface_dir
 
     with _run_errors(path, option):
         if tokenizer is None:  # before the weights: a bad tokenizer fails fast
             tokenizer = _tokenizer(path, option)
-        with _no_progress_bars(), _notes():
+        with _no_progress_bars():  # weights left unused: a WeightsNote warning
             return from_huggingface_dir(path, tokenizer=tokenizer)
 
 
@@ -88,22 +87,6 @@ def _run_errors(path: Path, option: str) -> Iterator[None]:
     except (OSError, ValueError) as err:
         shown = str(err) if str(err).startswith(str(path)) else f"{path}: {err}"
         raise RunError(f"{option} {shown}", argument=option) from None
-
-
-@contextlib.contextmanager
-def _notes() -> Iterator[None]:
-    """The converter's ``WeightsNote`` warnings (weights left unused, a head started anew) as
-    ``glassformer: note:`` lines on stderr; other warnings as usual."""
-    from ..interop.huggingface.folder_checks import WeightsNote
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", WeightsNote)
-        yield
-    for w in caught:
-        if issubclass(w.category, WeightsNote):
-            print(f"glassformer: note: {w.message}", file=sys.stderr, flush=True)
-        else:
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 @contextlib.contextmanager

@@ -24,6 +24,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from ...named import naming
 from ..documents import file_digest
 from ..examples import TextDataset
 from .common import ROLES, field_names
@@ -119,11 +120,12 @@ def guess_kind(path: Path, fields: dict[str, str | None]) -> str | None:
         wanted = {fields.get(role) or role for role in ROLES[kind]}
         if wanted <= columns:
             return kind
-    raise ValueError(
+    message = (
         f"{str(path)!r}: its fields {sorted(columns)} are no task's: allowed 'text' (lm), "
         "'label' and 'text' (classification), 'source' and 'target' (seq2seq), data.text_field "
-        "(label_field, source_field, target_field) naming others, or the task given (--task)"
+        "(label_field, source_field, target_field) naming others, or the task given (run.task)"
     )
+    raise naming(ValueError(message), names=["run.task"])
 
 
 def data_digest(path: Path) -> dict[str, Any]:
