@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import tempfile
@@ -79,3 +80,34 @@ def smollm2_folder():
     from .real_models import smollm2_folder
 
     return smollm2_folder()
+
+
+@pytest.fixture(scope="session")
+def road_to_qk_runs(tmp_path_factory):
+    """``compare("runs")`` of glassformer.examples.road_to_qk (the built-in config road-to-qk,
+    600 steps, once per attention score) trained once for the whole run, on one thread, and
+    shared by the test workers (the first to need it trains under a lock; the others wait):
+    (the folder holding ``runs/``, {scores: ScoresResult}). The runs are seeded by the config,
+    so every caller of ``compare`` with no settings gets these numbers. Read only: copy the
+    runs before changing them."""
+    from glassformer.examples.road_to_qk import ScoresResult, compare
+
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "road-to-qk"
+    shared.mkdir(exist_ok=True)
+    saved = shared / "results.pt"
+    with open(shared / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not saved.exists():
+            before, here = torch.get_num_threads(), os.getcwd()
+            torch.set_num_threads(1)  # a one-layer model of width 32: fastest on one thread
+            os.chdir(shared)
+            try:
+                results = compare("runs")
+            finally:
+                os.chdir(here)
+                torch.set_num_threads(before)
+            torch.save({k: vars(r) for k, r in results.items()}, saved.with_suffix(".tmp"))
+            saved.with_suffix(".tmp").rename(saved)
+    fields = torch.load(saved, weights_only=True)
+    return shared, {k: ScoresResult(**v) for k, v in fields.items()}

@@ -11,6 +11,8 @@ into the printed digits: a 600-step run of "The road to Q and K" ends at validat
 on one machine and 1.194 on another."""
 
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -28,8 +30,10 @@ OUTPUTS = load_script("outputs")
 
 
 @pytest.mark.parametrize(("page", "line", "code"), BLOCKS, ids=[f"{p}:{n}" for p, n, _ in BLOCKS])
-def test_example_runs(page, line, code, tmp_path, monkeypatch):
+def test_example_runs(page, line, code, tmp_path, monkeypatch, request):
     monkeypatch.chdir(tmp_path)
+    if "road_to_qk import compare" in code:
+        trained_once(request.getfixturevalue("road_to_qk_runs"), monkeypatch)
     printed = OUTPUTS.run_python(code, f"{page} line {line}")
     block = next(b for b in OUTPUTS.blocks(ROOT / page) if b.line == line)
     path = OUTPUTS.shown(block)
@@ -42,6 +46,25 @@ def test_example_runs(page, line, code, tmp_path, monkeypatch):
             f"{page} line {line} prints other than {path} shows: "
             f"run python docs/scripts/outputs.py\n--- printed\n{printed}"
         )
+
+
+def trained_once(road_to_qk_runs, monkeypatch) -> None:
+    """``compare("runs")`` of glassformer.examples.road_to_qk gives the runs and results that
+    the suite trains once (tests/conftest.py, also read by tests/examples/test_road_to_qk.py):
+    the same call, seeded by the config, so the same numbers; the runs are copied to the
+    block's ``runs``. Any other call trains as usual."""
+    from glassformer.examples import road_to_qk
+
+    shared, results = road_to_qk_runs
+    train = road_to_qk.compare
+
+    def compare(out, **settings):
+        if settings or Path(out) != Path("runs"):
+            return train(out, **settings)
+        shutil.copytree(shared / "runs", out)
+        return results
+
+    monkeypatch.setattr(road_to_qk, "compare", compare)
 
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")

@@ -7,7 +7,12 @@ run under the name the earlier one wrote. ``make demo`` runs the command its Mak
 runs; ``cd`` and ``mkdir -p`` change and make folders (``~`` is the walk's own home folder).
 The runs are shortened by ``GLASSFORMER_TEST_SCALE`` (read by glassformer/cli/scale.py,
 applied by glassformer/runs/scale.py: steps, evaluations and generated examples times 0.002),
-nothing else: the commands are the page's.
+nothing else: the commands are the page's. The commands' pictures (``inspect`` and ``train``)
+are drawn and written by the library once for each kind of picture per walk (the file name,
+its numbers aside: ``masks.png``, ``self_attention_decoder_layer#_head#.png``, ``loss.png``);
+a later picture of a kind already drawn is written as a copy of that one (``PICTURES``):
+drawing is most of what these commands cost, and the drawing code is checked on its own by
+tests/inspect/ and tests/runs/.
 
 A page either starts by changing into a scratch folder (the tutorials), or writes nothing
 outside ``runs/`` (which .gitignore covers) in the folder it starts in, standing for the
@@ -23,10 +28,13 @@ import re
 import shlex
 import subprocess
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch
 
+import glassformer.inspect._draw as draw
+import glassformer.runs.curves as curves
 from glassformer.cli import main
 
 from .conftest import PAGES, ROOT, Step, name, steps, walked
@@ -60,6 +68,42 @@ OWN_FILES = {
     "dev.tsv": PAIRS,
     "notes.txt": "Monday. Fixed the gate; the hinge needs oil.\nTuesday. Rain all day.\n" * 20,
 }
+
+
+class PictureKinds:
+    """The walk's stand-in for ``replace_file`` in the picture writers (glassformer/inspect/
+    _draw.py, glassformer/runs/curves.py): the first picture of each kind is drawn and written
+    by the library; a later one of the same kind gets a copy of its bytes, undrawn."""
+
+    def __init__(self):
+        self.drawn: dict[str, bytes] = {}  # kind -> the PNG drawn for it
+
+    @staticmethod
+    def kind(path) -> str:
+        return re.sub(r"\d+", "#", Path(path).name)
+
+    def writer(self, replace_file):
+        def write(path, produce):
+            kind = self.kind(path)
+            if kind in self.drawn:
+                return replace_file(path, lambda tmp: Path(tmp).write_bytes(self.drawn[kind]))
+            written = replace_file(path, produce)
+            self.drawn[kind] = Path(path).read_bytes()
+            return written
+
+        return write
+
+    @contextlib.contextmanager
+    def once_each(self):
+        """Inside: the picture writers write each kind once (their ``replace_file``)."""
+        with contextlib.ExitStack() as stack:
+            for module in (draw, curves):
+                writer = self.writer(module.replace_file)
+                stack.enter_context(mock.patch.object(module, "replace_file", writer))
+            yield
+
+
+PICTURES = PictureKinds()  # one per test process: the pages of a walk share it
 
 
 def git_status() -> str:
@@ -118,7 +162,7 @@ class Walk:
                 Path(arg).write_text(OWN_FILES[arg], encoding="utf-8")
                 self.own_files.add(Path(arg).resolve())
         out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), PICTURES.once_each():
             code = main(argv)
         self.log.append(f"glassformer {shlex.join(argv)}: exit {code}")
         assert code == 0, f"{where}: exit status {code}\n{err.getvalue()}"

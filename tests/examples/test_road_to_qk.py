@@ -4,6 +4,7 @@ or none) keep the most weight on the query's own position."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 
 import pytest
@@ -12,7 +13,7 @@ import torch
 from glassformer import load_model
 from glassformer.data import load_dataset
 from glassformer.examples import road_to_qk
-from glassformer.examples.road_to_qk import compare, main, measure, plot_results
+from glassformer.examples.road_to_qk import main, measure, plot_results
 from glassformer.runs import RunInterrupted
 
 
@@ -25,9 +26,14 @@ def _one_thread():
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    out = tmp_path_factory.mktemp("road-to-qk")
-    return out, compare(out)
+def results(road_to_qk_runs, tmp_path_factory):
+    """The three runs of ``compare`` (trained once for the suite: tests/conftest.py, shared
+    with the page's example in tests/docs/test_examples.py), copied into a folder of this
+    module's own, and their results."""
+    shared, r = road_to_qk_runs
+    out = tmp_path_factory.mktemp("road-to-qk") / "runs"
+    shutil.copytree(shared / "runs", out)
+    return out, r
 
 
 @pytest.mark.slow  # the three runs of `results`: 600 steps each

@@ -1,4 +1,6 @@
 """Data-parallel training under torchrun (gloo, 2 CPU processes) equals one process.
+The worker runs start torchrun's launcher in the test's own process (``torchrun_here``), so
+each start imports torch twice (the workers) instead of three times.
 
 One optimizer step on a global batch of B split over 2 processes must give the parameters of
 one process on the whole batch: each process's loss is a mean over its B/2 windows (all of
@@ -8,9 +10,11 @@ the same length here), and DDP / FSDP average the gradients.
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -45,16 +49,45 @@ def run(
     args += [] if stop_at is None else [str(stop_at)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WORKER_OPTIMIZER": optimizer}
     env["WORKER_LORA_RANK"] = str(lora_rank)
-    if procs == 1:
-        cmd = [sys.executable, *args]
-        env = {k: v for k, v in env.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    else:
-        cmd = [
-            sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(procs),
-            "--master_addr", "127.0.0.1", "--master_port", str(free_port()), *args,
-        ]  # fmt: skip
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    if procs > 1:
+        torchrun_here(
+            ["--nproc_per_node", str(procs), "--master_addr", "127.0.0.1",
+             "--master_port", str(free_port()), *args], env,
+        )  # fmt: skip
+        return
+    env = {k: v for k, v in env.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    done = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True,
+                          timeout=240)  # fmt: skip
     assert done.returncode == 0, done.stderr[-8000:]
+
+
+def torchrun_here(argv: list[str], env: dict[str, str]) -> None:
+    """``torchrun ARGV`` with torchrun's own launcher (torch.distributed.run) run in this
+    process, which has torch imported already: it starts the worker processes with ``env``
+    and torchrun's variables, as the command does, and raises ChildFailedError (naming the
+    failed rank; the workers' stderr is the test's) when one fails. The environment and the
+    signal handlers the launcher sets (SIGTERM, SIGINT, SIGHUP, SIGQUIT) are restored after;
+    a launch still running after 240 s gets a SIGTERM (the launcher's handler ends the
+    workers and raises). The torchrun command itself is run as a command by
+    test_glassformer_train_under_torchrun and test_a_locked_run_directory_stops_every_process."""
+    from torch.distributed.run import parse_args
+    from torch.distributed.run import run as launch
+
+    signals = [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT]
+    handlers = {s: signal.getsignal(s) for s in signals}
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    timeout = threading.Timer(240, os.kill, (os.getpid(), signal.SIGTERM))
+    timeout.start()
+    try:
+        launch(parse_args(argv))
+    finally:
+        timeout.cancel()
+        os.environ.clear()
+        os.environ.update(saved)
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
 
 
 def params(out: Path, file: str = "model.safetensors") -> dict[str, torch.Tensor]:
