@@ -24,8 +24,9 @@ from .paths import check_pattern, ends_with, shown_names
 
 __all__ = ["DEFAULT_TARGETS", "LoRALinear", "add_lora", "lora_layers", "merge_lora"]
 
-# The self-attention projections. The LoRA paper adapts W^Q and W^V alone ("attn.q_proj",
-# "attn.v_proj"); this model's self-attention holds [W^Q; W^K; W^V] in one Linear, in_proj.
+# The self-attention projections of every block: [W^Q; W^K; W^V] (one Linear, in_proj) and
+# W^O. The LoRA paper adapts W^Q and W^V alone: with attention holding them as separate
+# modules, the default is ("attn.q_proj", "attn.v_proj").
 DEFAULT_TARGETS = ("attn.in_proj", "attn.out_proj")
 
 
