@@ -13,8 +13,8 @@ Both peers start from the same weights: each process builds the Hugging Face mod
 config under the same seed, and glassformer's converts it (``from_huggingface``).
 
     glassformer  the converted model, glassformer's ``build_optimizer`` (fused AdamW, decay on
-                 matrices); LoRA: ``glassformer.finetune.apply_lora`` on the attention
-                 projections ``attn.in_proj`` and ``attn.out_proj``
+                 matrices); LoRA: ``glassformer.finetune.add_lora`` on the attention
+                 projections ``attn.q_proj``, ``attn.k_proj``, ``attn.v_proj``, ``attn.out_proj``
     hf           the ``transformers`` model with ``torch.optim.AdamW(fused=True)``, the
                  optimizer Hugging Face's Trainer takes by default; LoRA: ``peft``'s
                  ``LoraConfig`` on the same projections (BERT: query, key, value and the
@@ -51,7 +51,7 @@ SHAPES: dict[str, dict[str, int | str]] = {
                       batch=4),
 }  # fmt: skip
 RANK, ALPHA, LR = 8, 16.0, 5e-5
-GLASSFORMER_TARGETS = ["attn.in_proj", "attn.out_proj"]
+GLASSFORMER_TARGETS = ["attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.out_proj"]
 PEFT_TARGETS = {  # the same projections under Hugging Face's names (regular expressions)
     "bert": r".*attention\.(self\.(query|key|value)|output\.dense)",
     "gpt2": r".*attn\.(c_attn|c_proj)",
@@ -139,10 +139,10 @@ def _glassformer(hf_model, shape: dict[str, Any], mode: str):
         for name, p in model.named_parameters():
             p.requires_grad_(name == first)
     if mode == "lora":
-        from glassformer.finetune import apply_lora
+        from glassformer.finetune import add_lora
 
         keep = ["classifier"] if shape["kind"] == "bert" else []  # as PEFT's modules_to_save
-        apply_lora(model, GLASSFORMER_TARGETS, rank=RANK, alpha=ALPHA, keep=keep)
+        add_lora(model, GLASSFORMER_TARGETS, rank=RANK, alpha=ALPHA, keep=keep)
     optimizer = build_optimizer(model, TrainConfig(lr=LR))
     if shape["kind"] == "bert":
         return model, (lambda m, ids, y: m(ids, labels=y).loss), optimizer

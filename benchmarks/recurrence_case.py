@@ -14,7 +14,7 @@ Projections ("Transformer: Self-Attention and Parallelization", Multi-Head Atten
 fully connected layers before different heads can be merged into a large fully connected
 layer"), x (B, T, C) -> the queries, keys and values of every head:
 
-    merged      one Linear(C, 3C), [W^Q; W^K; W^V] for all heads (glassformer's ``in_proj``)
+    merged      one Linear(C, 3C), [W^Q; W^K; W^V] for all heads (torch.nn's ``in_proj_weight``)
     per-head    H Linears(C, 3D), D = C / H: head h's [W^Q_h; W^K_h; W^V_h], one matmul each
 
 A step is the forward pass and the backward pass of a fixed random gradient of the output

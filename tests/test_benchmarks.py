@@ -196,13 +196,13 @@ def test_recurrence_smoke(tmp_path, monkeypatch):
 
 
 def test_recurrence_per_head_projections_are_the_merged_one_regrouped():
-    """The two projections compute the same queries, keys and values (glassformer's in_proj
-    split by head), and every layer timed maps inputs <= t to the output at t only."""
+    """The two projections compute the same queries, keys and values (the merged Linear split
+    by head), and every layer timed maps inputs <= t to the output at t only."""
     torch.manual_seed(0)
-    attn, _ = recurrence_case.build_layer("attention", 32, 4)
-    heads = recurrence_case.PerHeadProjection.from_merged(attn.in_proj, 4)
+    merged, _ = recurrence_case.build_layer("merged", 32, 4)
+    heads = recurrence_case.PerHeadProjection.from_merged(merged, 4)
     x = torch.randn(2, 5, 32)
-    qkv = attn.in_proj(x).view(2, 5, 3, 4, 8)  # (B, T, Q|K|V, H, D)
+    qkv = merged(x).view(2, 5, 3, 4, 8)  # (B, T, Q|K|V, H, D)
     for h, y in enumerate(heads(x)):
         torch.testing.assert_close(y, qkv[:, :, :, h].reshape(2, 5, 24))
     for name in recurrence_case.LAYERS:
@@ -399,8 +399,6 @@ def _rename(key: str, stack: str) -> str:
             break
     for ours, theirs in (
         (".attn.", ".self_attn."),
-        ("in_proj.weight", "in_proj_weight"),
-        ("in_proj.bias", "in_proj_bias"),
         ("mlp.fc1.", "linear1."),
         ("mlp.fc2.", "linear2."),
         ("ln1.", "norm1."),
@@ -414,6 +412,10 @@ def _load_into_torch_peer(peer, ours, stack: str) -> None:
     state = {
         _rename(k, stack): v for k, v in ours.state_dict().items() if not k.startswith("unembed.")
     }
+    for key in [k for k in state if ".q_proj." in k]:  # torch's in_proj: [W^Q; W^K; W^V]
+        attn, _, kind = key.partition(".q_proj.")
+        parts = [state.pop(f"{attn}.{p}.{kind}") for p in ("q_proj", "k_proj", "v_proj")]
+        state[f"{attn}.in_proj_{kind}"] = torch.cat(parts)
     peer.load_state_dict(state, strict=True)
 
 

@@ -72,15 +72,14 @@ def test_encoder_stack_and_pairwise_score():
 
 def set_head(attn, head, **weights):
     """Write one head's weights, given in the row convention (W_Q, W_K, W_V: (E, D);
-    W_O: (D, E)), into torch's layout (in_proj rows [Q; K; V], out_proj columns)."""
-    block = {"W_Q": 0, "W_K": 1, "W_V": 2}
+    W_O: (D, E)), into torch's layout (q_proj, k_proj, v_proj rows, out_proj columns)."""
+    proj = {"W_Q": attn.q_proj, "W_K": attn.k_proj, "W_V": attn.v_proj}
     with torch.no_grad():
         for name, w in weights.items():
             if name == "W_O":
                 attn.out_proj.weight[:, head * D : (head + 1) * D] = w.T
             else:
-                start = block[name] * E + head * D
-                attn.in_proj.weight[start : start + D] = w.T
+                proj[name].weight[head * D : (head + 1) * D] = w.T
 
 
 def test_orthogonal_subspaces_compose_zero_and_aligned_rank_one_heads_compose_one():

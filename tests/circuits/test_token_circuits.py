@@ -92,7 +92,7 @@ def planted(sign: float) -> DecoderLM:
     attn = model.blocks[0].attn
     p, _ = torch.linalg.qr(torch.randn(E, D, dtype=torch.float64))
     with torch.no_grad():
-        attn.in_proj.weight[2 * E : 2 * E + D] = p.T  # W_V of head 0 (torch layout: Pᵀ)
+        attn.v_proj.weight[:D] = p.T  # W_V of head 0 (torch layout: Pᵀ)
         attn.out_proj.weight[:, :D] = sign * p  # W_O of head 0 (torch layout: (Pᵀ)ᵀ)
     return model
 

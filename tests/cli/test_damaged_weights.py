@@ -37,7 +37,7 @@ def damage(folder, tmp_path, kind: str) -> tuple[object, str, str]:
     copy = tmp_path / folder.name
     shutil.copytree(folder, copy)
     tensors = load_file(copy / "model.safetensors")
-    name = sorted(n for n in tensors if n.endswith("in_proj.weight"))[0]
+    name = sorted(n for n in tensors if n.endswith("q_proj.weight"))[0]
     value, count = DAMAGE[kind]
     tensors[name].view(-1)[3] = value
     save_file(tensors, copy / "model.safetensors", metadata={"format": "pt"})

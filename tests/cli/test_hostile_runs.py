@@ -65,7 +65,7 @@ def test_resume_refuses_nan_in_the_training_state_naming_the_tensor(
     spoilt = latest_checkpoint(run) / file
     tensors = load_file(spoilt)
     name = sorted(
-        n for n in tensors if n.endswith(("in_proj.weight", "in_proj.weight/exp_avg_sq"))
+        n for n in tensors if n.endswith(("q_proj.weight", "q_proj.weight/exp_avg_sq"))
     )[0]
     tensors[name].view(-1)[:2] = float("nan")
     save_file(tensors, spoilt)

@@ -18,7 +18,7 @@ LORA_ERRORS = {
         ["train.lora_rank=2", 'train.lora_targets=["attn.query"]'],
         [
             "train.lora_targets: 'attn.query' names no nn.Linear of the DecoderLM; allowed: the "
-            "ends of its Linears' paths: blocks.*.attn.in_proj, blocks.*.attn.out_proj",
+            "ends of its Linears' paths: blocks.*.attn.q_proj, blocks.*.attn.k_proj",
         ],
     ),
     "lora on the tied unembedding": (

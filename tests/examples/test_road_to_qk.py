@@ -55,7 +55,8 @@ def test_each_run_is_a_checkpoint_that_measures_the_same(results):
     out, r = results
     model = load_model(out / "dot")  # the run folder: its checkpoint at step 600
     assert model.config.attention_scores == "dot"
-    assert model.blocks[0].attn.in_proj.out_features == 32  # [W^V] only
+    assert model.blocks[0].attn.v_proj.out_features == 32  # W^V only
+    assert not hasattr(model.blocks[0].attn, "q_proj")
     texts = load_dataset("interleaved", "validation", length=16).examples[:100]
     again = measure(model, model.tokenizer, texts, "dot", 0.0, 0.0)
     assert again.diagonal >= 0.9 and again.accuracy == pytest.approx(r["dot"].accuracy, abs=0.1)

@@ -77,8 +77,8 @@ def test_b_at_zero_equals_the_base_model_exactly():
     ids = torch.randint(0, 40, (2, 10))
     want = lm()(ids).logits
     model = lm()
-    assert add_lora(model, ["attn.in_proj", "attn.out_proj", "mlp.fc1"], rank=4, alpha=8) is model
-    parts = ("attn.in_proj", "attn.out_proj", "mlp.fc1")
+    assert add_lora(model, ["attn.q_proj", "attn.out_proj", "mlp.fc1"], rank=4, alpha=8) is model
+    parts = ("attn.q_proj", "attn.out_proj", "mlp.fc1")
     assert wrapped(model) == [f"blocks.{i}.{p}" for i in (0, 1) for p in parts]
     # the plain model's state-dict names, plus lora_A and lora_B
     adapters = {f"blocks.{i}.{p}.lora_{x}" for i in (0, 1) for p in parts for x in "AB"}
@@ -89,20 +89,20 @@ def test_b_at_zero_equals_the_base_model_exactly():
     out, cache = model.run_with_cache(ids, names=result)
     assert torch.equal(out.logits, lm().run_with_cache(ids, names=result)[0].logits)
     assert len(cache) == 2
-    # ... and cross-attention (in_proj.weight sliced)
+    # ... and cross-attention
     src, tgt = torch.randint(0, 40, (2, 7)), torch.randint(0, 40, (2, 5))
     base = seq2seq()(src, decoder_input_ids=tgt).logits
     s2s = seq2seq()
-    add_lora(s2s, ["attn.in_proj", "cross_attn.in_proj"], rank=2, alpha=2)
+    add_lora(s2s, ["attn.v_proj", "cross_attn.k_proj"], rank=2, alpha=2)
     assert len(lora_layers(s2s)) == 3 and torch.equal(s2s(src, decoder_input_ids=tgt).logits, base)
 
 
 def test_add_lora_trains_only_the_adapters_and_the_kept_parts():
     model = lm()
-    add_lora(model, ["blocks.0.attn.in_proj"], rank=2, alpha=4, keep=["ln_final"])
+    add_lora(model, ["blocks.0.attn.q_proj"], rank=2, alpha=4, keep=["ln_final"])
     trains = sorted(n for n, p in model.named_parameters() if p.requires_grad)
     assert trains == [
-        "blocks.0.attn.in_proj.lora_A", "blocks.0.attn.in_proj.lora_B",
+        "blocks.0.attn.q_proj.lora_A", "blocks.0.attn.q_proj.lora_B",
         "ln_final.bias", "ln_final.weight",
     ]  # fmt: skip
 
@@ -123,13 +123,13 @@ def test_the_weights_that_code_reads_are_the_merged_ones():
 def test_merge_keeps_the_outputs_and_leaves_plain_linears():
     ids = torch.randint(0, 40, (2, 12), generator=torch.Generator().manual_seed(0))
     model = lm(tie_embeddings=False)
-    add_lora(model, ["attn.in_proj", "attn.out_proj", "mlp.fc2", "unembed.proj"], 4, 16)
+    add_lora(model, ["attn.k_proj", "attn.out_proj", "mlp.fc2", "unembed.proj"], 4, 16)
     randomise_b(model)
     adapted = model(ids).logits
     assert (adapted - lm(tie_embeddings=False)(ids).logits).abs().max() > 1e-2  # B ≠ 0 counts
     merged = merge_lora(model)
     assert len(merged) == 7 and not lora_layers(model)
-    assert type(model.blocks[0].attn.in_proj) is nn.Linear
+    assert type(model.blocks[0].attn.k_proj) is nn.Linear
     assert set(model.state_dict()) == set(lm(tie_embeddings=False).state_dict())
     torch.testing.assert_close(model(ids).logits, adapted, atol=1e-5, rtol=0)
 
@@ -138,6 +138,7 @@ def test_merge_keeps_the_outputs_of_cross_attention_which_reads_the_weight():
     src, tgt = torch.randint(0, 40, (2, 7)), torch.randint(0, 40, (2, 5))
     model = seq2seq()
     add_lora(model, ["cross_attn.in_proj", "cross_attn.out_proj"], rank=2, alpha=4)
+    assert len(lora_layers(model)) == 4  # in_proj: q_proj, k_proj, v_proj
     randomise_b(model)
     adapted = model(src, decoder_input_ids=tgt).logits
     assert not torch.allclose(adapted, seq2seq()(src, decoder_input_ids=tgt).logits)
@@ -149,30 +150,30 @@ def test_merge_keeps_the_outputs_of_cross_attention_which_reads_the_weight():
 def test_refusals_name_the_target_and_what_exists():
     model = lm()
     with pytest.raises(ValueError) as err:
-        add_lora(model, ["attn.in_proj", "attn.nope"], 2, 4, where="train.lora_targets")
+        add_lora(model, ["attn.q_proj", "attn.nope"], 2, 4, where="train.lora_targets")
     message = str(err.value)
     assert message.startswith(
         "train.lora_targets: 'attn.nope' names no nn.Linear of the DecoderLM; allowed: the ends "
-        "of its Linears' paths: blocks.*.attn.in_proj, blocks.*.attn.out_proj, blocks.*.mlp.fc1"
+        "of its Linears' paths: blocks.*.attn.q_proj, blocks.*.attn.k_proj, blocks.*.attn.v_proj"
     )
     assert not lora_layers(model) and all(p.requires_grad for p in model.parameters())
     with pytest.raises(ValueError) as err:
         add_lora(model, ["unembed.proj"], 2, 4, rank_name="train.lora_rank")
     assert str(err.value) == (
         "targets: unembed.proj.weight is tied to embed.weight (one matrix): LoRA cannot "
-        "adapt it alone; choose other targets (e.g. ['attn.in_proj', 'attn.out_proj']), or "
+        "adapt it alone; choose other targets (e.g. ['attn.q_proj', 'attn.v_proj']), or "
         "train the tied matrix without LoRA (train.lora_rank=0; train.freeze keeps other "
         "parts fixed); a model built without init_from can also untie it "
         "(model.tie_embeddings=false)"
     )
     for rank in (0, -1, 1.5, True, "8"):
         with pytest.raises(ValueError, match=r"rank=.* must be an int >= 1"):
-            add_lora(model, ["attn.in_proj"], rank, 4)
+            add_lora(model, ["attn.q_proj"], rank, 4)
     for alpha in (0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="alpha=.* must be a finite number > 0"):
-            add_lora(model, ["attn.in_proj"], 2, alpha)
+            add_lora(model, ["attn.q_proj"], 2, alpha)
     with pytest.raises(ValueError, match="must be a non-empty list"):
-        add_lora(model, "attn.in_proj", 2, 4)
+        add_lora(model, "attn.q_proj", 2, 4)
     with pytest.raises(ValueError, match="must be a non-empty list"):
         add_lora(model, [], 2, 4)
     assert not lora_layers(model)
@@ -201,7 +202,7 @@ def test_the_circuits_read_the_merged_weights():
     from glassformer.circuits import head_weights
 
     model = lm()
-    add_lora(model, ["attn.in_proj", "attn.out_proj"], rank=4, alpha=8)
+    add_lora(model, ["attn.q_proj", "attn.v_proj", "attn.out_proj"], rank=4, alpha=8)
     randomise_b(model)
     adapted = head_weights(model, None)
     plain = head_weights(lm(), None)

@@ -207,7 +207,7 @@ def test_kill_9_then_resume_of_a_lora_run_equals_an_uninterrupted_run(tmp_path):
     k = _kill_tools()
     text = tmp_path / "train.txt"
     text.write_text("the cat sat on the mat; the dog lay on the log.\n" * 40)
-    lora = ["--set", "train.lora_rank=2", "--set", 'train.lora_targets=["in_proj", "fc1"]']
+    lora = ["--set", "train.lora_rank=2", "--set", 'train.lora_targets=["q_proj", "fc1"]']
     argv = ["--data", text, "--steps", 12, *k.TINY, *lora]
     whole = tmp_path / "whole"
     reference = k.start(whole, argv)
@@ -223,7 +223,7 @@ def test_kill_9_then_resume_of_a_lora_run_equals_an_uninterrupted_run(tmp_path):
     assert reference.wait(timeout=60) == 0, (tmp_path / "whole.log").read_text()
     log = (tmp_path / "killed.log").read_text()
     assert f"resuming at step {saved} to step 12" in log
-    assert "M parameters, 288 train, context 16)" in log  # A, B: (2·16 + 48·2) + (2·16 + 64·2)
+    assert "M parameters, 224 train, context 16)" in log  # A, B: (2·16 + 16·2) + (2·16 + 64·2)
     for name in ("model.safetensors", "trainer.safetensors"):
         ours = load_file(out / "checkpoints" / "step-000012" / name)
         theirs = load_file(whole / "checkpoints" / "step-000012" / name)
@@ -267,3 +267,29 @@ def test_save_pretrained_of_a_model_with_lora_writes_it_as_it_is(tmp_path):
         merge_lora(model)
         torch.testing.assert_close(model(ids).logits, loaded(ids).logits, atol=1e-5, rtol=0)
     assert set(model.state_dict()) == set(DecoderLM(preset("tiny", **SMALL)).state_dict())
+
+
+def test_the_default_targets_adapt_w_q_and_w_v_alone(tmp_path):
+    """The LoRA paper's choice: adapters on W^Q and W^V of every self-attention only; W^K
+    stays a plain Linear, exactly as it started, and so does every W."""
+    from torch import nn
+
+    from glassformer.finetune import DEFAULT_TARGETS
+
+    assert TrainConfig().lora_targets == list(DEFAULT_TARGETS) == ["attn.q_proj", "attn.v_proj"]
+    trainer = make(tmp_path, lora_targets=list(DEFAULT_TARGETS), steps=4)
+    trainer.fit()
+    model = trainer.model
+    assert list(lora_layers(model)) == [
+        f"blocks.{i}.attn.{p}" for i in (0, 1) for p in ("q_proj", "v_proj")
+    ]
+    torch.manual_seed(0)
+    start = DecoderLM(preset("tiny", **SMALL))  # as make() builds it
+    for i in (0, 1):
+        attn, was = model.blocks[i].attn, start.blocks[i].attn
+        assert type(attn.k_proj) is nn.Linear
+        for name, p in was.k_proj.named_parameters():
+            assert torch.equal(getattr(attn.k_proj, name), p), name
+        for proj in ("q_proj", "v_proj"):
+            assert torch.equal(getattr(attn, proj).weight, getattr(was, proj).weight)
+            assert getattr(attn, proj).lora_B.abs().max() > 0  # B trained

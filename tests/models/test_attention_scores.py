@@ -28,6 +28,10 @@ def logits(model, ids):
     return model(ids).logits
 
 
+def _projections(attn) -> list[str]:
+    return [name for name, _ in attn.named_children() if name.endswith("proj")]
+
+
 IDS = torch.randint(3, 30, (2, 7), generator=torch.Generator().manual_seed(1))
 
 
@@ -47,17 +51,19 @@ def test_the_default_is_separate_and_bad_values_are_refused():
 def test_checkpoint_loads_and_generates(tmp_path, family, scores):
     positional = "rotary" if family == "decoder" else "learned"
     model = build(family, scores, positional=positional)
-    rows = {"separate": 48, "shared": 32, "dot": 16}[scores]
+    names = {"separate": ["q_proj", "k_proj", "v_proj"], "shared": ["qk_proj", "v_proj"],
+             "dot": ["v_proj"]}[scores]  # fmt: skip
     stack = model.encoder if family == "encoder-decoder" else model
-    assert stack.blocks[0].attn.in_proj.weight.shape == (rows, 16)
+    assert _projections(stack.blocks[0].attn) == [*names, "out_proj"]
+    assert stack.blocks[0].attn.v_proj.weight.shape == (16, 16)
     if family == "encoder-decoder":  # the setting is self-attention's: cross keeps W^Q, W^K
-        assert model.decoder.blocks[0].attn.in_proj.out_features == rows
-        assert model.decoder.blocks[0].cross_attn.in_proj.out_features == 48
+        assert _projections(model.decoder.blocks[0].attn) == [*names, "out_proj"]
+        cross = _projections(model.decoder.blocks[0].cross_attn)
+        assert cross == ["q_proj", "k_proj", "v_proj", "out_proj"]
     model.save_pretrained(tmp_path / "m")
     loaded = load_model(tmp_path / "m").eval()
     assert loaded.config.attention_scores == scores
-    separate = build(family, "separate", positional=positional)
-    assert loaded.state_dict().keys() == separate.state_dict().keys()
+    assert loaded.state_dict().keys() == model.state_dict().keys()
     assert torch.equal(logits(loaded, IDS), logits(model, IDS))
     if family == "encoder":
         return

@@ -272,7 +272,7 @@ def test_a_bad_tokenizer_file_is_named(saved):
 def test_weights_with_nan_or_inf_are_refused_naming_the_tensor(saved, values, held):
     path = saved / "model.safetensors"
     tensors = load_file(path)
-    name = "blocks.1.attn.in_proj.weight"
+    name = "blocks.1.attn.q_proj.weight"
     tensors[name].view(-1)[5 : 5 + len(values)] = torch.tensor(values)
     save_file(tensors, path, metadata={"format": "pt"})
     with pytest.raises(ValueError) as err:

@@ -12,13 +12,14 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from glassformer import load_model
-from glassformer.models import EncoderDecoder
+from glassformer import ModelConfig, load_model
+from glassformer.models import DecoderLM, EncoderDecoder, EncoderMLM
 from glassformer.models.legacy_keys import current_names
 
 LEGACY = Path(__file__).parent / "data" / "legacy"
 EXPECTED = json.loads((LEGACY / "expected.json").read_text())
 CONTAINERS = Path(__file__).parent / "data" / "legacy-containers"
+FAMILIES = {"decoder": DecoderLM, "encoder": EncoderMLM, "encoder-decoder": EncoderDecoder}
 
 
 def logits(model, case: dict) -> torch.Tensor:
@@ -133,4 +134,58 @@ def test_a_name_no_module_has_is_refused_as_the_file_spells_it(tmp_path):
         match=r"config: unexpected 2 \['decoder\.layers\.0\.gate\.weight', "
         r"'stray\.cross_norm\.weight'\]",
     ):
+        load_model(tmp_path)
+
+
+def _fused(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The fused layout every earlier checkpoint has: each attention's projections stacked by
+    rows into one ``in_proj`` ([W^Q; W^K; W^V], [W^{QK}; W^V] or [W^V])."""
+    order = ("q_proj", "qk_proj", "k_proj", "v_proj")  # their rows in in_proj
+    out, fused = {}, {}
+    for name in sorted(tensors, key=lambda n: [order.index(p) if p in order else -1
+                                               for p in n.split(".")]):  # fmt: skip
+        attn, _, part = name.rpartition(".")[0].rpartition(".")
+        if part in order:
+            fused.setdefault(f"{attn}.in_proj.{name.rpartition('.')[2]}", []).append(tensors[name])
+        else:
+            out[name] = tensors[name]
+    return {**out, **{name: torch.cat(parts) for name, parts in fused.items()}}
+
+
+@pytest.mark.parametrize(
+    ("family", "options"),
+    [
+        ("decoder", dict(n_kv_head=2, positional="rotary")),  # grouped-query: K, V of 2 heads
+        ("decoder", dict(attention_scores="shared")),
+        ("encoder", dict(attention_scores="dot")),
+        ("encoder-decoder", dict()),  # cross-attention's in_proj too
+    ],
+)
+def test_a_checkpoint_of_the_fused_in_proj_loads_bitwise(tmp_path, family, options):
+    torch.manual_seed(0)
+    config = ModelConfig(family=family, vocab_size=30, d_model=16, n_head=4, n_layer=2,
+                         max_len=16, **options)  # fmt: skip
+    model = FAMILIES[family](config).eval()
+    model.save_pretrained(tmp_path)
+    tensors = _fused(load_file(tmp_path / "model.safetensors"))
+    assert any(".attn.in_proj.weight" in n for n in tensors)
+    assert not any("q_proj" in n or "v_proj" in n for n in tensors)
+    save_file(tensors, tmp_path / "model.safetensors")
+    loaded = load_model(tmp_path).eval()
+    for name, t in model.state_dict().items():
+        assert torch.equal(loaded.state_dict()[name], t), name
+    ids = torch.randint(3, 30, (2, 7), generator=torch.Generator().manual_seed(1))
+    assert torch.equal(logits(loaded, {"input_ids": ids}), logits(model, {"input_ids": ids}))
+
+
+def test_a_fused_in_proj_of_other_rows_is_refused_naming_it(tmp_path):
+    torch.manual_seed(0)
+    config = ModelConfig(family="decoder", vocab_size=30, d_model=16, n_head=4, n_layer=1,
+                         max_len=16)  # fmt: skip
+    DecoderLM(config).save_pretrained(tmp_path)
+    tensors = _fused(load_file(tmp_path / "model.safetensors"))
+    tensors["blocks.0.attn.in_proj.weight"] = tensors["blocks.0.attn.in_proj.weight"][:40]
+    save_file(tensors, tmp_path / "model.safetensors")
+    with pytest.raises(ValueError, match=r"tensor 'blocks\.0\.attn\.in_proj\.weight' has shape "
+                       r"\(40, 16\), the config's projections need 48 rows"):  # fmt: skip
         load_model(tmp_path)

@@ -50,7 +50,7 @@ def test_separate_scores_query_n_as_x_n_U_q_U_k_x_n_prime():
     attn = MultiHeadAttention(C, H, bias=False)
     x = torch.randn(1, 7, C)
     a = _scores(attn, x)  # (1, H, T, T)
-    w_q, w_k = attn.in_proj.weight[:C], attn.in_proj.weight[C : 2 * C]
+    w_q, w_k = attn.q_proj.weight, attn.k_proj.weight
     d = C // H
     for h in range(H):
         u_q, u_k = w_q[h * d : (h + 1) * d], w_k[h * d : (h + 1) * d]  # (D, C) each
@@ -69,14 +69,19 @@ def test_dot_puts_each_token_first_on_itself_when_the_norms_are_equal():
 
 
 def test_separate_is_the_attention_it_always_was():
-    """The same parameters, state-dict keys and outputs as [W^Q; W^K; W^V] in one in_proj, Eq. (1)
-    by torch's kernel: equal bit for bit to that computation written out here."""
+    """W^Q, W^K, W^V as three Linears (torch.nn's and Hugging Face's names), each called, Eq. (1)
+    by torch's kernel: equal bit for bit to that computation written out here, and to the
+    fused [W^Q; W^K; W^V] of earlier checkpoints up to rounding."""
     torch.manual_seed(0)
     attn = MultiHeadAttention(C, H, n_kv_head=2)
     assert attn.scores == "separate" and MultiHeadAttention(C, H).scores == "separate"
     assert {k: tuple(v.shape) for k, v in attn.state_dict().items()} == {
-        "in_proj.weight": (C + 2 * 8, C),
-        "in_proj.bias": (C + 2 * 8,),
+        "q_proj.weight": (C, C),
+        "q_proj.bias": (C,),
+        "k_proj.weight": (8, C),
+        "k_proj.bias": (8,),
+        "v_proj.weight": (8, C),
+        "v_proj.bias": (8,),
         "out_proj.weight": (C, C),
         "out_proj.bias": (C,),
     }
@@ -85,36 +90,45 @@ def test_separate_is_the_attention_it_always_was():
     def heads(u, n):
         return u.view(u.shape[0], u.shape[1], n, 4).transpose(1, 2)
 
-    q, k, v = attn.in_proj(x).split([C, 8, 8], dim=-1)
-    y = F.scaled_dot_product_attention(
-        heads(q, H), heads(k, 2), heads(v, 2), is_causal=True, enable_gqa=True
-    )
-    expected = attn.out_proj(y.transpose(1, 2).reshape(2, 5, C))
+    def attend(q, k, v, causal=False):
+        y = F.scaled_dot_product_attention(
+            heads(q, H), heads(k, 2), heads(v, 2), is_causal=causal, enable_gqa=True
+        )
+        return attn.out_proj(y.transpose(1, 2).reshape(2, 5, C))
+
+    (wq, bq), (wk, bk), (wv, bv) = attn.projection_weights()
+    expected = attend(F.linear(x, wq, bq), F.linear(x, wk, bk), F.linear(x, wv, bv), True)
     assert torch.equal(attn(x, causal=True), expected)
-    w, b = attn.in_proj.weight, attn.in_proj.bias  # cross-attention: Q from x, K and V from z
-    k, v = F.linear(z, w[C:], b[C:]).chunk(2, dim=-1)
-    q = F.linear(x, w[:C], b[:C])
-    y = F.scaled_dot_product_attention(heads(q, H), heads(k, 2), heads(v, 2), enable_gqa=True)
-    expected = attn.out_proj(y.transpose(1, 2).reshape(2, 5, C))
+    w, b = torch.cat([wq, wk, wv]), torch.cat([bq, bk, bv])  # the fused in_proj
+    fused = attend(*F.linear(x, w, b).split([C, 8, 8], dim=-1), True)
+    torch.testing.assert_close(attn(x, causal=True), fused)
+    # cross-attention: Q from x, K and V from z
+    expected = attend(F.linear(x, wq, bq), F.linear(z, wk, bk), F.linear(z, wv, bv))
     assert torch.equal(attn(x, z), expected)
 
 
 def test_parameters_of_each_setting():
-    """dot: no query/key parameters; shared: one matrix for both; separate: two."""
-    rows = {}
+    """dot: no query/key parameters; shared: one matrix for both; separate: two. The weights
+    ``projection_weights`` gives are the modules' own tensors."""
+    names = {}
     for scores in ATTENTION_SCORES:
         attn = MultiHeadAttention(C, H, attention_scores=scores)
-        assert list(attn.state_dict()) == [
-            "in_proj.weight", "in_proj.bias", "out_proj.weight", "out_proj.bias"
-        ]  # fmt: skip
-        rows[scores] = attn.in_proj.out_features
+        names[scores] = list(attn.state_dict())
         (wq, bq), (wk, bk), (wv, bv) = attn.projection_weights()
-        assert torch.equal(wv, attn.in_proj.weight[-C:]) and torch.equal(bv, attn.in_proj.bias[-C:])
+        assert wv is attn.v_proj.weight and bv is attn.v_proj.bias
+        if scores == "separate":
+            assert wq is attn.q_proj.weight and bk is attn.k_proj.bias
         if scores == "shared":
-            assert wq is wk and bq is bk and torch.equal(wq, attn.in_proj.weight[:C])
+            assert wq is wk is attn.qk_proj.weight and bq is bk is attn.qk_proj.bias
         if scores == "dot":
             assert torch.equal(wq, torch.eye(C)) and bq is None and bk is None
-    assert rows == {"separate": 3 * C, "shared": 2 * C, "dot": C}
+    out = ["out_proj.weight", "out_proj.bias"]
+    assert names == {
+        "separate": ["q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias",
+                     "v_proj.weight", "v_proj.bias", *out],
+        "shared": ["qk_proj.weight", "qk_proj.bias", "v_proj.weight", "v_proj.bias", *out],
+        "dot": ["v_proj.weight", "v_proj.bias", *out],
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("scores", ["shared", "dot"])

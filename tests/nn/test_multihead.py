@@ -51,13 +51,14 @@ def test_cross_attention_takes_keys_and_values_from_z():
 
 def test_no_bias_has_no_bias_parameters():
     mha = MultiHeadAttention(8, 2, bias=False)
-    assert mha.in_proj.bias is None and mha.out_proj.bias is None
+    assert all(getattr(mha, p).bias is None for p in ("q_proj", "k_proj", "v_proj", "out_proj"))
     assert sum(p.numel() for p in mha.parameters()) == 3 * 8 * 8 + 8 * 8
 
 
 def test_gqa_parameter_count():
     mha = MultiHeadAttention(32, 8, n_kv_head=2, bias=False)
-    assert mha.in_proj.weight.shape == (32 + 2 * 8, 32)  # Q: 8 heads, K and V: 2 heads of 4
+    assert mha.q_proj.weight.shape == (32, 32)  # Q: 8 heads of 4
+    assert mha.k_proj.weight.shape == mha.v_proj.weight.shape == (8, 32)  # K, V: 2 heads of 4
 
 
 def test_self_attention_is_permutation_equivariant():

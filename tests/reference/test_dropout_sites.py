@@ -106,7 +106,7 @@ def test_gpt2_layout_matches_hf_gpt2_in_training(monkeypatch):
         (model.pos_embed.weight.grad, h.wpe.weight.grad),
         (model.blocks[0].mlp.fc1.weight.grad, h.h[0].mlp.c_fc.weight.grad.t()),
         (model.blocks[1].mlp.fc2.weight.grad, h.h[1].mlp.c_proj.weight.grad.t()),
-        (model.blocks[0].attn.in_proj.weight.grad, h.h[0].attn.c_attn.weight.grad.t()),
+        (model.blocks[0].attn.k_proj.weight.grad, h.h[0].attn.c_attn.weight.grad.t()[32:64]),
     ]:
         assert_close(mine, theirs, atol=1e-5, rtol=1e-4)
 
@@ -155,9 +155,9 @@ def test_torch_nn_layout_matches_transformer_encoder_layer_in_training(monkeypat
     assert ref_calls == calls == {(2, T, 16): 2, (2, T, 32): 1}
     assert_close(got, ref, atol=1e-5, rtol=0)
     params = dict(block.named_parameters())
-    for t_name, g_name in torch_key_map(layer).items():
+    for t_name, g_names in torch_key_map(layer).items():  # in_proj: [q; k; v]_proj by rows
         theirs = dict(layer.named_parameters())[t_name].grad
-        assert_close(params[g_name].grad, theirs, atol=1e-5, rtol=0)
+        assert_close(torch.cat([params[g].grad for g in g_names]), theirs, atol=1e-5, rtol=0)
 
 
 def hidden_rates(model) -> set[float]:

@@ -166,7 +166,7 @@ def test_key_map_is_the_same_from_either_side():
     hf = small("gpt2")
     forward, backward = huggingface_key_map(hf), huggingface_key_map(from_huggingface(hf))
     assert forward == backward
-    assert forward["blocks.1.attn.in_proj.weight"] == (
+    assert forward["blocks.1.attn.k_proj.weight"] == (
         "transformer.h.1.attn.c_attn.weight",
     )
     llama = huggingface_key_map(small("llama"))

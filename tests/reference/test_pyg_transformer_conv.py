@@ -46,12 +46,10 @@ def pair(seed: int) -> tuple[TransformerConv, MultiHeadAttention]:
         torch.nn.init.normal_(p, std=0.3)
     mha = MultiHeadAttention(C, H)
     with torch.no_grad():
-        mha.in_proj.weight.copy_(
-            torch.cat([conv.lin_query.weight, conv.lin_key.weight, conv.lin_value.weight])
-        )
-        mha.in_proj.bias.copy_(
-            torch.cat([conv.lin_query.bias, conv.lin_key.bias, conv.lin_value.bias])
-        )
+        for ours, theirs in ((mha.q_proj, conv.lin_query), (mha.k_proj, conv.lin_key),
+                             (mha.v_proj, conv.lin_value)):  # fmt: skip
+            ours.weight.copy_(theirs.weight)
+            ours.bias.copy_(theirs.bias)
         mha.out_proj.weight.copy_(torch.eye(C))  # W^O = I
         mha.out_proj.bias.zero_()
     return conv.eval(), mha.eval()

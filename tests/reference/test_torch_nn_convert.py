@@ -262,30 +262,39 @@ def test_weights_are_copied_not_shared():
     adapter = from_torch(m)
     with torch.no_grad():
         m.in_proj_weight.zero_()
-    assert adapter.module.in_proj.weight.abs().sum() > 0
+    assert adapter.module.q_proj.weight.abs().sum() > 0
 
 
 def test_key_map_encoder_decoder_layers():
     enc = torch_key_map(nn.TransformerEncoderLayer(D, H, FF))
-    assert enc["self_attn.in_proj_weight"] == "attn.in_proj.weight"
-    assert enc["linear1.weight"] == "mlp.fc1.weight"
-    assert enc["norm2.bias"] == "ln2.bias"
+    assert enc["self_attn.in_proj_weight"] == (
+        "attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight"
+    )  # fmt: skip
+    assert enc["linear1.weight"] == ("mlp.fc1.weight",)
+    assert enc["norm2.bias"] == ("ln2.bias",)
     dec = torch_key_map(nn.Transformer(D, H, 1, 2, FF))
-    assert (
-        dec["decoder.layers.1.multihead_attn.out_proj.bias"]
-        == "decoder.blocks.1.cross_attn.out_proj.bias"
+    assert dec["decoder.layers.1.multihead_attn.out_proj.bias"] == (
+        "decoder.blocks.1.cross_attn.out_proj.bias",
     )
-    assert dec["decoder.layers.0.norm2.weight"] == "decoder.blocks.0.ln2.weight"
-    assert dec["decoder.layers.0.norm3.weight"] == "decoder.blocks.0.ln3.weight"
-    assert dec["encoder.norm.weight"] == "encoder.ln_final.weight"
+    assert dec["decoder.layers.0.multihead_attn.in_proj_bias"][2] == (
+        "decoder.blocks.0.cross_attn.v_proj.bias"
+    )
+    assert dec["decoder.layers.0.norm2.weight"] == ("decoder.blocks.0.ln2.weight",)
+    assert dec["decoder.layers.0.norm3.weight"] == ("decoder.blocks.0.ln3.weight",)
+    assert dec["encoder.norm.weight"] == ("encoder.ln_final.weight",)
 
 
 def test_projection_layout_matches_torch():
-    """torch's in_proj_weight rows are [W^Q; W^K; W^V]: the same views glassformer exposes."""
+    """torch's in_proj_weight rows are [W^Q; W^K; W^V]: glassformer's three projections, and
+    back again bit for bit."""
     m = nn.MultiheadAttention(D, H)
     native = from_torch(m).module
     for w_torch, (w, _) in zip(m.in_proj_weight.chunk(3), native.projection_weights(), strict=True):
         assert torch.equal(w, w_torch)
+    assert torch.equal(native.k_proj.weight, m.in_proj_weight[D : 2 * D])
+    back = to_torch(native)
+    assert torch.equal(back.in_proj_weight, m.in_proj_weight)
+    assert torch.equal(back.in_proj_bias, m.in_proj_bias)
 
 
 # --------------------------------------------------------------------------- torch.nn fast paths

@@ -172,9 +172,10 @@ def check_parity(torch_module, adapter, args, kwargs, seed=0):
     t_params = dict(torch_module.named_parameters())
     g_params = dict(adapter.module.named_parameters())
     assert set(key_map) == set(t_params)
-    assert set(key_map.values()) == set(g_params)
-    for t_name, g_name in key_map.items():
-        assert_close(g_params[g_name].grad, t_params[t_name].grad, atol=ATOL, rtol=0)
+    assert {g for g_names in key_map.values() for g in g_names} == set(g_params)
+    for t_name, g_names in key_map.items():  # in_proj_weight: [q; k; v]_proj by rows
+        g = torch.cat([g_params[n].grad for n in g_names])
+        assert_close(g, t_params[t_name].grad, atol=ATOL, rtol=0)
 
 
 def modes(train: bool) -> tuple[float, bool]:
@@ -220,8 +221,9 @@ def test_mha_self_attention(case, train, bias, batch_first, weights):
     (g_out * cot).sum().backward()
     assert_close(g_x.grad, t_x.grad, atol=ATOL, rtol=0)
     g_params = dict(adapter.module.named_parameters())
-    for t_name, g_name in torch_key_map(m).items():
-        assert_close(g_params[g_name].grad, m.get_parameter(t_name).grad, atol=ATOL, rtol=0)
+    for t_name, g_names in torch_key_map(m).items():  # in_proj_weight: [q; k; v]_proj by rows
+        g = torch.cat([g_params[n].grad for n in g_names])
+        assert_close(g, m.get_parameter(t_name).grad, atol=ATOL, rtol=0)
 
 
 @pytest.mark.parametrize(
@@ -264,8 +266,9 @@ def test_mha_cross_attention(case, separate, train, batch_first, weights):
     assert_close(g_q.grad, t_q.grad, atol=ATOL, rtol=0)
     assert_close(g_kv.grad, t_kv.grad, atol=ATOL, rtol=0)
     g_params = dict(adapter.module.named_parameters())
-    for t_name, g_name in torch_key_map(m).items():
-        assert_close(g_params[g_name].grad, m.get_parameter(t_name).grad, atol=ATOL, rtol=0)
+    for t_name, g_names in torch_key_map(m).items():  # in_proj_weight: [q; k; v]_proj by rows
+        g = torch.cat([g_params[n].grad for n in g_names])
+        assert_close(g, m.get_parameter(t_name).grad, atol=ATOL, rtol=0)
 
 
 # --------------------------------------------------------------------------- layers

@@ -147,9 +147,9 @@ def test_classify_from_bert_trains_a_new_head_and_matches_hugging_face(tmp_path,
     assert run.start.new == ["classifier 32 -> 2"] and run.start.left_out == []
     bert = load_hf(hf_dirs["bert"])
     assert torch.equal(run.model.pooler.weight, bert.pooler.dense.weight)
-    before = run.model.blocks[0].attn.in_proj.weight.detach().clone()
+    before = run.model.blocks[0].attn.q_proj.weight.detach().clone()
     run.fit()
-    assert not torch.equal(run.model.blocks[0].attn.in_proj.weight, before)  # all of it trains
+    assert not torch.equal(run.model.blocks[0].attn.q_proj.weight, before)  # all of it trains
     from glassformer.interop.huggingface import to_huggingface
 
     model = run.model.cpu().eval()
@@ -312,8 +312,8 @@ def test_lora_settings_the_pretrained_model_cannot_take_are_refused(tmp_path, fi
     with pytest.raises(RunError) as err:
         run.load()
     assert str(err.value) == (
-        "train.lora_rank=33 is larger than blocks.0.attn.in_proj allows: a Linear 32 -> 96, "
-        "whose update B A has rank at most min(32, 96) = 32; allowed: train.lora_rank from 1 "
+        "train.lora_rank=33 is larger than blocks.0.attn.q_proj allows: a Linear 32 -> 32, "
+        "whose update B A has rank at most min(32, 32) = 32; allowed: train.lora_rank from 1 "
         "to 32"
     )
     lora = {"train": {"lora_rank": 2, "lora_targets": ["unembed.proj"]}}

@@ -137,7 +137,7 @@ CASES = {
     ),
     "a field not listed": (
         edit_json(optimizer__fields={}),
-        r"state \['exp_avg', 'exp_avg_sq', 'step'\] of blocks.0.attn.in_proj.bias is not "
+        r"state \['exp_avg', 'exp_avg_sq', 'step'\] of blocks.0.attn.k_proj.bias is not "
         "listed in trainer.json",
     ),
     "no list of fields": (edit_json(optimizer__fields=None), "optimizer.fields is not a mapping"),

@@ -85,7 +85,7 @@ def test_each_optimizer_updates_the_weights_as_torch_optim_does(case):
     assert torch.equal(ours.pos_embed.weight, frozen)
     for (name, p), q in zip(ours.named_parameters(), theirs.parameters(), strict=True):
         assert torch.equal(p, q), name
-    moved = (ours.blocks[0].attn.in_proj.weight - tiny_model().blocks[0].attn.in_proj.weight)
+    moved = (ours.blocks[0].attn.q_proj.weight - tiny_model().blocks[0].attn.q_proj.weight)
     assert moved.abs().max() > 1e-3  # the steps did change the weights
 
 

@@ -182,7 +182,7 @@ def test_lora_with_two_processes_equals_one_and_resumes(tmp_path, lora_one, stra
     run(two, strategy, 6, procs=2, resume=True, lora_rank=4)
     assert_same(params(one), params(two), atol=1e-5)
     adapters = {k: v for k, v in params(two).items() if ".lora_" in k}
-    assert len(adapters) == 8  # A and B of in_proj and out_proj, 2 blocks
+    assert len(adapters) == 8  # A and B of q_proj and v_proj, 2 blocks
     assert any(k.endswith("lora_B") and v.abs().max() > 0 for k, v in adapters.items())
     assert losses(one) == pytest.approx(losses(two), abs=1e-5)
 

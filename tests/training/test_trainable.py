@@ -28,10 +28,11 @@ def test_lora_on_a_classifier_trains_the_adapters_and_the_head():
     trained, total = set_what_trains(add_run_lora(model, config), config)
     names = trains(model)
     assert names == sorted(
-        [f"blocks.{i}.attn.{p}.lora_{m}" for i in (0, 1) for p in ("in_proj", "out_proj")
+        [f"blocks.{i}.attn.{p}.lora_{m}" for i in (0, 1)
+         for p in ("q_proj", "v_proj")
          for m in "AB"] + ["classifier.bias", "classifier.weight"]
-    )  # fmt: skip
-    assert trained == 2 * (2 * 16 + 48 * 2 + 2 * 16 + 16 * 2) + 16 * 2 + 2
+    )  # fmt: skip  (the default targets: W^Q and W^V)
+    assert trained == 2 * 2 * (2 * 16 + 16 * 2) + 16 * 2 + 2
     assert total == sum(p.numel() for p in model.parameters())
     optimizer = build_optimizer(model, TrainConfig())
     held = {id(p) for g in optimizer.param_groups for p in g["params"]}

@@ -226,6 +226,38 @@ def _earlier(text: str) -> str:
     return quoted if text.startswith("{") else quoted[1:-1]
 
 
+_QKV = (".q_proj.", ".k_proj.", ".v_proj.")
+
+
+def _fused_layout(ckpt) -> None:
+    """Rewrite a checkpoint of today into the fused layout of every earlier one: each
+    attention's q_proj, k_proj, v_proj (weights, and the optimizer's state of each) stacked by
+    rows into one in_proj; a scalar state (Adam's step) kept once."""
+    from safetensors.torch import load_file, save_file
+
+    def fused(name: str) -> str:
+        for part in _QKV:
+            name = name.replace(part, ".in_proj.")
+        return name
+
+    for file in ("model.safetensors", "trainer.safetensors"):
+        def rows_first(item):  # Q's rows, then K's, then V's
+            return next((i for i, part in enumerate(_QKV) if part in item[0]), 0)
+
+        parts = {}
+        for name, t in sorted(load_file(ckpt / file).items(), key=rows_first):
+            parts.setdefault(fused(name), []).append(t)
+        tensors = {name: torch.cat(ts) if ts[0].dim() else ts[0] for name, ts in parts.items()}
+        save_file(tensors, ckpt / file)
+    meta = json.loads((ckpt / "trainer.json").read_text())
+    opt = meta["optimizer"]
+    for group in opt["param_groups"]:
+        group["params"] = list(dict.fromkeys(fused(p) for p in group["params"]))
+    opt["fields"] = {fused(k): v for k, v in opt["fields"].items()}
+    opt["scalars"] = {fused(k): v for k, v in opt["scalars"].items()}
+    (ckpt / "trainer.json").write_text(json.dumps(meta))
+
+
 def test_a_run_saved_under_the_earlier_module_names_resumes_exactly(tmp_path):
     from safetensors.torch import load_file, save_file
 
@@ -243,6 +275,7 @@ def test_a_run_saved_under_the_earlier_module_names_resumes_exactly(tmp_path):
     with pytest.raises(RuntimeError, match="killed"):
         crashed.fit()
     ckpt = tmp_path / "half" / "checkpoints" / "step-000008"
+    _fused_layout(ckpt)  # [W^Q; W^K; W^V] in one in_proj, its Adam moments too
     for name in ("model.safetensors", "trainer.safetensors"):
         tensors = load_file(ckpt / name)
         save_file({_earlier(k): v.clone() for k, v in tensors.items()}, ckpt / name)

@@ -10,7 +10,7 @@ both E×E of rank at most D = d_k, the head size (Elhage et al. (2021), "A Mathe
 Framework for Transformer Circuits", W_OV and W_QK, transposed to rows). ``ov_matrix`` and
 ``qk_matrix`` return them as FactoredMatrix (W_V, W_O) and (W_Q / √d_k, W_Kᵀ), never forming the
 E×E matrix. In torch's layout (``y = x Wᵀ + b``) head h's W_Q is the transpose of the rows
-h·D … (h+1)·D - 1 of ``in_proj.weight``'s query block and W_O the transpose of the columns
+h·D … (h+1)·D - 1 of ``q_proj.weight`` (``projection_weights``) and W_O the transpose of the columns
 h·D … (h+1)·D - 1 of ``out_proj.weight``. TransformerLens's ``model.QK`` is W_Q W_Kᵀ without
 the 1/√d_k; its ``model.OV`` is S. Both as TransformerLens loads a model without processing
 (``no_processing=True``); by default it folds the norm's gain into W_Q, W_K, W_V

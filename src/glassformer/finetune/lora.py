@@ -7,9 +7,12 @@ sees the model, which then trains what requires a gradient.
 
 The targets are patterns of paths (paths.py): ``attn.q_proj`` ends ``blocks.3.attn.q_proj``
 in every block. The default, the LoRA paper's choice, adapts W^Q and W^V of every
-self-attention. An adapted model keeps the plain model's state-dict names (``p.weight``,
-``p.bias``) plus ``p.lora_A`` and ``p.lora_B``; its checkpoint records the adapters in
-config.json, so ``load_model`` builds the same model. ``merge_lora(model)`` folds each update
+self-attention alone (``attn.q_proj``, ``attn.v_proj``); a target ending ``in_proj`` (the
+fused [W^Q; W^K; W^V] of earlier models) names q_proj, k_proj and v_proj (qk_proj).
+
+An adapted model keeps the plain model's state-dict names (``p.weight``, ``p.bias``) plus
+``p.lora_A`` and ``p.lora_B``; its checkpoint records the adapters in config.json, so
+``load_model`` builds the same model. ``merge_lora(model)`` folds each update
 into its weight, W <- W + (alpha / r) B A, and puts plain nn.Linear layers back: a plain model,
 which ``to_huggingface`` exports.
 """
@@ -18,16 +21,15 @@ from __future__ import annotations
 
 from torch import nn
 
+from ..models.legacy_keys import FUSED
 from ..nn.lora import LoRALinear, adapt, check_lora
 from .freeze import select
 from .paths import check_pattern, ends_with, shown_names
 
 __all__ = ["DEFAULT_TARGETS", "LoRALinear", "add_lora", "lora_layers", "merge_lora"]
 
-# The self-attention projections of every block: [W^Q; W^K; W^V] (one Linear, in_proj) and
-# W^O. The LoRA paper adapts W^Q and W^V alone: with attention holding them as separate
-# modules, the default is ("attn.q_proj", "attn.v_proj").
-DEFAULT_TARGETS = ("attn.in_proj", "attn.out_proj")
+# W^Q and W^V of every block's self-attention, the LoRA paper's choice.
+DEFAULT_TARGETS = ("attn.q_proj", "attn.v_proj")
 
 
 def add_lora(
@@ -70,7 +72,8 @@ def add_lora(
     chosen: dict[str, nn.Linear] = {}
     for target in targets:
         check_pattern(target, where)
-        found = {path: m for path, m in linears.items() if ends_with(target, path)}
+        found = {path: m for path, m in linears.items()
+                 if any(ends_with(t, path) for t in _unfused(target))}  # fmt: skip
         if not found:
             raise ValueError(
                 f"{where}: {target!r} names no nn.Linear of the {type(model).__name__}; "
@@ -85,6 +88,15 @@ def add_lora(
     for p in kept:
         p.requires_grad_(True)
     return model
+
+
+def _unfused(target: str) -> list[str]:
+    """``target``, or for a target ending ``in_proj`` (attention's fused [W^Q; W^K; W^V],
+    models/legacy_keys.py) the projections that hold it: q_proj, k_proj, v_proj (qk_proj)."""
+    head, _, last = target.rpartition(".")
+    if last != FUSED:
+        return [target]
+    return [f"{head}.{p}" if head else p for p in ("q_proj", "k_proj", "v_proj", "qk_proj")]
 
 
 def lora_layers(model: nn.Module) -> dict[str, LoRALinear]:

@@ -1,7 +1,7 @@
 """Module paths and the patterns that pick them.
 
 A path is how a part of a model is named: its attribute path, which is also its hook name and
-the prefix of its weights' names (``blocks.0.attn.in_proj``, ``encoder.embed``). A pattern is
+the prefix of its weights' names (``blocks.0.attn.q_proj``, ``encoder.embed``). A pattern is
 a path whose segments may be
 
     a name or an index     ``embed``, ``blocks.0``, ``ln_final``
@@ -9,7 +9,7 @@ a path whose segments may be
     ``A-B``                the indices A to B, both included: ``blocks.0-5``
 
 ``matches(pattern, path)`` compares the whole path; ``ends_with(pattern, path)`` its last
-segments (``attn.in_proj`` ends ``blocks.3.attn.in_proj`` and ``encoder.blocks.0.attn.in_proj``).
+segments (``attn.q_proj`` ends ``blocks.3.attn.q_proj`` and ``encoder.blocks.0.attn.q_proj``).
 """
 
 from __future__ import annotations

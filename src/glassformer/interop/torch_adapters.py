@@ -16,7 +16,6 @@ Differences from torch.nn, by design:
 
 from __future__ import annotations
 
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..nn import attention
@@ -42,9 +41,9 @@ class TorchStyle(nn.Module):
 class TorchStyleMultiheadAttention(TorchStyle):
     """``torch.nn.MultiheadAttention``'s call on a glassformer ``MultiHeadAttention``.
 
-    ``query is key is value`` runs self-attention (Eq. 4, one fused QKV matmul), ``key is
-    value`` cross-attention (Eq. 5); three different tensors are projected by W^Q, W^K, W^V
-    separately. Then Eq. (1) per head and W^O.
+    ``query is key is value`` runs self-attention (Eq. 4), ``key is value`` cross-attention
+    (Eq. 5); three different tensors are projected by W^Q, W^K, W^V each. Then Eq. (1) per
+    head and W^O.
     """
 
     module: MultiHeadAttention
@@ -90,14 +89,13 @@ class TorchStyleMultiheadAttention(TorchStyle):
         return y, w
 
     def _separate(self, q, k, v, mask, causal, need_weights):
-        """Q = q W^Qᵀ, K = k W^Kᵀ, V = v W^Vᵀ, then Eq. (1) and W^O."""
+        """Q of q, K of k (the module's projections), V = v_proj(v), then Eq. (1) and W^O."""
         m = self.module
-        (wq, bq), (wk, bk), (wv, bv) = m.projection_weights()
         b, t, _ = q.shape
         s, d = k.shape[1], m.head_dim
-        qh = F.linear(q, wq, bq).view(b, t, m.n_head, d).transpose(1, 2)  # (B, H, T, D)
-        kh = F.linear(k, wk, bk).view(b, s, m.n_kv_head, d).transpose(1, 2)  # (B, H_kv, S, D)
-        vh = F.linear(v, wv, bv).view(b, s, m.n_kv_head, d).transpose(1, 2)  # (B, H_kv, S, D)
+        qh = m.queries(q).view(b, t, m.n_head, d).transpose(1, 2)  # (B, H, T, D)
+        kh = m.keys(k).view(b, s, m.n_kv_head, d).transpose(1, 2)  # (B, H_kv, S, D)
+        vh = m.v_proj(v).view(b, s, m.n_kv_head, d).transpose(1, 2)  # (B, H_kv, S, D)
         p = m.dropout if m.training else 0.0
         y, w = attention(qh, kh, vh, mask, p, causal=causal, need_weights=need_weights)
         y = m.out_proj(y.transpose(1, 2).reshape(b, t, m.n_head * d))  # (B, T, C): W^O

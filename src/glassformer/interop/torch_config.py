@@ -184,6 +184,9 @@ def stack_from_torch(
 # ----------------------------------------------------------------------------- glassformer -> torch
 
 
+_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")
+
+
 def mha_to_torch(m: MultiHeadAttention, where: str) -> dict:
     """torch ``MultiheadAttention`` arguments for a glassformer ``MultiHeadAttention``."""
     if m.scores != "separate":
@@ -199,7 +202,7 @@ def mha_to_torch(m: MultiHeadAttention, where: str) -> dict:
     bias = _same(
         where,
         "biases",
-        {"in_proj.bias": m.in_proj.bias is not None, "out_proj.bias": m.out_proj.bias is not None},
+        {f"{p}.bias": getattr(m, p).bias is not None for p in _PROJECTIONS},
         "torch.nn.MultiheadAttention has biases on both projections or on neither (bias=)",
     )
     d_model = m.out_proj.out_features

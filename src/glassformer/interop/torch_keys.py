@@ -1,10 +1,12 @@
 """The names of the same weights in torch.nn and in glassformer: ``torch_key_map``.
 
-torch.nn packs [W^Q; W^K; W^V] in ``in_proj_weight`` exactly as glassformer's ``in_proj``
-does, so converting (torch_nn.py) copies every tensor as it is, under another name:
+torch.nn packs [W^Q; W^K; W^V] by rows in one ``in_proj_weight``, which glassformer holds as
+three Linears, ``q_proj``, ``k_proj``, ``v_proj``: converting (torch_nn.py) splits it into
+three equal blocks of rows (torch.nn has no grouped-query attention) and concatenates them
+back; every other tensor is copied as it is, under another name:
 
     torch.nn                         glassformer
-    in_proj_weight / in_proj_bias    in_proj.weight / in_proj.bias
+    in_proj_weight / in_proj_bias    {q,k,v}_proj.weight / {q,k,v}_proj.bias  (by rows)
     out_proj.*                       out_proj.*
     self_attn                        attn
     linear1.* / linear2.*            mlp.fc1.* / mlp.fc2.*
@@ -30,10 +32,10 @@ _TORCH_TYPES = (
     nn.Transformer,
 )
 _MHA_KEYS = {
-    "in_proj_weight": "in_proj.weight",
-    "in_proj_bias": "in_proj.bias",
-    "out_proj.weight": "out_proj.weight",
-    "out_proj.bias": "out_proj.bias",
+    "in_proj_weight": ("q_proj.weight", "k_proj.weight", "v_proj.weight"),  # rows [Q; K; V]
+    "in_proj_bias": ("q_proj.bias", "k_proj.bias", "v_proj.bias"),
+    "out_proj.weight": ("out_proj.weight",),
+    "out_proj.bias": ("out_proj.bias",),
 }
 _LAYER_PARTS = {
     nn.TransformerEncoderLayer: {
@@ -55,8 +57,10 @@ _LAYER_PARTS = {
 }
 
 
-def torch_key_map(module: nn.Module) -> dict[str, str]:
-    """torch.nn ``state_dict`` key -> key of the same tensor in ``from_torch(module).module``."""
+def torch_key_map(module: nn.Module) -> dict[str, tuple[str, ...]]:
+    """torch.nn ``state_dict`` key -> the keys in ``from_torch(module).module`` whose tensors,
+    stacked by rows, are that tensor: one key, or three for ``in_proj_weight`` and
+    ``in_proj_bias`` ([W^Q; W^K; W^V])."""
     torch_type(module, "torch_key_map")
     return {key: _rename(module, key) for key in module.state_dict()}
 
@@ -76,8 +80,8 @@ def torch_type(module: nn.Module, caller: str) -> type:
     raise ValueError(f"{caller}: cannot convert {type(module).__name__}; allowed: {allowed}")
 
 
-def _rename(m: nn.Module, key: str) -> str:
-    """The glassformer key of ``m``'s state_dict key ``key`` (the table above, recursively)."""
+def _rename(m: nn.Module, key: str) -> tuple[str, ...]:
+    """The glassformer keys of ``m``'s state_dict key ``key`` (the table above, recursively)."""
     if isinstance(m, nn.MultiheadAttention):
         if key not in _MHA_KEYS:
             raise ValueError(f"MultiheadAttention parameter {key!r} has no glassformer equivalent")
@@ -88,13 +92,13 @@ def _rename(m: nn.Module, key: str) -> str:
         parts = _LAYER_PARTS[nn.TransformerDecoderLayer if decoder else nn.TransformerEncoderLayer]
         if head not in parts:
             raise ValueError(f"{type(m).__name__} parameter {key!r} has no glassformer equivalent")
-        child = getattr(m, head)
-        return f"{parts[head]}.{_rename(child, rest) if head.endswith('attn') else rest}"
+        inner = _rename(getattr(m, head), rest) if head.endswith("attn") else (rest,)
+        return tuple(f"{parts[head]}.{k}" for k in inner)
     if isinstance(m, nn.TransformerEncoder | nn.TransformerDecoder) and head == "layers":
         index, _, rest = rest.partition(".")
-        return f"blocks.{index}.{_rename(m.layers[int(index)], rest)}"
+        return tuple(f"blocks.{index}.{k}" for k in _rename(m.layers[int(index)], rest))
     if isinstance(m, nn.Transformer):
-        return f"{head}.{_rename(getattr(m, head), rest)}"
+        return tuple(f"{head}.{k}" for k in _rename(getattr(m, head), rest))
     if head == "norm":  # the final norm of a stack: norm.weight, norm.bias
-        return f"ln_final.{rest}"
-    return key
+        return (f"ln_final.{rest}",)
+    return (key,)

@@ -4,13 +4,15 @@
     to_torch(EncoderBlock(...) or its adapter)   -> nn.TransformerEncoderLayer
 
 Weights are copied by name: ``torch_key_map`` (torch_keys.py) gives each torch.nn key its
-glassformer key; no tensor is reshaped.
+glassformer keys; torch's ``in_proj_weight`` and ``in_proj_bias`` are split by rows into
+``q_proj``, ``k_proj``, ``v_proj`` and concatenated back; no tensor is otherwise reshaped.
 """
 
 from __future__ import annotations
 
 import warnings
 
+import torch
 from torch import nn
 
 from ..nn.blocks import DecoderBlock, EncoderBlock
@@ -95,10 +97,10 @@ def to_torch(module: nn.Module, *, batch_first: bool | None = None) -> nn.Module
         out = _build_torch(native, where, batch_first, flags, factory)
     key_map = torch_key_map(out)
     state = native.state_dict()
-    unused = sorted(set(state) - set(key_map.values()))
+    unused = sorted(set(state) - {k for keys in key_map.values() for k in keys})
     if unused:
         raise ValueError(f"{where}: torch.nn has no place for the parameters {unused}")
-    out.load_state_dict({key: state[native_key] for key, native_key in key_map.items()})
+    out.load_state_dict({key: torch.cat([state[k] for k in keys]) for key, keys in key_map.items()})
     return out.train(module.training)
 
 
@@ -136,10 +138,14 @@ def _copy_from_torch(source: nn.Module, native: nn.Module) -> None:
     if param is not None:
         native.to(device=param.device, dtype=param.dtype)
     key_map = torch_key_map(source)
-    native.load_state_dict({key_map[k]: v for k, v in source.state_dict().items()})
+    state = {}  # torch's in_proj_weight, in_proj_bias: three equal blocks of rows
+    for key, value in source.state_dict().items():
+        state.update(zip(key_map[key], value.chunk(len(key_map[key])), strict=True))
+    native.load_state_dict(state)
     params = dict(native.named_parameters())
     for key, p in source.named_parameters():
-        params[key_map[key]].requires_grad_(p.requires_grad)
+        for native_key in key_map[key]:
+            params[native_key].requires_grad_(p.requires_grad)
 
 
 def _unwrap(module: nn.Module) -> tuple[nn.Module, bool, dict]:

@@ -27,7 +27,7 @@ from ..safe_write import replace_file, write_text
 from ..structured import loads_json
 from .budget import check_memory
 from .config import ModelConfig
-from .legacy_keys import current_names
+from .legacy_keys import current_names, fused_rows
 from .registry import model_class
 
 __all__ = [
@@ -199,11 +199,13 @@ def read_weights(
         with safe_open(path, framework="pt") as f:
             try:
                 stored = current_names(f.keys(), model.family)  # today's name -> the stored
+                rows = {name: t.shape[0] for name, t in expected.items() if t.dim()}
+                stored, spans = fused_rows(stored, rows)  # rows of a fused in_proj
             except ValueError as err:
                 raise ValueError(f"{path}: {err}") from None
             names = set(stored)
             missing = sorted(set(expected) - names)
-            unexpected = sorted(stored[name] for name in names - set(expected))  # as in the file
+            unexpected = sorted({stored[name] for name in names - set(expected)})  # as stored
             if missing or unexpected:
                 found = [f"{kind} {_few(names)}" for kind, names in
                          (("missing", missing), ("unexpected", unexpected)) if names]
@@ -211,6 +213,15 @@ def read_weights(
             for name, want in expected.items():
                 got = f.get_slice(stored[name])
                 shape, dtype = tuple(got.get_shape()), got.get_dtype()
+                if name in spans:  # rows start .. stop of a fused in_proj
+                    (start, stop), fused = spans[name], stored[name]
+                    total = max(b for p, (_, b) in spans.items() if stored[p] == fused)
+                    if shape[:1] != (total,):
+                        raise ValueError(
+                            f"{path}: tensor {fused!r} has shape {shape}, the config's "
+                            f"projections need {total} rows (the fused [W^Q; W^K; W^V])"
+                        )
+                    shape = (stop - start, *shape[1:])
                 if shape != tuple(want.shape):
                     raise ValueError(
                         f"{path}: tensor {name!r} has shape {shape}, the config needs "
@@ -220,7 +231,7 @@ def read_weights(
                     raise ValueError(
                         f"{path}: tensor {name!r} has dtype {dtype}, the model needs {want.dtype}"
                     )
-            tensors = {name: f.get_tensor(stored[name]) for name in expected}
+            tensors = {name: _read(f, stored[name], spans.get(name)) for name in expected}
     except FileNotFoundError:
         raise ValueError(f"{path}: missing; a checkpoint needs {WEIGHTS_FILE}") from None
     except (SafetensorError, OSError) as err:
@@ -233,6 +244,13 @@ def read_weights(
         if first[id(t)] in tensors:
             tensors.setdefault(name, tensors[first[id(t)]])
     return tensors
+
+
+def _read(f, stored: str, span: tuple[int, int] | None) -> torch.Tensor:
+    """The stored tensor, or its rows ``span`` (start, stop) (a fused in_proj's projection)."""
+    if span is None:
+        return f.get_tensor(stored)
+    return f.get_slice(stored)[span[0] : span[1]]
 
 
 def _few(names: list[str], shown: int = 5) -> str:

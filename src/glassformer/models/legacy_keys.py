@@ -20,15 +20,25 @@ A training checkpoint of a run with LoRA once held model.safetensors as the plai
 adapted weight merged (W + (alpha / r) B A), and beside it ``LEGACY_LORA_FILE``: each adapted
 Linear p's ``p.lora_A``, ``p.lora_B`` and its unmerged W as ``p.base.weight``, which is
 ``p.weight`` today (nn/lora.py keeps W, A and B in model.safetensors).
+
+Every layout before today's held an attention's projections as one fused Linear, ``in_proj``
+= [W^Q; W^K; W^V] by rows ([W^{QK}; W^V] with attention_scores "shared", [W^V] with "dot");
+today each is its own module (``q_proj``, ``k_proj``, ``v_proj``; ``qk_proj``).
+``fused_rows`` gives each of today's projections its rows of the stored ``in_proj`` tensor
+(self- and cross-attention alike), by the model's own projections and their sizes, so that
+the split is the one the fused layer computed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["LEGACY_LORA_FILE", "current_names"]
+__all__ = ["FUSED", "LEGACY_LORA_FILE", "current_names", "fused_rows"]
 
 LEGACY_LORA_FILE = "lora.safetensors"
+
+FUSED = "in_proj"  # the fused [W^Q; W^K; W^V] of every earlier layout
+_PROJECTIONS = ("q_proj", "qk_proj", "k_proj", "v_proj")  # their order in it, by rows
 
 _BLOCK = {"self_attn": "attn", "attn_norm": "ln1", "cross_norm": "ln2", "ffn": "mlp"}
 _STACKS = {"encoder", "decoder"}
@@ -99,3 +109,32 @@ def _unwrap(name: str, family: str) -> str:
     if first in _STACKS and rest.partition(".")[0] in ("blocks", "ln_final"):
         return rest  # decoder.blocks.0.attn... -> blocks.0.attn...
     return name
+
+
+def fused_rows(
+    names: dict[str, str], rows: dict[str, int]
+) -> tuple[dict[str, str], dict[str, tuple[int, int]]]:
+    """(today's name -> the stored name, today's name -> its rows (start, stop) of the stored
+    tensor) from ``names`` (``current_names``) and ``rows`` (each of the model's tensors -> its
+    size along dim 0): a fused ``<attn>.in_proj.weight`` (or ``.bias``) becomes the model's
+    ``<attn>.q_proj.weight``, ``<attn>.k_proj.weight``, ... whose rows it holds, one after
+    another; a fused name the model has no projections for stays as it is (the caller calls
+    it unexpected)."""
+    out: dict[str, str] = {}
+    spans: dict[str, tuple[int, int]] = {}
+    for name, stored in names.items():
+        attn, _, last = name.rpartition(f".{FUSED}.")
+        parts = [f"{attn}.{p}.{last}" for p in _PROJECTIONS if f"{attn}.{p}.{last}" in rows]
+        if not attn or not parts:
+            out[name] = stored
+            continue
+        start = 0
+        for part in parts:
+            if part in names:
+                raise ValueError(
+                    f"tensors {stored!r} and {names[part]!r} both hold {part!r} (the fused and "
+                    "today's projections); a checkpoint holds one of them"
+                )
+            out[part], spans[part] = stored, (start, start + rows[part])
+            start += rows[part]
+    return out, spans

@@ -7,14 +7,17 @@ self-attention (Eq. 4) or cross-attention (Eq. 5), then Eq. (1) on every head, t
     head_i = A V                                                (Eq. 1 on the i-th D columns)
     MultiHead(X, Z) = Concat(head_1, ..., head_H) W^O
 
-The three projections are stacked in one matrix ``in_proj`` = [W^Q; W^K; W^V], as in
-torch.nn.MultiheadAttention, so self-attention computes Q, K and V with one matmul.
-Grouped-query attention: with ``n_kv_head`` < ``n_head`` there are fewer key/value heads, each
-shared by ``n_head / n_kv_head`` consecutive query heads.
+Each projection is its own nn.Linear, always called (torch.nn.MultiheadAttention's and Hugging
+Face's names): ``q_proj`` = W^Q, ``k_proj`` = W^K, ``v_proj`` = W^V, ``out_proj`` = W^O;
+self-attention computes q_proj(x), k_proj(x), v_proj(x), cross-attention q_proj(x), k_proj(z),
+v_proj(z), so an adapter wrapped around one projection (LoRA on W^Q and W^V alone) is used
+everywhere. Grouped-query attention: with ``n_kv_head`` < ``n_head`` there are fewer key/value
+heads (``k_proj`` and ``v_proj`` have n_kv_head·D rows), each shared by ``n_head / n_kv_head``
+consecutive query heads.
 ``attention_scores`` ("Formal Algorithms for Transformers", "Self-Attention across the
 sequence"; nn/qk_projections.py):
 "separate" W^Q and W^K as above (xᵀ U_qᵀ U_k x′ = q · k′), "shared" one W^{QK} for both (xᵀ Uᵀ U x′,
-``in_proj`` = [W^{QK}; W^V]), "dot" none (xᵀ x′, q = k = x, ``in_proj`` = [W^V]).
+``qk_proj`` and ``v_proj``), "dot" none (xᵀ x′, q = k = x, ``v_proj`` only).
 
 ``forward`` computes Eq. (1) by one of three kernels, which give the same z (B, H, T, D_v),
 zeros for a query row with nothing to attend to; ``written_out`` chooses:
@@ -42,7 +45,7 @@ from .hooks import HookPoint
 from .kv_cache import KVCache
 from .lora import effective_weight
 from .positional import apply_rotary
-from .qk_projections import check_scores, in_proj_rows, projection_weights
+from .qk_projections import check_scores, projection_rows, projection_weights
 from .scaled_dot_product import (
     check_mask,
     expanded_mask,
@@ -57,7 +60,8 @@ __all__ = ["MultiHeadAttention"]
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head self- or cross-attention with fused QKV, optional biases, GQA and KV cache.
+    """Multi-head self- or cross-attention with separate W^Q, W^K, W^V, optional biases, GQA and
+    KV cache.
 
     Hook points (TransformerLens's names and layouts): ``hook_q``, ``hook_k``, ``hook_v``
     (B, T, H, D) the projections of Eqs. (4)/(5), for the new positions only under a KV cache;
@@ -83,7 +87,7 @@ class MultiHeadAttention(nn.Module):
         n_head: the number of query heads H; it must divide d_model.
         n_kv_head: key/value heads (grouped-query attention); it must divide n_head.
             None: n_head.
-        bias: biases on the projections ``in_proj`` and ``out_proj``.
+        bias: biases on the projections (``q_proj``, ``k_proj``, ``v_proj``, ``out_proj``).
         dropout: dropout rate on the attention weights A (training only).
         attention_scores: "separate", "shared" or "dot" (above).
 
@@ -134,8 +138,8 @@ class MultiHeadAttention(nn.Module):
         self.n_head, self.n_kv_head, self.head_dim = n_head, n_kv_head, d_model // n_head
         self.dropout = dropout
         d_q, d_kv = n_head * self.head_dim, n_kv_head * self.head_dim
-        rows = sum(in_proj_rows(self.scores, d_q, d_kv))
-        self.in_proj = nn.Linear(d_model, rows, bias=bias)  # [W^Q; W^K; W^V] ("separate")
+        for name, rows in projection_rows(self.scores, d_q, d_kv).items():
+            setattr(self, name, nn.Linear(d_model, rows, bias=bias))  # W^Q, W^K, W^V ...
         self.out_proj = nn.Linear(d_q, d_model, bias=bias)  # W^O
         for name in _HOOKS:
             setattr(self, name, HookPoint())
@@ -259,61 +263,55 @@ class MultiHeadAttention(nn.Module):
         """Q, K, V (Eq. 4 for self-attention, Eq. 5 for cross-attention), split into heads:
         q (B, H, T, D), k and v (B, H_kv, S, D), with the cached positions."""
         h, h_kv = self.n_head, self.n_kv_head
-        if z is None:  # self-attention, Eq. (4): one matmul for [Q K V]
-            q, k, v = self.self_projections(x, packing)  # (B, T, H D), (B, T, H_kv D) twice
-            q, k = self._heads(self.hook_q, q, h), self._heads(self.hook_k, k, h_kv)
-            v = self._heads(self.hook_v, v, h_kv)
-            if rope is not None:  # RoPE: rotate each query and key by its position's angles
-                q = _hooked(self.hook_rot_q, apply_rotary(q, *rope))
-                k = _hooked(self.hook_rot_k, apply_rotary(k, *rope))
+        if z is not None and cache is not None and cache.length:  # the source's K, V: cached
+            return self._heads(self.hook_q, self.queries(x), h), cache.keys, cache.values
+        q, k, v = self.projections(x, z, packing)  # (B, T, H D), (B, S, H_kv D) twice
+        q, k = self._heads(self.hook_q, q, h), self._heads(self.hook_k, k, h_kv)
+        v = self._heads(self.hook_v, v, h_kv)
+        if z is not None:  # cross-attention, Eq. (5): the source's K, V kept for later steps
             if cache is not None:
-                k, v = cache.append(k, v)  # (B, H_kv, S, D), S = cached + T
+                cache.append(k, v)
             return q, k, v
-        # cross-attention, Eq. (5): Q from X, K and V from Z
-        q = self._heads(self.hook_q, self._queries(x), h)
-        if cache is not None and cache.length:  # the source's K, V from an earlier step
-            return q, cache.keys, cache.values
-        k, v = self._keys_values(z)  # (B, S, H_kv D) each
-        k, v = self._heads(self.hook_k, k, h_kv), self._heads(self.hook_v, v, h_kv)
+        if rope is not None:  # RoPE: rotate each query and key by its position's angles
+            q = _hooked(self.hook_rot_q, apply_rotary(q, *rope))
+            k = _hooked(self.hook_rot_k, apply_rotary(k, *rope))
         if cache is not None:
-            cache.append(k, v)
+            k, v = cache.append(k, v)  # (B, H_kv, S, D), S = cached + T
         return q, k, v
+
+    def projections(
+        self, x: Tensor, z: Tensor | None = None, packing: TokenPacking | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Q of the tokens x (..., C), K and V of the tokens z (x when None), flat: (..., H·D),
+        (..., H_kv·D) twice (Eq. 4, or Eq. 5 with z). Each projection is its module, called:
+        ``q_proj(x)``, ``k_proj(z)``, ``v_proj(z)``; "shared" ``qk_proj`` for both q and k
+        (one tensor for self-attention), "dot" q = x and k = z. ``packing``: x holds the N real
+        tokens of a (B, T) batch, (N, C) (self-attention); Q, K, V come back as (B, T, ·),
+        zeros at the padding."""
+        place = (lambda u: u) if packing is None else packing.unpack
+        q = place(self.queries(x))
+        if z is None:  # self-attention: keys and values of the same tokens
+            k = q if self.scores != "separate" else place(self.k_proj(x))
+            return q, k, place(self.v_proj(x))
+        return q, self.keys(z), self.v_proj(z)
 
     def self_projections(
         self, x: Tensor, packing: TokenPacking | None = None
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """Q, K, V (Eq. 4) of the tokens x (..., C), flat: (..., H·D), (..., H_kv·D) twice. One
-        matmul; for "shared" and "dot" q and k are the same tensor. ``packing``: x holds the N
-        real tokens of a (B, T) batch, (N, C); Q, K, V come back as (B, T, ·), zeros at the
-        padding (one unpacking of the projections)."""
-        d_q, d_kv = self.n_head * self.head_dim, self.n_kv_head * self.head_dim
-        place = (lambda u: u) if packing is None else packing.unpack
+        """Q, K, V (Eq. 4) of the tokens x: ``projections(x, packing=packing)``."""
+        return self.projections(x, None, packing)
+
+    def queries(self, x: Tensor) -> Tensor:
+        """Q of the tokens x (..., C), flat (..., H·D): W^Q, W^{QK} ("shared") or x ("dot")."""
         if self.scores == "separate":
-            return place(self.in_proj(x)).split([d_q, d_kv, d_kv], dim=-1)
-        if self.scores == "shared":
-            qk, v = place(self.in_proj(x)).split([d_q, d_kv], dim=-1)
-            return qk, qk, v
-        qk = place(x.contiguous())  # split into heads by a view
-        return qk, qk, place(self.in_proj(x))
+            return self.q_proj(x)
+        return self.qk_proj(x) if self.scores == "shared" else x.contiguous()
 
-    def _queries(self, x: Tensor) -> Tensor:
-        """Q of the target tokens x (Eq. 5), flat (..., H·D): the W^Q rows of ``in_proj``."""
-        if self.scores == "dot":
-            return x.contiguous()
-        d_q, bias = self.n_head * self.head_dim, self.in_proj.bias
-        w = effective_weight(self.in_proj)  # W (+ LoRA's update, nn/lora.py)
-        return F.linear(x, w[:d_q], None if bias is None else bias[:d_q])
-
-    def _keys_values(self, z: Tensor) -> tuple[Tensor, Tensor]:
-        """K and V of the source tokens z (Eq. 5), flat (..., H_kv·D) each."""
-        w, bias = effective_weight(self.in_proj), self.in_proj.bias  # W (+ LoRA's update)
-        d_q = self.n_head * self.head_dim
-        if self.scores == "separate":  # one matmul for [K V]
-            kv = F.linear(z, w[d_q:], None if bias is None else bias[d_q:])
-            return kv.chunk(2, dim=-1)
-        if self.scores == "shared":
-            return self._queries(z), F.linear(z, w[d_q:], None if bias is None else bias[d_q:])
-        return z.contiguous(), self.in_proj(z)
+    def keys(self, z: Tensor) -> Tensor:
+        """K of the tokens z (..., C), flat (..., H_kv·D): W^K, W^{QK} ("shared") or z ("dot")."""
+        if self.scores == "separate":
+            return self.k_proj(z)
+        return self.qk_proj(z) if self.scores == "shared" else z.contiguous()
 
     def _output(self, z: Tensor, packing: TokenPacking | None = None) -> Tensor:
         """MultiHead = Concat(head_1, ..., head_H) W^O + b^O, z (B, T, H, D) -> (B, T, C)
@@ -322,15 +320,15 @@ class MultiHeadAttention(nn.Module):
         if packing is not None:  # W^O on the real tokens only
             return self.out_proj(packing.pack(z.reshape(b, t, h * d)))  # (N, C)
         if self.hook_result.active:  # the same sum, one term per head: Σ_h z_h W^O_h + b^O
-            w = effective_weight(self.out_proj).view(-1, h, d)  # (C, H, D): W^O's columns by head
+            w = effective_weight(self.out_proj).view(-1, h, d)  # (C, H, D): W^O by head
             result = self.hook_result(torch.einsum("bthd,chd->bthc", z, w))  # (B, T, H, C)
             out = result.sum(2)
             return out if self.out_proj.bias is None else out + self.out_proj.bias
         return self.out_proj(z.reshape(b, t, h * d))  # (B, T, C): heads side by side
 
     def projection_weights(self) -> tuple[tuple[Tensor, Tensor | None], ...]:
-        """((W^Q, b^Q), (W^K, b^K), (W^V, b^V)) as views of ``in_proj`` ("shared": W^{QK}
-        twice; "dot": the identity, no bias, twice)."""
+        """((W^Q, b^Q), (W^K, b^K), (W^V, b^V)), each W (rows, C): the projections' own
+        ``weight`` and ``bias`` ("shared": W^{QK} twice; "dot": the identity, no bias, twice)."""
         return projection_weights(self)
 
     def _heads(self, hook: HookPoint, u: Tensor, n: int) -> Tensor:

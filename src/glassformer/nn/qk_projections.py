@@ -7,8 +7,9 @@ the sequence"): the three ways MultiHeadAttention scores a query token x against
     "separate"  xᵀ U_qᵀ U_k x′      separate projections W^Q, W^K (Eq. 4; the default): q · k′
 
 Every setting scales the scores by 1/√d_k (Eq. 2) and keeps the values W^V and the output W^O.
-``in_proj`` stacks the projections the setting has, by rows: [W^Q; W^K; W^V] ("separate"),
-[W^{QK}; W^V] ("shared"), [W^V] ("dot"). With "dot", head i compares the i-th D = C / H
+The projections the setting has, each an nn.Linear of MultiHeadAttention: ``q_proj``,
+``k_proj``, ``v_proj`` ("separate"), ``qk_proj``, ``v_proj`` ("shared"), ``v_proj`` ("dot").
+With "dot", head i compares the i-th D = C / H
 coordinates of the two tokens.
 
 The notes' reason for the third step: with q = k the score matrix is symmetric (a token
@@ -18,9 +19,10 @@ with equal lengths its own position is every row's largest score; after a norm l
 lengths are only about equal, so in most rows, not all. "shared" and "dot"
 need as many key heads as query heads (no grouped-query attention: n_kv_head = n_head).
 Cross-attention (Eq. 5) applies the same setting to x and the source z (q from x, k from z).
-MultiHeadAttention computes the projections (``self_projections`` and its Eq. (5) pair in
-nn/multihead.py); this file holds the setting, the rows of ``in_proj`` it needs, and the
-weights as matrices (``projection_weights``) for the circuits and torch.nn's layout.
+MultiHeadAttention computes the projections (``projections`` in nn/multihead.py, Eqs. (4) and
+(5)); this file holds the setting, the projections it needs with their rows
+(``projection_rows``), and the weights as matrices (``projection_weights``) for the circuits
+and torch.nn's layout.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from torch import Tensor, nn
 
 from .lora import effective_weight
 
-__all__ = ["ATTENTION_SCORES", "check_scores", "in_proj_rows", "projection_weights"]
+__all__ = ["ATTENTION_SCORES", "check_scores", "projection_rows", "projection_weights"]
 
 ATTENTION_SCORES = ("separate", "shared", "dot")
 
@@ -51,24 +53,24 @@ def check_scores(who: str, scores: object, n_head: int, n_kv_head: int) -> str:
     return str(scores)
 
 
-def in_proj_rows(scores: str, d_q: int, d_kv: int) -> list[int]:
-    """The rows of ``in_proj``, block by block: [W^Q, W^K, W^V], [W^{QK}, W^V] or [W^V]."""
-    return {"separate": [d_q, d_kv, d_kv], "shared": [d_q, d_kv], "dot": [d_kv]}[scores]
+def projection_rows(scores: str, d_q: int, d_kv: int) -> dict[str, int]:
+    """The projections of ``scores`` -> their rows (output features), in the order the
+    checkpoints of the fused layout stacked them ([W^Q; W^K; W^V], [W^{QK}; W^V], [W^V])."""
+    if scores == "separate":
+        return {"q_proj": d_q, "k_proj": d_kv, "v_proj": d_kv}
+    return {"qk_proj": d_q, "v_proj": d_kv} if scores == "shared" else {"v_proj": d_kv}
 
 
 def projection_weights(attn: nn.Module) -> tuple[tuple[Tensor, Tensor | None], ...]:
-    """((W^Q, b^Q), (W^K, b^K), (W^V, b^V)), each W (rows, C) in torch's layout: views of
-    ``in_proj``; "shared" gives W^{QK} twice, "dot" the identity (no bias) twice."""
-    d_q, d_kv = attn.n_head * attn.head_dim, attn.n_kv_head * attn.head_dim
-    rows = in_proj_rows(attn.scores, d_q, d_kv)
-    ws = effective_weight(attn.in_proj).split(rows)  # W (+ LoRA's update, nn/lora.py)
-    bias = attn.in_proj.bias
-    bs = (None,) * len(rows) if bias is None else bias.split(rows)
-    parts = list(zip(ws, bs, strict=True))
+    """((W^Q, b^Q), (W^K, b^K), (W^V, b^V)), each W (rows, C) in torch's layout: each
+    projection's matrix and ``bias`` (``effective_weight``: a LoRA layer's merged_weight,
+    nn/lora.py); "shared" gives W^{QK} twice, "dot" the identity (no bias) twice."""
+    v = (effective_weight(attn.v_proj), attn.v_proj.bias)
+    if attn.scores == "separate":
+        q, k = attn.q_proj, attn.k_proj
+        return (effective_weight(q), q.bias), (effective_weight(k), k.bias), v
     if attn.scores == "shared":
-        parts.insert(1, parts[0])
-    elif attn.scores == "dot":
-        w = attn.in_proj.weight
-        eye = torch.eye(attn.d_model, dtype=w.dtype, device=w.device)
-        parts = [(eye, None), (eye, None), *parts]
-    return tuple(parts)
+        qk = (effective_weight(attn.qk_proj), attn.qk_proj.bias)
+        return qk, qk, v
+    eye = torch.eye(attn.d_model, dtype=v[0].dtype, device=v[0].device)
+    return (eye, None), (eye, None), v

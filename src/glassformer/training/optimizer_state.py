@@ -1,7 +1,10 @@
 """The optimizer's state in a checkpoint, by parameter name: its tensors as
 ``opt/<parameter>/<field>`` in trainer.safetensors, the rest (hyper-parameters, scalars, which
 fields each parameter has) in trainer.json (state.py writes and reads both files), and state
-saved under earlier module names renamed to today's (models/legacy_keys.py).
+saved under earlier module names renamed to today's (models/legacy_keys.py). State saved for a
+fused ``in_proj`` ([W^Q; W^K; W^V]) is split by rows into its projections' state: every
+optimizer torch offers keeps per-element state (Adam's moments, SGD's momentum, RMSprop's
+squares) or a scalar (Adam's ``step``), so the split state continues exactly as the fused one.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from typing import Any
 import torch
 
 from ..models import GlassformerModel
-from ..models.legacy_keys import current_names
+from ..models.legacy_keys import current_names, fused_rows
 
 __all__ = [
     "current_parameter_names",
@@ -64,9 +67,12 @@ def load_param_groups(
     optimizer.load_state_dict({"state": {}, "param_groups": loaded})
 
 
-def current_parameter_names(meta: Any, tensors: dict[str, torch.Tensor], family: str) -> None:
+def current_parameter_names(
+    meta: Any, tensors: dict[str, torch.Tensor], model: GlassformerModel
+) -> None:
     """Rename, in place, the parameters of optimizer state saved under the earlier module names
-    (models/legacy_keys.py) to today's; state of another shape is left to the checks."""
+    (models/legacy_keys.py) to today's, a fused ``in_proj``'s state split by rows into the
+    model's projections (``fused_rows``); state of another shape is left to the checks."""
     optimizer = meta.get("optimizer") if isinstance(meta, dict) else None
     groups = optimizer.get("param_groups") if isinstance(optimizer, dict) else None
     if not isinstance(groups, list) or not all(
@@ -74,19 +80,31 @@ def current_parameter_names(meta: Any, tensors: dict[str, torch.Tensor], family:
     ):
         return
     stored = [p for g in groups for p in g["params"] if isinstance(p, str)]
-    new = {old: name for name, old in current_names(stored, family).items() if name != old}
-    if not new:
+    rows = {name: p.shape[0] for name, p in model.named_parameters() if p.dim()}
+    names, spans = fused_rows(current_names(stored, model.family), rows)
+    new: dict[str, list[str]] = {}  # stored name -> today's (several for a fused in_proj)
+    for name, old in names.items():
+        new.setdefault(old, []).append(name)
+    if all(names == [old] for old, names in new.items()):
         return
     for group in groups:
-        group["params"] = [new.get(p, p) if isinstance(p, str) else p for p in group["params"]]
+        group["params"] = [n for p in group["params"] for n in new.get(p, [p])]
 
-    def renamed(key: str) -> str:  # "<param>/<field>"
+    def renamed(key: str) -> list[str]:  # "<param>/<field>"
         param, sep, field = key.rpartition("/")
-        return f"{new.get(param, param)}{sep}{field}"
+        return [f"{name}{sep}{field}" for name in new.get(param, [param])]
 
     if isinstance(optimizer.get("fields"), dict):  # parameter -> its fields
-        optimizer["fields"] = {new.get(k, k): v for k, v in optimizer["fields"].items()}
+        fields = optimizer["fields"]
+        optimizer["fields"] = {n: v for k, v in fields.items() for n in new.get(k, [k])}
     if isinstance(optimizer.get("scalars"), dict):  # "<param>/<field>" -> value
-        optimizer["scalars"] = {renamed(k): v for k, v in optimizer["scalars"].items()}
+        optimizer["scalars"] = {n: v for k, v in optimizer["scalars"].items() for n in renamed(k)}
     for key in [k for k in tensors if k.startswith("opt/")]:
-        tensors["opt/" + renamed(key[4:])] = tensors.pop(key)
+        value = tensors.pop(key)
+        for name in renamed(key[4:]):
+            param = name.rpartition("/")[0]
+            if param in spans and value.dim():  # its rows of the fused in_proj's state
+                start, stop = spans[param]
+                tensors["opt/" + name] = value[start:stop].clone()
+            else:  # a scalar (Adam's step): the same for each part
+                tensors["opt/" + name] = value.clone()

@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from ..finetune import lora_layers
 from ..machine import format_bytes
 from ..models import GlassformerModel
-from ..models.legacy_keys import LEGACY_LORA_FILE
+from ..models.legacy_keys import FUSED, LEGACY_LORA_FILE
 from ..safe_write import replace_dir, replace_file, write_text
 from ..structured import loads_json
 from .errors import DiskFullError
@@ -167,7 +167,7 @@ def load_checkpoint(
         where = f"{path / 'trainer.safetensors'}: tensor {name!r}"
         check_finite(tensor, where, "the optimizer's state is")
     try:
-        current_parameter_names(meta, tensors, model.family)
+        current_parameter_names(meta, tensors, model)
     except ValueError as err:
         raise ValueError(f"{path / 'trainer.json'}: {err}") from None
     check_training_state(path, meta, tensors, model, optimizer, scheduler)
@@ -199,6 +199,15 @@ def _read_model(model: GlassformerModel, path: Path, weights_file: str, read_wei
     layers = lora_layers(model)
     if not (layers and legacy.is_file()):
         return read_weights(model, path / weights_file)
+    with safe_open(legacy, framework="pt") as f:
+        fused = [k for k in f.keys() if f".{FUSED}.lora_" in k]  # noqa: SIM118 (safe_open)
+    if fused:  # one A for [W^Q; W^K; W^V]: three adapters with an A each train otherwise
+        raise ValueError(
+            f"{legacy}: {fused[0]!r} is an adapter of the fused attention projection in_proj "
+            "([W^Q; W^K; W^V], one A for the three), which models hold as q_proj, k_proj, "
+            "v_proj with an adapter each: the run cannot resume exactly. model.safetensors "
+            "(the merged weights) loads: start a new run from it (init_from)"
+        )
     adapters = {f"{p}.{name}" for p in layers for name in ("lora_A", "lora_B")}
     plain = set(model.state_dict()) - adapters  # each adapted W merged there: replaced below
     weights = read_weights(model, path / weights_file, only=plain)

@@ -16,12 +16,12 @@ and the unembedding; logits + ``final_logits_bias`` (the head bias); decoding st
     model.decoder.layernorm_embedding.*           decoder.ln_embed.*
     final_logits_bias (1, N_V), a buffer          unembed.proj.bias (N_V,)
     and for X = encoder, decoder, each layer i:
-    model.X.layers.i.self_attn.{q,k,v}_proj.*     X.blocks.i.attn.in_proj.*  [Q; K; V]
+    model.X.layers.i.self_attn.{q,k,v}_proj.*     X.blocks.i.attn.{q,k,v}_proj.*
     model.X.layers.i.self_attn.out_proj.*         X.blocks.i.attn.out_proj.*
     model.X.layers.i.self_attn_layer_norm.*       X.blocks.i.ln1.*
     model.X.layers.i.fc1.*, fc2.*                 X.blocks.i.mlp.fc1.*, mlp.fc2.*
     model.X.layers.i.final_layer_norm.*           X.blocks.i.ln2.* (encoder), ln3.* (decoder)
-    model.decoder.layers.i.encoder_attn.{q,k,v}_proj.*   decoder.blocks.i.cross_attn.in_proj.*
+    model.decoder.layers.i.encoder_attn.{q,k,v}_proj.*   decoder.blocks.i.cross_attn.{q,k,v}_proj.*
     model.decoder.layers.i.encoder_attn.out_proj.*       decoder.blocks.i.cross_attn.out_proj.*
     model.decoder.layers.i.encoder_attn_layer_norm.*     decoder.blocks.i.ln2.*
 """
@@ -41,7 +41,6 @@ from .common import (
     require_config,
     require_embed_dropout,
     rule,
-    stacked,
     token_id,
 )
 from .folder_checks import ConfigSpec
@@ -142,8 +141,9 @@ def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
 
 
 def _attention(glass: str, hf: str) -> list[Rule]:
-    qkv = (f"{hf}.{x}_proj" for x in ("q", "k", "v"))
-    return [*stacked(f"{glass}.in_proj", qkv), *linear(f"{glass}.out_proj", f"{hf}.out_proj")]
+    """q_proj, k_proj, v_proj, out_proj: the same names in both libraries."""
+    return [r for p in ("q_proj", "k_proj", "v_proj", "out_proj")
+            for r in linear(f"{glass}.{p}", f"{hf}.{p}")]  # fmt: skip
 
 
 def build_hf(model: GlassformerModel, hf_class: str, transformers: Any) -> Any:

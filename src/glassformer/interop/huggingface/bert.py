@@ -2,15 +2,15 @@
 <-> ``glassformer.models.EncoderModel`` / ``EncoderMLM`` / ``EncoderClassifier``.
 
 Post-norm encoder with learned absolute positions, token-type (segment) embeddings and a
-LayerNorm on the embeddings; no final norm. The separate query/key/value Linears are stacked
-into glassformer's fused ``in_proj`` = [W^Q; W^K; W^V].
+LayerNorm on the embeddings; no final norm. The query/key/value Linears are glassformer's
+``q_proj``, ``k_proj``, ``v_proj``.
 
     Hugging Face (prefix "bert." except in BertModel)   glassformer
     embeddings.word_embeddings.weight                   embed.weight
     embeddings.position_embeddings.weight               pos_embed.weight
     embeddings.token_type_embeddings.weight             token_type_embed.weight
     embeddings.LayerNorm.*                              ln_embed.*
-    encoder.layer.i.attention.self.{query,key,value}.*  blocks.i.attn.in_proj.*
+    encoder.layer.i.attention.self.{query,key,value}.*  blocks.i.attn.{q,k,v}_proj.*
     encoder.layer.i.attention.output.dense.*            blocks.i.attn.out_proj.*
     encoder.layer.i.attention.output.LayerNorm.*        blocks.i.ln1.*
     encoder.layer.i.intermediate.dense.*                blocks.i.mlp.fc1.*
@@ -43,7 +43,6 @@ from .common import (
     require_embed_dropout,
     require_no_hidden_dropout,
     rule,
-    stacked,
     token_id,
 )
 from .folder_checks import ConfigSpec
@@ -140,9 +139,10 @@ def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
     ]
     for i in range(config.n_layer):
         g, h = f"blocks.{i}", f"{p}encoder.layer.{i}"
-        qkv = (f"{h}.attention.self.{x}" for x in ("query", "key", "value"))
         out += [
-            *stacked(f"{g}.attn.in_proj", qkv),
+            *linear(f"{g}.attn.q_proj", f"{h}.attention.self.query"),
+            *linear(f"{g}.attn.k_proj", f"{h}.attention.self.key"),
+            *linear(f"{g}.attn.v_proj", f"{h}.attention.self.value"),
             *linear(f"{g}.attn.out_proj", f"{h}.attention.output.dense"),
             *linear(f"{g}.ln1", f"{h}.attention.output.LayerNorm"),
             *linear(f"{g}.mlp.fc1", f"{h}.intermediate.dense"),

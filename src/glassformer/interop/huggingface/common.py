@@ -6,7 +6,11 @@ A ``Rule`` names one glassformer tensor and the Hugging Face tensor(s) it is mad
     op="copy"  the same matrix (reshaped only where the shapes differ by a unit axis, e.g.
                BART's final_logits_bias (1, N_V) -> the head bias (N_V,))
     op="t"     transposed: GPT-2's Conv1D stores W as (in, out), nn.Linear as (out, in)
-    op="cat"   rows stacked: glassformer's in_proj = [W^Q; W^K; W^V], SwiGLU's fc1 = [W_gate; W_up]
+    op="cat"   rows stacked: SwiGLU's fc1 = [W_gate; W_up]
+
+``part=(i, n)``: the glassformer tensor is the i-th of n equal blocks of rows of what ``op``
+gives, e.g. glassformer's q_proj, k_proj, v_proj are the blocks of GPT-2's fused c_attn
+([W^Q; W^K; W^V] once transposed, ``split``); on the way back the n blocks are stacked again.
 
 The same rules run both ways (``transfer``). Every tensor of the destination must be written,
 and every tensor of the source must be read, tied copies counted once: a conversion never
@@ -35,7 +39,7 @@ __all__ = [
     "require_no_hidden_dropout",
     "require_transformers",
     "rule",
-    "stacked",
+    "split",
     "token_id",
     "transfer",
     "unsupported",
@@ -131,6 +135,7 @@ class Rule:
     glass: str
     hf: tuple[str, ...]
     op: Literal["copy", "t", "cat"] = "copy"
+    part: tuple[int, int] | None = None  # (i, n): the i-th of n equal blocks of rows
 
 
 def rule(glass: str, *hf: str, op: Literal["copy", "t", "cat"] = "copy") -> Rule:
@@ -145,13 +150,11 @@ def linear(glass: str, hf: str, bias: bool = True) -> list[Rule]:
     return out
 
 
-def stacked(glass: str, hf: Iterable[str], bias: bool = True) -> list[Rule]:
-    """Rules for a fused projection whose weight (and bias) rows stack several HF Linears."""
-    hf = tuple(hf)
-    out = [rule(f"{glass}.weight", *(f"{h}.weight" for h in hf), op="cat")]
-    if bias:
-        out.append(rule(f"{glass}.bias", *(f"{h}.bias" for h in hf), op="cat"))
-    return out
+def split(glass: Iterable[str], hf: str, op: Literal["copy", "t"] = "copy") -> list[Rule]:
+    """Rules for several glassformer tensors that are equal blocks of rows of one HF tensor
+    (after ``op``), in order: GPT-2's c_attn -> q_proj, k_proj, v_proj."""
+    glass = tuple(glass)
+    return [Rule(g, (hf,), op, (i, len(glass))) for i, g in enumerate(glass)]
 
 
 def transfer(
@@ -163,16 +166,25 @@ def transfer(
     dst_sd = dst.state_dict(keep_vars=True)
     out: dict[str, Tensor] = {}
     used: set[str] = set()
+    blocks: dict[tuple, dict[int, Tensor]] = {}  # (hf, op, n) -> block i -> tensor
     for r in rules:
         if to_glass:
-            parts = [src_sd[k].detach() for k in r.hf]
-            out[r.glass] = _fit(_join(parts, r.op), dst_sd[r.glass].shape, r.glass)
+            joined = _join([src_sd[k].detach() for k in r.hf], r.op)
+            if r.part is not None:  # the i-th of n blocks of rows
+                joined = joined.chunk(r.part[1])[r.part[0]]
+            out[r.glass] = _fit(joined, dst_sd[r.glass].shape, r.glass)
             used.update(r.hf)
-        else:
-            shapes = [dst_sd[k].shape for k in r.hf]
-            for k, t in zip(r.hf, _split(src_sd[r.glass].detach(), r.op, shapes), strict=True):
-                out[k] = _fit(t, dst_sd[k].shape, k)
-            used.add(r.glass)
+            continue
+        used.add(r.glass)
+        if r.part is not None:  # stacked with the other blocks below
+            blocks.setdefault((r.hf, r.op, r.part[1]), {})[r.part[0]] = src_sd[r.glass].detach()
+            continue
+        shapes = [dst_sd[k].shape for k in r.hf]
+        for k, t in zip(r.hf, _split(src_sd[r.glass].detach(), r.op, shapes), strict=True):
+            out[k] = _fit(t, dst_sd[k].shape, k)
+    for (hf, op, n), got in blocks.items():
+        t = _split(torch.cat([got[i] for i in range(n)]), op, [dst_sd[hf[0]].shape])[0]
+        out[hf[0]] = _fit(t, dst_sd[hf[0]].shape, hf[0])
     _fill_tied(dst_sd, out, where)
     missing = sorted(set(dst_sd) - set(out))
     unread = sorted(k for k in _untied(src_sd, used) if k not in used)

@@ -9,7 +9,7 @@ GPT-2's Conv1D stores each weight as (in, out), so every matrix is transposed.
     transformer.wte.weight                  embed.weight (= unembed.proj.weight)
     transformer.wpe.weight                  pos_embed.weight
     transformer.h.i.ln_1.*                  blocks.i.ln1.*
-    transformer.h.i.attn.c_attn.*  (Wᵀ)     blocks.i.attn.in_proj.*  [Q; K; V]
+    transformer.h.i.attn.c_attn.*  (Wᵀ)     blocks.i.attn.{q,k,v}_proj.*  (thirds of [Q K V])
     transformer.h.i.attn.c_proj.*  (Wᵀ)     blocks.i.attn.out_proj.*
     transformer.h.i.ln_2.*                  blocks.i.ln2.*
     transformer.h.i.mlp.c_fc.*     (Wᵀ)     blocks.i.mlp.fc1.*
@@ -42,6 +42,7 @@ from .common import (
     require_config,
     require_no_hidden_dropout,
     rule,
+    split,
     token_id,
 )
 from .folder_checks import ConfigSpec
@@ -118,8 +119,8 @@ def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
         out += [
             *linear(f"{g}.ln1", f"{h}.ln_1"),
             *linear(f"{g}.ln2", f"{h}.ln_2"),
-            rule(f"{g}.attn.in_proj.weight", f"{h}.attn.c_attn.weight", op="t"),
-            rule(f"{g}.attn.in_proj.bias", f"{h}.attn.c_attn.bias"),
+            *split((f"{g}.attn.{x}_proj.weight" for x in "qkv"), f"{h}.attn.c_attn.weight", "t"),
+            *split((f"{g}.attn.{x}_proj.bias" for x in "qkv"), f"{h}.attn.c_attn.bias"),
             rule(f"{g}.attn.out_proj.weight", f"{h}.attn.c_proj.weight", op="t"),
             rule(f"{g}.attn.out_proj.bias", f"{h}.attn.c_proj.bias"),
             rule(f"{g}.mlp.fc1.weight", f"{h}.mlp.c_fc.weight", op="t"),

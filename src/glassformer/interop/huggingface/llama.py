@@ -8,7 +8,7 @@ untied unless ``tie_word_embeddings``. Plain RoPE only (no ``rope_scaling``).
     Hugging Face (LlamaForCausalLM)                      glassformer (DecoderLM)
     model.embed_tokens.weight                            embed.weight
     model.layers.i.input_layernorm.weight                blocks.i.ln1.weight
-    model.layers.i.self_attn.{q,k,v}_proj.weight         blocks.i.attn.in_proj.weight
+    model.layers.i.self_attn.{q,k,v}_proj.weight         blocks.i.attn.{q,k,v}_proj.weight
     model.layers.i.self_attn.o_proj.weight               blocks.i.attn.out_proj.weight
     model.layers.i.post_attention_layernorm.weight       blocks.i.ln2.weight
     model.layers.i.mlp.{gate,up}_proj.weight             blocks.i.mlp.fc1.weight [gate; up]
@@ -126,10 +126,9 @@ def rules(config: ModelConfig, hf_class: str) -> list[Rule]:
     ]
     for i in range(config.n_layer):
         g, h = f"blocks.{i}", f"model.layers.{i}"
-        qkv = (f"{h}.self_attn.{x}_proj.weight" for x in ("q", "k", "v"))
         out += [
             rule(f"{g}.ln1.weight", f"{h}.input_layernorm.weight"),
-            rule(f"{g}.attn.in_proj.weight", *qkv, op="cat"),
+            *(rule(f"{g}.attn.{x}_proj.weight", f"{h}.self_attn.{x}_proj.weight") for x in "qkv"),
             rule(f"{g}.attn.out_proj.weight", f"{h}.self_attn.o_proj.weight"),
             rule(f"{g}.ln2.weight", f"{h}.post_attention_layernorm.weight"),
             rule(

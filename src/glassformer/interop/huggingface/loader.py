@@ -244,7 +244,9 @@ def _require_separate(config: Any, where: str) -> None:
 
 def huggingface_key_map(model: Any, *, architecture: str | None = None) -> dict[str, tuple]:
     """{glassformer tensor name: Hugging Face tensor name(s)} for a model of either library
-    (several HF names: stacked by rows, e.g. q/k/v -> in_proj)."""
+    (several HF names: stacked by rows, e.g. gate/up -> fc1; one HF name for several
+    glassformer tensors: equal blocks of its rows, e.g. GPT-2's c_attn -> q_proj, k_proj,
+    v_proj)."""
     if isinstance(model, GlassformerModel):
         name, config = _hf_class_for(model, architecture), model.config
         _require_separate(config, name)
