@@ -293,3 +293,21 @@ def test_the_default_targets_adapt_w_q_and_w_v_alone(tmp_path):
         for proj in ("q_proj", "v_proj"):
             assert torch.equal(getattr(attn, proj).weight, getattr(was, proj).weight)
             assert getattr(attn, proj).lora_B.abs().max() > 0  # B trained
+
+
+def test_adapters_of_the_fused_in_proj_in_the_earlier_layout_are_refused_on_resume(tmp_path):
+    """One A for [W^Q; W^K; W^V] cannot continue as three adapters with an A each."""
+    make(tmp_path, steps=4).fit()
+    ckpt = tmp_path / "checkpoints" / "step-000004"
+    to_earlier_layout(ckpt, scaling=8.0 / 4)
+    lora = load_file(ckpt / LEGACY_LORA_FILE)
+    lora["blocks.0.attn.in_proj.lora_A"] = lora.pop("blocks.0.attn.out_proj.lora_A")
+    save_file(lora, ckpt / LEGACY_LORA_FILE)
+    with pytest.raises(ValueError) as err:
+        make(tmp_path).fit(resume=True)
+    assert str(err.value) == (
+        f"{ckpt / LEGACY_LORA_FILE}: 'blocks.0.attn.in_proj.lora_A' is an adapter of the fused "
+        "attention projection in_proj ([W^Q; W^K; W^V], one A for the three), which models "
+        "hold as q_proj, k_proj, v_proj with an adapter each: the run cannot resume exactly. "
+        "model.safetensors (the merged weights) loads: start a new run from it (init_from)"
+    )
