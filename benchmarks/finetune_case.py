@@ -13,7 +13,7 @@ Both peers start from the same weights: each process builds the Hugging Face mod
 config under the same seed, and glassformer's converts it (``from_huggingface``).
 
     glassformer  the converted model, glassformer's ``build_optimizer`` (fused AdamW, decay on
-                 matrices); LoRA: ``glassformer.finetune.apply_lora`` on the attention
+                 matrices); LoRA: ``glassformer.finetune.add_lora`` on the attention
                  projections ``attn.q_proj``, ``attn.k_proj``, ``attn.v_proj``, ``attn.out_proj``
     hf           the ``transformers`` model with ``torch.optim.AdamW(fused=True)``, the
                  optimizer Hugging Face's Trainer takes by default; LoRA: ``peft``'s
@@ -139,10 +139,10 @@ def _glassformer(hf_model, shape: dict[str, Any], mode: str):
         for name, p in model.named_parameters():
             p.requires_grad_(name == first)
     if mode == "lora":
-        from glassformer.finetune import apply_lora
+        from glassformer.finetune import add_lora
 
         keep = ["classifier"] if shape["kind"] == "bert" else []  # as PEFT's modules_to_save
-        apply_lora(model, GLASSFORMER_TARGETS, rank=RANK, alpha=ALPHA, keep=keep)
+        add_lora(model, GLASSFORMER_TARGETS, rank=RANK, alpha=ALPHA, keep=keep)
     optimizer = build_optimizer(model, TrainConfig(lr=LR))
     if shape["kind"] == "bert":
         return model, (lambda m, ids, y: m(ids, labels=y).loss), optimizer

@@ -15,8 +15,11 @@ LORA_ERRORS = {
     "freeze not a path": (['train.freeze=["blocks/0"]'], ["'blocks/0' is not a module path"]),
     "freeze not a list": (["train.freeze=embed"], ["train.freeze='embed'", "list[str]"]),
     "lora target names nothing": (
-        ["train.lora_rank=2", 'train.lora_targets=["attn.qk_proj"]'],
-        ["'attn.qk_proj' names no nn.Linear", "blocks.*.attn.q_proj, blocks.*.attn.k_proj"],
+        ["train.lora_rank=2", 'train.lora_targets=["attn.query"]'],
+        [
+            "train.lora_targets: 'attn.query' names no nn.Linear of the DecoderLM; allowed: the "
+            "ends of its Linears' paths: blocks.*.attn.q_proj, blocks.*.attn.k_proj",
+        ],
     ),
     "lora on the tied unembedding": (
         ["train.lora_rank=2", 'train.lora_targets=["unembed.proj"]'],
@@ -67,3 +70,35 @@ def test_the_header_says_how_many_parameters_train(cli, lm_files, tmp_path):
     assert f"M parameters, {shown} train, context 16)" in result.out
     result = cli.run(*argv, "--out", tmp_path / "all")
     assert "M parameters, context 16)" in result.out  # everything trains: no count
+
+
+def test_a_lora_run_is_read_by_every_command_as_the_same_model(cli, lm_files, tmp_path):
+    """generate, eval and trace load the run's model with its adapters (config.json's lora
+    entry): generate gives what the merged model gives; a run with init_from a LoRA run starts
+    from its merged weights."""
+    import torch
+
+    from glassformer import Run, generate_text
+    from glassformer.finetune import lora_layers, merge_lora
+
+    out = tmp_path / "lora"
+    lora = ["--set", "train.lora_rank=2", "--set", 'train.lora_targets=["out_proj", "fc1"]']
+    argv = ["--data", lm_files[0], "--steps", "4", *cli.TINY, "--set", "model.dropout=0.0"]
+    assert cli.run("train", *argv, "--out", out, *lora).code == 0
+    model = load_model(out).eval()
+    assert list(lora_layers(model)) == ["blocks.0.attn.out_proj", "blocks.0.mlp.fc1"]
+    merge_lora(model)
+    greedy = generate_text(model, model.tokenizer, "the", max_new_tokens=6, temperature=0)
+    made = cli.run("generate", "--checkpoint", out, "--prompt", "the", "--max-new-tokens", "6",
+                   "--temperature", "0")  # fmt: skip
+    assert made.code == 0 and made.out == f"the{greedy}\n", (made.out, greedy, made.err)
+    evaluated = cli.run("eval", "--checkpoint", out, "--data", lm_files[0])
+    assert evaluated.code == 0, evaluated.err
+    traced = cli.run("trace", "--checkpoint", out, "--text", "the cat", "--layer", "0")
+    assert traced.code == 0, traced.err
+    run = Run.plan(data=str(lm_files[0]), init_from=str(out), out=tmp_path / "from", steps=1)
+    run.load()
+    run.build()
+    assert not lora_layers(run.model)
+    for name, p in model.state_dict().items():  # the merged weights, W + (alpha / r) B A
+        assert torch.equal(run.model.state_dict()[name], p), name

@@ -16,6 +16,7 @@ from glassformer import DecoderLM, preset
 from glassformer.data import load_dataset
 from glassformer.tokenizers import CharTokenizer
 from glassformer.training import TrainConfig, Trainer
+from glassformer.training.trainable import add_run_lora
 
 faulthandler.enable()  # an abort (SIGABRT) prints every thread's Python stack to stderr
 out, strategy, steps, resume = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -50,6 +51,7 @@ config = TrainConfig(
     optimizer=os.environ.get("WORKER_OPTIMIZER", "adamw"),  # test_torchrun.py's choices
     lora_rank=int(os.environ.get("WORKER_LORA_RANK", "0")),
 )  # fmt: skip
+add_run_lora(model, config)  # LoRA's adapters, where Run.build adds them
 trainer = Trainer(model, tok, data, None, config, out / "run", progress=False)
 seen = []
 draw = trainer.train_stream.batch

@@ -8,7 +8,7 @@ import torch
 
 from glassformer import EncoderClassifier, preset
 from glassformer.training import TrainConfig, build_optimizer
-from glassformer.training.trainable import set_what_trains
+from glassformer.training.trainable import add_run_lora, set_what_trains
 
 SMALL = dict(vocab_size=30, d_model=16, n_head=2, n_layer=2, max_len=16)
 
@@ -24,14 +24,15 @@ def trains(model):
 
 def test_lora_on_a_classifier_trains_the_adapters_and_the_head():
     model = classifier()
-    trained, total = set_what_trains(model, TrainConfig(task="classify", lora_rank=2))
+    config = TrainConfig(task="classify", lora_rank=2)
+    trained, total = set_what_trains(add_run_lora(model, config), config)
     names = trains(model)
     assert names == sorted(
         [f"blocks.{i}.attn.{p}.lora_{m}" for i in (0, 1)
-         for p in ("q_proj", "k_proj", "v_proj", "out_proj")
+         for p in ("q_proj", "v_proj")
          for m in "AB"] + ["classifier.bias", "classifier.weight"]
-    )  # fmt: skip  (the default targets' attn.in_proj: the three projections)
-    assert trained == 2 * 4 * (2 * 16 + 16 * 2) + 16 * 2 + 2
+    )  # fmt: skip  (the default targets: W^Q and W^V)
+    assert trained == 2 * 2 * (2 * 16 + 16 * 2) + 16 * 2 + 2
     assert total == sum(p.numel() for p in model.parameters())
     optimizer = build_optimizer(model, TrainConfig())
     held = {id(p) for g in optimizer.param_groups for p in g["params"]}
@@ -41,7 +42,7 @@ def test_lora_on_a_classifier_trains_the_adapters_and_the_head():
 def test_freeze_applies_after_lora_and_fixed_embeddings():
     model = classifier(embeddings="fixed")
     config = TrainConfig(task="classify", lora_rank=2, freeze=["classifier"])
-    set_what_trains(model, config)
+    set_what_trains(add_run_lora(model, config), config)
     assert all("lora_" in n for n in trains(model))
     model = classifier(embeddings="fixed")
     set_what_trains(model, TrainConfig(task="classify", freeze=["blocks.0-1"]))

@@ -9,6 +9,7 @@ from typing import Any
 
 from torch import Tensor
 
+from ..nn.lora import effective_weight
 from ._patch_runs import Metric, check_inputs, progress_bar, rescaled, run_each, stacked, values_of
 from ._resume import Resumed, evaluate
 from ._sites import Stack, call, find_stack
@@ -122,7 +123,8 @@ class Paths:
                 continue
             name, attn = f"blocks.{layer}.attn.hook_z", self.where.blocks[layer].attn
             d = attn.head_dim
-            w_o = attn.out_proj.weight[:, head * d : (head + 1) * d]  # (C, D): W^O_h, by rows
+            w_o = effective_weight(attn.out_proj)  # W^O (+ LoRA's update, nn/lora.py)
+            w_o = w_o[:, head * d : (head + 1) * d]  # (C, D): W^O_h, by rows
             total = (
                 total + (self.clean[name][:, :, head] - self.corrupted[name][:, :, head]) @ w_o.T
             )

@@ -35,6 +35,7 @@ from torch import Tensor, nn
 from ..models.encoder import EncoderMLM
 from ..models.heads import ClassificationHead, LMHead, pool
 from ..models.hooked import ActivationCache
+from ..nn.lora import effective_weight
 from .cached import model_of, require, stack_view
 from .components import Components
 from .norms import freeze_norm
@@ -103,7 +104,8 @@ def readout(model: nn.Module, what: str) -> Readout:
             )
         proj, stack = model.classifier, model.family  # "encoder" or "decoder"
         bias = _detached(proj.bias)
-        return Readout(stack, proj.weight.detach(), bias, model.pooling, "classifier_bias")
+        w = effective_weight(proj).detach()  # W (+ LoRA's update, nn/lora.py)
+        return Readout(stack, w, bias, model.pooling, "classifier_bias")
     if not isinstance(model, LMHead):
         raise ValueError(f"{what}: a {type(model).__name__} has no output layer to read; {allowed}")
     if model.transform is not None:
@@ -114,7 +116,8 @@ def readout(model: nn.Module, what: str) -> Readout:
         )
     proj = model.unembed.proj
     stack = "encoder" if isinstance(model, EncoderMLM) else "decoder"
-    return Readout(stack, proj.weight.detach(), _detached(proj.bias), None, "unembed_bias")
+    w = effective_weight(proj).detach()
+    return Readout(stack, w, _detached(proj.bias), None, "unembed_bias")
 
 
 def logit_attribution(

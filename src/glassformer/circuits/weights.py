@@ -49,6 +49,7 @@ import torch
 from torch import Tensor, nn
 
 from ..nn import MultiHeadAttention
+from ..nn.lora import effective_weight
 from ._sites import model_stacks
 from .factored import FactoredMatrix
 
@@ -215,7 +216,7 @@ def head_weights(
             return wq.new_zeros((*rows.shape, d))
         return b.detach().view(count, d)[rows]  # (..., D)
 
-    w_o = attn.out_proj.weight.detach()
+    w_o = effective_weight(attn.out_proj).detach()  # W^O (+ LoRA's update)
     w_o = w_o.view(w_o.shape[0], n, d).permute(1, 2, 0)[heads]  # (..., D, E)
     return HeadWeights(
         by_head(wq, n, heads),

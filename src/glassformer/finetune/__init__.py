@@ -1,23 +1,18 @@
-"""What trains: freezing parts of a model, fixed embeddings, and LoRA adapters that merge
-back into a plain model."""
+"""What trains: freezing parts of a model, fixed embeddings, and LoRA adapters added where
+the model is built, which merge back into a plain model."""
 
 from .freeze import fix_embeddings, freeze, part_names, select, trainable_count
-from .lora import DEFAULT_TARGETS, LoRALinear, apply_lora, lora_layers, merge_lora
-from .lora_state import LORA_FILE, join_state, plain_modules, split_state
+from .lora import DEFAULT_TARGETS, LoRALinear, add_lora, lora_layers, merge_lora
 
 __all__ = [
     "DEFAULT_TARGETS",
-    "LORA_FILE",
     "LoRALinear",
-    "apply_lora",
+    "add_lora",
     "fix_embeddings",
     "freeze",
-    "join_state",
     "lora_layers",
     "merge_lora",
     "part_names",
-    "plain_modules",
     "select",
-    "split_state",
     "trainable_count",
 ]

@@ -1,7 +1,10 @@
 """Checkpoints: ``model.safetensors`` (weights) + ``config.json`` (architecture and config)
-+ ``tokenizer.json`` when a tokenizer is attached. Safetensors holds raw tensors only, so
-loading never runs code from a file (no pickle). Each file is written to a temporary name and
-renamed, so a crash leaves either the old file or the new one, never half of one.
++ ``tokenizer.json`` when a tokenizer is attached. A model with LoRA layers (nn/lora.py) is
+saved as it is: its weights under the plain model's names plus each layer's ``lora_A`` and
+``lora_B``, and config.json's ``lora`` entry (the adapted paths, rank, alpha, dropout), from
+which loading adds the same layers before it reads the weights. Safetensors holds raw tensors
+only, so loading never runs code from a file (no pickle). Each file is written to a temporary
+name and renamed, so a crash leaves either the old file or the new one, never half of one.
 
 Loading checks before it allocates: the config (sizes within limits, and a model that fits
 this machine's memory, budget.py) and the tokenizer (no id past the model's vocabulary); then
@@ -19,6 +22,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
+from ..nn.lora import adapt, adapters
 from ..safe_write import replace_file, write_text
 from ..structured import loads_json
 from .budget import check_memory
@@ -61,16 +65,12 @@ def save_pretrained(
     state_dict: dict[str, torch.Tensor] | None = None,
 ) -> Path:
     """``state_dict``: full tensors to write instead of the model's own (e.g. gathered from
-    the shards of a distributed run). A module standing in for another (a LoRA layer,
-    finetune/lora.py) is written as the module it stands for (``_plain_tensors``), so a model
-    in the middle of LoRA saves the plain, merged model that ``load_model`` reads."""
+    the shards of a distributed run)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     tensors = _unique_tensors(model)
     if state_dict is not None:
         tensors = {name: state_dict[name].detach().contiguous().cpu() for name in tensors}
-    else:
-        tensors = _plain_tensors(model, tensors)
     replace_file(
         directory / WEIGHTS_FILE, lambda p: save_file(tensors, p, metadata={"format": "pt"})
     )
@@ -80,30 +80,15 @@ def save_pretrained(
         "architecture": model.architecture(),
         "config": model.config.to_dict(),
     }
+    lora = adapters(model)
+    if lora is not None:
+        meta["lora"] = lora
     text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
     write_text(directory / CONFIG_FILE, text)
     tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
     if tokenizer is not None:
         tokenizer.save(directory / TOKENIZER_FILE)
     return directory
-
-
-def _plain_tensors(model: torch.nn.Module, tensors: dict[str, torch.Tensor]):
-    """``tensors`` with each module that has ``plain_state()`` (a LoRALinear: the weight
-    W + (alpha / r) B A merged, and the bias) giving the tensors of the plain module it
-    stands for under that module's names, instead of its own."""
-    stand_ins = {
-        path: m for path, m in model.named_modules() if callable(getattr(m, "plain_state", None))
-    }
-    if not stand_ins:
-        return tensors
-    inside = tuple(f"{path}." for path in stand_ins)
-    plain = {name: t for name, t in tensors.items() if not name.startswith(inside)}
-    for path, m in stand_ins.items():
-        plain.update(
-            {f"{path}.{k}": t.detach().contiguous().cpu() for k, t in m.plain_state().items()}
-        )
-    return plain
 
 
 def load_pretrained(directory: str | Path, *, device=None) -> Checkpointable:
@@ -121,6 +106,7 @@ def load_pretrained(directory: str | Path, *, device=None) -> Checkpointable:
         raise ValueError(f"{directory / CONFIG_FILE}: {err}") from None
     with torch.device(device or "cpu"):
         model = cls(config)
+        _add_adapters(model, directory / CONFIG_FILE)
     load_weights(model, directory / WEIGHTS_FILE)
     model.tokenizer = tokenizer
     return model
@@ -176,6 +162,20 @@ def read_config(path: Path) -> tuple[type[Checkpointable], ModelConfig]:
     return cls, config
 
 
+def _add_adapters(model: torch.nn.Module, path: Path) -> None:
+    """The LoRA layers config.json's ``lora`` entry records, added to ``model`` (nn/lora.py)."""
+    lora = loads_json(path.read_bytes(), str(path)).get("lora")
+    if lora is None:
+        return
+    try:
+        paths = lora["paths"]
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise ValueError(f"paths={paths!r} must be a list of module paths")
+        adapt(model, paths, lora["rank"], lora["alpha"], lora.get("dropout", 0.0))
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        raise ValueError(f"{path}: its lora entry does not fit the model ({err})") from None
+
+
 def load_weights(model: Checkpointable, path: Path) -> None:
     """Check every tensor's name, shape and dtype against the model, then copy it in."""
     tensors = read_weights(model, path)
@@ -184,12 +184,17 @@ def load_weights(model: Checkpointable, path: Path) -> None:
             want.copy_(tensors[name])
 
 
-def read_weights(model: Checkpointable, path: Path) -> dict[str, torch.Tensor]:
+def read_weights(
+    model: Checkpointable, path: Path, *, only: set[str] | None = None
+) -> dict[str, torch.Tensor]:
     """The tensors of ``path`` under today's names (a checkpoint of the earlier module
-    names is read too, models/legacy_keys.py), each checked (name, shape, dtype) against
-    ``model`` before it is read, and for NaN or infinite values once read; a tied tensor is
-    returned under each of its names."""
+    names is read too, models/legacy_keys.py, and the adapters' file of the earlier LoRA
+    layout), each checked (name, shape, dtype) against ``model`` before it is read, and for
+    NaN or infinite values once read; a tied tensor is returned under each of its names.
+    ``only``: the names of the model's tensors this file holds (default: all of them)."""
     expected = _unique_tensors(model)
+    if only is not None:
+        expected = {name: t for name, t in expected.items() if name in only}
     try:
         with safe_open(path, framework="pt") as f:
             try:
@@ -236,7 +241,8 @@ def read_weights(model: Checkpointable, path: Path) -> dict[str, torch.Tensor]:
     first = {}  # id of a tensor -> the name it is stored under
     for name, t in model.state_dict(keep_vars=True).items():
         first.setdefault(id(t), name)
-        tensors.setdefault(name, tensors[first[id(t)]])
+        if first[id(t)] in tensors:
+            tensors.setdefault(name, tensors[first[id(t)]])
     return tensors
 
 

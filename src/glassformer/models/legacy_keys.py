@@ -16,6 +16,11 @@ Today a model holds ``embed``, ``pos_embed``, ``token_type_embed``, ``ln_embed``
 ``decoder`` hold their embeddings. ``current_names`` maps each stored name to today's, so that
 such a checkpoint loads (checkpoint.read_weights); today's names map to themselves.
 
+A training checkpoint of a run with LoRA once held model.safetensors as the plain model, each
+adapted weight merged (W + (alpha / r) B A), and beside it ``LEGACY_LORA_FILE``: each adapted
+Linear p's ``p.lora_A``, ``p.lora_B`` and its unmerged W as ``p.base.weight``, which is
+``p.weight`` today (nn/lora.py keeps W, A and B in model.safetensors).
+
 Every layout before today's held an attention's projections as one fused Linear, ``in_proj``
 = [W^Q; W^K; W^V] by rows ([W^{QK}; W^V] with attention_scores "shared", [W^V] with "dot");
 today each is its own module (``q_proj``, ``k_proj``, ``v_proj``; ``qk_proj``).
@@ -28,7 +33,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["FUSED", "current_names", "fused_rows"]
+__all__ = ["FUSED", "LEGACY_LORA_FILE", "current_names", "fused_rows"]
+
+LEGACY_LORA_FILE = "lora.safetensors"
 
 FUSED = "in_proj"  # the fused [W^Q; W^K; W^V] of every earlier layout
 _PROJECTIONS = ("q_proj", "qk_proj", "k_proj", "v_proj")  # their order in it, by rows
@@ -50,7 +57,7 @@ def current_names(stored: Iterable[str], family: str) -> dict[str, str]:
     cross = {_block_of(n) for n in stored if ".cross_norm." in n}  # blocks that cross-attend
     names: dict[str, str] = {}
     for name in stored:
-        new = _unwrap(_rename(name, cross), family)
+        new = _unwrap(_rename(_unwrapped_lora(name), cross), family)
         if new in names:
             raise ValueError(
                 f"tensors {names[new]!r} and {name!r} are both {new!r} (the earlier and "
@@ -58,6 +65,11 @@ def current_names(stored: Iterable[str], family: str) -> dict[str, str]:
             )
         names[new] = name
     return names
+
+
+def _unwrapped_lora(name: str) -> str:
+    """'blocks.0.mlp.fc1.base.weight' (the earlier LoRA layout's W) -> 'blocks.0.mlp.fc1.weight'."""
+    return name.replace(".base.weight", ".weight")
 
 
 def _block_of(name: str) -> str:

@@ -43,6 +43,7 @@ from .arguments import TokenPacking, fraction, positive_int
 from .graph_attention import graph_attention, graph_mask, with_edges
 from .hooks import HookPoint
 from .kv_cache import KVCache
+from .lora import effective_weight
 from .positional import apply_rotary
 from .qk_projections import check_scores, projection_rows, projection_weights
 from .scaled_dot_product import (
@@ -319,7 +320,7 @@ class MultiHeadAttention(nn.Module):
         if packing is not None:  # W^O on the real tokens only
             return self.out_proj(packing.pack(z.reshape(b, t, h * d)))  # (N, C)
         if self.hook_result.active:  # the same sum, one term per head: Σ_h z_h W^O_h + b^O
-            w = self.out_proj.weight.view(-1, h, d)  # (C, H, D): W^O's columns by head
+            w = effective_weight(self.out_proj).view(-1, h, d)  # (C, H, D): W^O by head
             result = self.hook_result(torch.einsum("bthd,chd->bthc", z, w))  # (B, T, H, C)
             out = result.sum(2)
             return out if self.out_proj.bias is None else out + self.out_proj.bias

@@ -30,6 +30,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .lora import effective_weight
+
 __all__ = ["ATTENTION_SCORES", "check_scores", "projection_rows", "projection_weights"]
 
 ATTENTION_SCORES = ("separate", "shared", "dot")
@@ -61,16 +63,14 @@ def projection_rows(scores: str, d_q: int, d_kv: int) -> dict[str, int]:
 
 def projection_weights(attn: nn.Module) -> tuple[tuple[Tensor, Tensor | None], ...]:
     """((W^Q, b^Q), (W^K, b^K), (W^V, b^V)), each W (rows, C) in torch's layout: each
-    projection's ``weight`` and ``bias`` (an nn.Linear's own tensors; an adapter in place of
-    one, such as finetune's LoRALinear, gives its effective matrix); "shared" gives W^{QK}
-    twice, "dot" the identity (no bias) twice."""
-    v = attn.v_proj
+    projection's matrix and ``bias`` (``effective_weight``: a LoRA layer's merged_weight,
+    nn/lora.py); "shared" gives W^{QK} twice, "dot" the identity (no bias) twice."""
+    v = (effective_weight(attn.v_proj), attn.v_proj.bias)
     if attn.scores == "separate":
         q, k = attn.q_proj, attn.k_proj
-        return (q.weight, q.bias), (k.weight, k.bias), (v.weight, v.bias)
+        return (effective_weight(q), q.bias), (effective_weight(k), k.bias), v
     if attn.scores == "shared":
-        qk = (attn.qk_proj.weight, attn.qk_proj.bias)
-        return qk, qk, (v.weight, v.bias)
-    w = v.weight
-    eye = torch.eye(attn.d_model, dtype=w.dtype, device=w.device)
-    return (eye, None), (eye, None), (v.weight, v.bias)
+        qk = (effective_weight(attn.qk_proj), attn.qk_proj.bias)
+        return qk, qk, v
+    eye = torch.eye(attn.d_model, dtype=v[0].dtype, device=v[0].device)
+    return (eye, None), (eye, None), v

@@ -20,7 +20,7 @@ from ..models.config import ModelConfig
 from ..models.size import activation_bytes, count_parameters
 from ..training.optim import optimizer_state
 from ..training.runtime import resolve_device
-from ..training.trainable import set_what_trains
+from ..training.trainable import add_run_lora, set_what_trains
 from .errors import RunError
 from .plan import RunPlan
 
@@ -82,7 +82,7 @@ def training_memory(plan: RunPlan, config: ModelConfig, architecture: type) -> T
     if not (t.lora_rank or t.freeze or config.embeddings == "fixed"):
         return Training(states=states, optimizer=words)
     with torch.random.fork_rng(devices=[]), torch.device("meta"):  # global RNG untouched
-        trained, total = set_what_trains(architecture(config), t)
+        trained, total = set_what_trains(add_run_lora(architecture(config), t), t)
     added = total - count_parameters(config, architecture)
     return Training(trained=trained, states=states, optimizer=words, added=added)
 

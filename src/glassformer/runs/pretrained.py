@@ -36,6 +36,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..finetune import merge_lora
 from ..models.checkpoint import CONFIG_FILE
 from ..models.config import GRAPH_FIELDS, ModelConfig
 from ..models.registry import model_class
@@ -185,12 +186,14 @@ def _check_tokenizer(path: str, tokenizer, vocab_size: int, task: str) -> None:
 
 
 def _read_checkpoint(path: Path):
-    """(model, tokenizer) of a glassformer checkpoint or run folder."""
+    """(model, tokenizer) of a glassformer checkpoint or run folder; a model with LoRA
+    layers starts the run merged (W + (alpha / r) B A, finetune/lora.py)."""
     try:
         model = load_model(path)
     except ValueError as err:  # its message names the file
         where = "" if str(err).startswith(str(path)) else f"{path}: "
         raise RunError(f"init_from {where}{err}", argument="init_from") from None
+    merge_lora(model)
     if model.tokenizer is None:
         raise RunError(
             f"init_from {path}: the checkpoint has no tokenizer.json; the run needs the "

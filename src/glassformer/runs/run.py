@@ -31,6 +31,7 @@ from ..named import naming
 from ..training import Trainer, lr_at, resolve_device
 from ..training.layout import latest_checkpoint
 from ..training.lock import RunLock
+from ..training.trainable import add_run_lora
 from .claim import check_out, refuse_kept_run, take_lock
 from .curves import write_loss_plot, write_tensorboard
 from .errors import RunError, RunInterrupted, RunNote
@@ -237,7 +238,8 @@ class Run:
         self.architecture, self.pretrained = inputs.architecture, inputs.pretrained
 
     def build(self, progress: bool | str = False) -> Trainer:
-        """The model (seeded by train.seed) and its Trainer; after ``load()``."""
+        """The model (seeded by train.seed; the pre-trained weights of init_from copied in;
+        LoRA's adapters added when train.lora_rank > 0) and its Trainer; after ``load()``."""
         if self.architecture is None:
             raise RunError(
                 "Run.build() comes after run.load(), which reads the data, the "
@@ -248,6 +250,7 @@ class Run:
         if self.pretrained is not None:
             self.start = self.pretrained.copy_into(self.model)
             self.pretrained = None  # the pre-trained model's memory is freed
+        add_run_lora(self.model, self.plan.train)
         data = (self.train_data, self.val_data)
         self.trainer = Trainer(
             self.model, self.tokenizer, *data, self.plan.train, self.plan.out, progress=progress

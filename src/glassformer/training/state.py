@@ -4,13 +4,12 @@
         model.safetensors, config.json, tokenizer.json   (a loadable model, see models/)
         trainer.safetensors   optimizer state by parameter name, RNG states (tensors only)
         trainer.json          step, optimizer name and hyper-parameters, scheduler, metrics
-        lora.safetensors      a run with LoRA (train.lora_rank > 0): the adapters A, B and
-                              the unmerged weights W of the wrapped Linears
 
-With LoRA, model.safetensors holds the plain model, each adapted weight merged (W + (alpha/r)
-B A), which every command and ``to_huggingface`` read; resuming rebuilds the adapters from
-lora.safetensors (finetune/lora_state.py), so it continues exactly. Frozen parameters have no
-optimizer state; they are saved with the model.
+A run with LoRA (train.lora_rank > 0) saves its model as it is: the plain model's names with
+each adapted Linear's unmerged W, plus its ``lora_A`` and ``lora_B``, and config.json records
+the adapters, so every command loads the same model (models/checkpoint.py). A checkpoint of
+the earlier LoRA layout (the merged model plus ``lora.safetensors``, models/legacy_keys.py)
+resumes too. Frozen parameters have no optimizer state; they are saved with the model.
 
 A checkpoint is written into a hidden temporary folder and renamed into place when complete,
 so a crash or a kill at any moment leaves the previous checkpoints intact and never a partial
@@ -31,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
-from ..finetune import LORA_FILE, join_state, lora_layers, plain_modules, split_state
+from ..finetune import lora_layers
 from ..machine import format_bytes
 from ..models import GlassformerModel
+from ..models.legacy_keys import FUSED, LEGACY_LORA_FILE
 from ..safe_write import replace_dir, replace_file, write_text
 from ..structured import loads_json
 from .errors import DiskFullError
@@ -101,17 +101,12 @@ def save_checkpoint(
     ckpt_root.mkdir(parents=True, exist_ok=True)
     tensors, opt_meta = optimizer_tensors(optim_sd)
     opt_meta["name"] = optimizer_name(optimizer)
-    layers = lora_layers(model)
-    model_sd, lora_sd = split_state(model_sd, layers) if layers else (model_sd, {})
     tensors["rng.cpu"] = torch.get_rng_state()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         tensors["rng.cuda"] = torch.cuda.get_rng_state()
 
     def fill(tmp: Path) -> None:
-        with plain_modules(model, layers):  # the plain model's names, merged weights
-            model.save_pretrained(tmp, tokenizer, state_dict=model_sd)
-        if layers:
-            replace_file(tmp / LORA_FILE, lambda p: save_file(lora_sd, p))
+        model.save_pretrained(tmp, tokenizer, state_dict=model_sd)
         replace_file(tmp / "trainer.safetensors", lambda p: save_file(tensors, p))
         meta = {"step": step, "optimizer": opt_meta, "scheduler": scheduler.state_dict(), **state}
         write_text(tmp / "trainer.json", json.dumps(meta, indent=2, default=_jsonable))
@@ -122,7 +117,7 @@ def save_checkpoint(
         code = _no_space(err)
         if code is None:
             raise
-        needed = _nbytes([*model_sd.values(), *tensors.values(), *lora_sd.values()])
+        needed = _nbytes([*model_sd.values(), *tensors.values()])
         free = shutil.disk_usage(ckpt_root).free
         kept = latest_checkpoint(run_dir)
         before = "none was saved before it" if kept is None else f"{kept.name} is intact"
@@ -165,12 +160,7 @@ def load_checkpoint(
     from ..models.checkpoint import WEIGHTS_FILE, check_finite, read_weights
 
     path = Path(path)
-    layers = lora_layers(model)
-    with plain_modules(model, layers):  # model.safetensors holds the plain model
-        weights = read_weights(model, path / WEIGHTS_FILE)
-    if layers:  # the adapters and unmerged weights, for an exact resume
-        lora = _read(path / LORA_FILE, load_file)
-        weights = join_state(weights, lora, layers, path / LORA_FILE)
+    weights = _read_model(model, path, WEIGHTS_FILE, read_weights)
     meta = _read(path / "trainer.json", lambda f: loads_json(f.read_bytes(), "trainer.json"))
     tensors = _read(path / "trainer.safetensors", load_file)
     for name, tensor in tensors.items():  # NaN first, then the ranges of what is finite
@@ -199,6 +189,30 @@ def load_checkpoint(
     if "rng.cuda" in tensors and torch.cuda.is_available():
         torch.cuda.set_rng_state(tensors["rng.cuda"])
     return meta
+
+
+def _read_model(model: GlassformerModel, path: Path, weights_file: str, read_weights):
+    """The model's tensors from the checkpoint ``path``. In the earlier LoRA layout
+    (``LEGACY_LORA_FILE`` beside the merged model), each adapted Linear's W, A and B come from
+    that file, the rest from model.safetensors."""
+    legacy = path / LEGACY_LORA_FILE
+    layers = lora_layers(model)
+    if not (layers and legacy.is_file()):
+        return read_weights(model, path / weights_file)
+    with safe_open(legacy, framework="pt") as f:
+        fused = [k for k in f.keys() if f".{FUSED}.lora_" in k]  # noqa: SIM118 (safe_open)
+    if fused:  # one A for [W^Q; W^K; W^V]: three adapters with an A each train otherwise
+        raise ValueError(
+            f"{legacy}: {fused[0]!r} is an adapter of the fused attention projection in_proj "
+            "([W^Q; W^K; W^V], one A for the three), which models hold as q_proj, k_proj, "
+            "v_proj with an adapter each: the run cannot resume exactly. model.safetensors "
+            "(the merged weights) loads: start a new run from it (init_from)"
+        )
+    adapters = {f"{p}.{name}" for p in layers for name in ("lora_A", "lora_B")}
+    plain = set(model.state_dict()) - adapters  # each adapted W merged there: replaced below
+    weights = read_weights(model, path / weights_file, only=plain)
+    adapted = adapters | {f"{p}.weight" for p in layers}
+    return {**weights, **read_weights(model, legacy, only=adapted)}
 
 
 def _shared_aliases(model: GlassformerModel) -> dict[str, torch.Tensor]:

@@ -15,8 +15,10 @@ validation loss, gradient norm or weights that are not finite stop the run with
 ``DivergedError`` (a ``TrainingError``, divergence.py) before the step is saved, so the last
 good checkpoint stays the newest; weights that are not finite before the first step are refused
 (``ValueError``). A number that is not finite is written ``null`` in metrics.jsonl.
-What trains (fixed embeddings, LoRA, ``train.freeze``) is set before the optimizer is built
-(trainable.py); ``trainer.trained`` and ``trainer.total`` count the parameters.
+What trains (fixed embeddings, ``train.freeze``) is set before the optimizer is built
+(trainable.py); LoRA's adapters are the model's own, added where it is built (``Run.build``,
+``glassformer.finetune.add_lora``). ``trainer.trained`` and ``trainer.total`` count the
+parameters.
 """
 
 from __future__ import annotations
@@ -65,8 +67,9 @@ class Trainer:
 
     ``fit()`` runs the loop (the module docstring describes a step); ``train_step()``,
     ``evaluate()``, ``save()`` and ``resume()`` are its parts. The model moves to the device
-    ``config.device`` names; what trains (``config.freeze``, LoRA) is set here, before the
-    optimizer is built.
+    ``config.device`` names; what trains (fixed embeddings, ``config.freeze``) is set here,
+    before the optimizer is built. A model for ``config.lora_rank > 0`` comes with its LoRA
+    layers (``glassformer.finetune.add_lora``; ``Run.build`` adds them).
 
     Args:
         model: the model to train; its family must suit the task (lm: decoder, mlm and
@@ -83,7 +86,8 @@ class Trainer:
 
     Raises:
         ValueError: a model of a family the task cannot train, a device that is not
-            available, a batch that does not split over the processes of ``torchrun``.
+            available, a batch that does not split over the processes of ``torchrun``, a
+            model without the LoRA layers ``config.lora_rank`` asks for.
     """
 
     def __init__(
@@ -117,7 +121,7 @@ class Trainer:
         torch.manual_seed(config.seed)
         self.model = model.to(self.device)
         self.model.tokenizer = tokenizer
-        # fixed embeddings, LoRA, train.freeze: before the optimizer, which takes what trains
+        # fixed embeddings, train.freeze: before the optimizer, which takes what trains
         self.trained, self.total = set_what_trains(model, config)
         if config.checkpointing:
             model.enable_checkpointing()

@@ -19,6 +19,7 @@ import torch
 from ...models import DecoderLM, GlassformerModel
 from ...models.budget import check_memory
 from ...models.config import GRAPH_FIELDS
+from ...nn.lora import LoRALinear
 from ...structured import loads_json
 from . import bart, bert, gpt2, llama
 from .common import require_transformers, transfer
@@ -203,6 +204,12 @@ def to_huggingface(model: GlassformerModel, *, architecture: str | None = None) 
     """The ``transformers`` model equal to a glassformer model (same weights, dtype, device,
     mode). ``architecture`` picks the HF class where several fit (DecoderLM: GPT2LMHeadModel or
     LlamaForCausalLM; default: the class it was converted from, else by its positions)."""
+    if any(isinstance(m, LoRALinear) for m in model.modules()):
+        raise ValueError(
+            "to_huggingface: the model has LoRA layers (lora_A, lora_B), which Hugging Face's "
+            "classes lack; merge them into the weights first: "
+            "glassformer.finetune.merge_lora(model)"
+        )
     transformers = require_transformers()
     name = _hf_class_for(model, architecture)
     _require_dense(model.config, name)
