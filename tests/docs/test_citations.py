@@ -43,6 +43,7 @@ NOTES = (
 NUMBERED = ("What Happens in A Transformer Layer", "NPFL140 Lecture Notes")
 # A name of the paper's kind: E/D/ED followed by Transformer, Training or Inference.
 NAME = r"(?:ED|E|D)(?:Transformer|Training|Inference)"
+LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")  # [text](target)
 S = r"[\s,:]+"  # what separates a number from its name, line breaks included
 
 
@@ -77,7 +78,8 @@ def test_pairs_reads_each_form():
 
 
 def problems(text: str) -> list[str]:
-    """What the text cites that the paper does not have."""
+    """What the text cites that the paper does not have (a link's text read as plain text)."""
+    text = LINK.sub(r"\1", text)
     out = [f"Algorithm {n}, {m} (the paper's {n} is {PAPER.get(n)})"
            for n, m in pairs(text) if PAPER.get(n) != m]  # fmt: skip
     out += [f"{m}: not a name of the paper" for m in sorted(set(re.findall(rf"\b{NAME}\b", text)))
@@ -169,3 +171,21 @@ def test_home_page_names_every_set_of_notes():
     for title in NOTES:
         assert title in concepts, f"no concept page cites {title!r}: update NOTES"
         assert title in home, f"the home page does not name {title!r}"
+
+
+def test_each_page_links_its_first_citation_of_the_notes_to_the_references():
+    """The first time a page quotes the title of a set of notes, the title links to its entry on
+    docs/references.md (a page that cites them in a heading only is not read)."""
+    unlinked = []
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        rel = page.relative_to(ROOT / "docs").as_posix()
+        if rel == "references.md" or rel.startswith(("reference/api/", "outputs/")):
+            continue
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for title in (*NOTES[:4], "NPFL140"):
+            first = text.find(f'"{title}')
+            if first >= 0 and text[first - 1 : first] != "[":
+                unlinked.append(f"{rel}: {title}")
+            elif first >= 0:
+                assert "references.md#" in text[first : first + 200], (rel, title)
+    assert not unlinked, unlinked

@@ -17,6 +17,7 @@ import re
 import pytest
 
 from .conftest import ROOT, load_script
+from .test_examples import same_up_to_rounding
 
 TUTORIALS = ROOT / "docs" / "tutorials"
 SNIPPET = re.compile(r'^--8<-- "(docs/outputs/[^"]+)"$', re.M)
@@ -72,6 +73,25 @@ def test_tutorial_outputs_belong_to_their_blocks(stem):
             assert prompts == [c for c in run if not OUTPUTS.NOT_RUN.match(c)], path
             assert text.startswith("$ "), path
     assert shown_any, f"{page.name} shows none of its run's outputs"
+
+
+# Tutorial blocks that stand alone (seeded, needing nothing an earlier command made) and print
+# what the page shows: run again here, so that a change in what the code prints fails here
+# until the tutorial is run again (the other outputs need the tutorial's training runs).
+STANDALONE = [("look-inside", 4)]  # trace of a seeded tiny model: well under a second
+
+
+@pytest.mark.parametrize(("stem", "index"), STANDALONE)
+def test_standalone_tutorial_blocks_print_what_the_page_shows(stem, index, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    block = OUTPUTS.blocks(TUTORIALS / f"{stem}.md")[index - 1]
+    assert block.kind == "python" and "manual_seed" in block.text, block.line
+    printed = OUTPUTS.shorten(OUTPUTS.run_python(block.text, f"{stem}.md line {block.line}"))
+    shown = block.output.read_text(encoding="utf-8")
+    assert same_up_to_rounding(printed, shown), (
+        f"{stem}.md line {block.line} prints other than {OUTPUTS.shown(block)} shows: "
+        f"run python docs/scripts/outputs.py --tutorials {stem}\n--- printed\n{printed}"
+    )
 
 
 @pytest.mark.parametrize("stem", RUN)

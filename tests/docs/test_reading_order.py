@@ -65,3 +65,18 @@ def test_classifier_tutorial_uses_one_model_throughout():
     (out,) = re.findall(r"--out (\S+)", trains[0])
     used = re.findall(r"--checkpoint (\S+)", text) + re.findall(r'load_model\("([^"]+)"\)', text)
     assert used and set(used) == {out}, used
+
+
+def test_a_newcomer_is_given_a_path_a_glossary_and_the_sources():
+    """The home page gives a newcomer a reading path and links the Glossary and References; the
+    concept pages that assume only linear algebra (1 to 5 of the overview) link the glossary
+    where they first use a term (the strict build checks that each link's anchor exists)."""
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert "## New to transformers? Start here" in home
+    assert "(glossary.md)" in home and "(references.md)" in home
+    overview = OVERVIEW.read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) \| \[[^\]]+\]\(([\w.-]+\.md)\)", overview, re.M)
+    first_five = [page for n, page in rows if int(n) <= 5]
+    assert len(first_five) == 5
+    for page in first_five:
+        assert "](../glossary.md#" in (OVERVIEW.parent / page).read_text(encoding="utf-8"), page

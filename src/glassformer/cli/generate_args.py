@@ -36,8 +36,9 @@ def add_parser(commands) -> None:
     p.add_argument(
         "--temperature",
         type=float,
-        metavar="T",
-        help="sample from p^(1/T); 0 is greedy (default: 0.8 decoder-only, 0 encoder-decoder)",
+        metavar="TAU",
+        help="sample from p^(1/τ), τ the temperature; 0 is greedy "
+        "(default: 0.8 decoder-only, 0 encoder-decoder)",
     )
     p.add_argument(
         "--top-k",

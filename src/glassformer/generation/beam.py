@@ -1,20 +1,20 @@
-"""Beam search: keep the K likeliest partial sequences instead of one.
+"""Beam search: keep the N likeliest partial sequences instead of one (N = ``num_beams``).
 
 Each step, every running beam b (score s_b = Σ log p of its tokens) proposes every token w,
-scored s_b + log p(w | beam b). The best 2K of these K·V candidates are kept (K per <EOS> id
-more with several), so that K of them can go on even if many end here:
+scored s_b + log p(w | beam b). The best 2N of these N·V candidates are kept (N per <EOS> id
+more with several), so that N of them can go on even if many end here:
 
   * a candidate ending in <EOS> (or a stop string, or reaching max_new_tokens) that ranks in
-    the top K becomes a finished hypothesis, ranked by s / n^α (n its generated tokens,
-    α = ``length_penalty``); the K best finished hypotheses are kept;
-  * the K best candidates that did not end become the next running beams, and the KV cache
+    the top N becomes a finished hypothesis, ranked by s / n^α (n its generated tokens,
+    α = ``length_penalty``); the N best finished hypotheses are kept;
+  * the N best candidates that did not end become the next running beams, and the KV cache
     rows are reordered to follow them (``Session.reorder``).
 
-A prompt is done when no running beam can beat its K finished hypotheses: its best running
+A prompt is done when no running beam can beat its N finished hypotheses: its best running
 score s over n^α (n = the current length; with early_stopping="never" and α > 0 the longest
 possible length) is not above the worst finished score. With early_stopping=True it is done
-as soon as it has K finished hypotheses. The search ends when every prompt is done, or after
-max_new_tokens. This is the algorithm of Hugging Face's ``generate(num_beams=K)`` (v5), with
+as soon as it has N finished hypotheses. The search ends when every prompt is done, or after
+max_new_tokens. This is the algorithm of Hugging Face's ``generate(num_beams=N)`` (v5), with
 which it is tested to give identical sequences.
 """
 
@@ -65,8 +65,8 @@ def beam_search(
     top_rank = torch.arange(n_cand, device=device) < k  # (n_cand,) may finish a hypothesis
     rows = torch.arange(b, device=device)[:, None] * k  # (B, 1) first cache row of a prompt
 
-    run_tokens = torch.zeros(b, k, steps, dtype=torch.long, device=device)  # (B, K, M)
-    run_scores = torch.full((b, k), NEG, device=device)  # (B, K) Σ log p; only beam 0 at first
+    run_tokens = torch.zeros(b, k, steps, dtype=torch.long, device=device)  # (B, N, M)
+    run_scores = torch.full((b, k), NEG, device=device)  # (B, N) Σ log p; only beam 0 at first
     run_scores[:, 0] = 0.0
     fin_tokens = torch.zeros_like(run_tokens)
     fin_scores = torch.full((b, k), NEG, device=device)  # length-penalised
@@ -77,9 +77,9 @@ def beam_search(
     for i in range(steps):
         with torch.inference_mode():
             check_logits(logits)
-            logp = torch.log_softmax(logits.float(), dim=-1)  # (B·K or B, N_V)
+            logp = torch.log_softmax(logits.float(), dim=-1)  # (B·N or B, N_V)
             logp = logp[:, None].expand(b, k, v) if i == 0 else logp.view(b, k, v)
-            total = (logp + run_scores[..., None]).reshape(b, k * v)  # (B, K·V)
+            total = (logp + run_scores[..., None]).reshape(b, k * v)  # (B, N·V)
             cand_scores, cand = torch.topk(total, n_cand, dim=-1)  # (B, C), best first
             src, tok = cand // v, cand % v  # beam each candidate extends, its new token
             cand_tokens = run_tokens.gather(1, src[..., None].expand(b, n_cand, steps))
@@ -90,14 +90,14 @@ def beam_search(
             if i == steps - 1:
                 ends = torch.ones_like(ends)
 
-            # the next running beams: the K best candidates that did not end
+            # the next running beams: the N best candidates that did not end
             running = cand_scores + ends.float() * NEG
-            keep = torch.topk(running, k, dim=-1).indices  # (B, K)
+            keep = torch.topk(running, k, dim=-1).indices  # (B, N)
             run_tokens = cand_tokens.gather(1, keep[..., None].expand(b, k, steps))
             run_scores = running.gather(1, keep)
-            run_src = src.gather(1, keep)  # (B, K)
+            run_src = src.gather(1, keep)  # (B, N)
 
-            # finished hypotheses: merge the ending top-K candidates into the K best so far
+            # finished hypotheses: merge the ending top-N candidates into the N best so far
             full = fin_flag.all(dim=1, keepdim=True) & (early is True)
             new = ends & top_rank
             penalised = cand_scores / float(i + 1) ** alpha
@@ -119,7 +119,7 @@ def beam_search(
             if i == 0:
                 session.expand(k)
             session.reorder((rows + run_src).flatten())
-            logits = session.step(run_tokens[:, :, i].flatten())  # (B·K, N_V)
+            logits = session.step(run_tokens[:, :, i].flatten())  # (B·N, N_V)
 
     return _best(fin_tokens, fin_scores, fin_len, eos_ids, stops, tokenizer)
 
@@ -132,7 +132,7 @@ def _can_improve(
     if config.early_stopping == "never" and alpha > 0:
         n = config.max_new_tokens  # the best it could do: grow to the longest length
     best_running = run_scores[:, :1] / float(n) ** alpha  # (B, 1)
-    worst = torch.where(fin_flag, fin_scores.min(dim=1, keepdim=True).values, NEG)  # (B, K)
+    worst = torch.where(fin_flag, fin_scores.min(dim=1, keepdim=True).values, NEG)  # (B, N)
     return (best_running > worst).any(dim=1)
 
 

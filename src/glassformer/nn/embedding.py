@@ -1,9 +1,10 @@
 """Token embedding and unembedding.
 
-Embedding maps token id x[n] to the column W_e[:, x[n]] ∈ R^C (notes: "Token Embedding"),
-optionally scaled by √C as in Vaswani et al.; the input to the first block is
-x_n^(0) = W_e[:, x[n]] + W_p[:, n]. Unembedding maps the last hidden vector back to one score
-(logit) per vocabulary entry, logits = W_u h (+ b); with weight tying W_u = W_eᵀ.
+Embedding maps token id x[n] to the row W_e[x[n]] ∈ R^C of W_e (N_V, C) (the notes' "Token
+Embedding" writes the transpose: the column W_e[:, x[n]]), optionally scaled by √C as in
+Vaswani et al.; the input to the first block is x_n^(0) = W_e[x[n]] + W_p[n]. Unembedding maps
+the last hidden vector back to one score (logit) per vocabulary entry, logits = h W_uᵀ (+ b)
+with W_u (N_V, C); with weight tying W_u = W_e.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class TokenEmbedding(nn.Module):
     scale is fairseq's initialisation of the Transformer's embeddings. At std 0.02 they would
     start at 0.02 √C (0.23 at C = 128, 0.45 at C = 512).
 
-    Not when the embedding is ``tied`` to the unembedding (W_u = W_eᵀ, read without the √C):
+    Not when the embedding is ``tied`` to the unembedding (W_u = W_e, read without the √C):
     each position's hidden state then points along its own input token's row, and the logit
     of that token starts near 0.9 · √C (9.9 at C = 128), so the untrained model predicts its
     input (a first loss of 9.8 nats on 31 tokens, ln 31 = 3.4) and small tasks stall. A tied

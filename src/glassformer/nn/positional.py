@@ -8,7 +8,7 @@ embedding, x̃_n = x_n + r_n:
     and cos(n / base^{(i-1)/C}) at odd i ("interleaved", the default), or a sin half and a cos half
     ("split", "Brief Notes on Transformers"); the table, its two layouts and the shift
     r_{n+1} = M r_n are nn/sinusoid.py's
-  * learned: r_n = W_p[:, n], a trained matrix (max_len, d_model)
+  * learned: r_n = W_p[n], row n of a trained matrix (max_len, d_model)
   * none: r_n = 0 (the model is then permutation-equivariant unless it is causal).
 
 Rotary (RoPE, Su et al. 2021) instead rotates each query and key: pairs of coordinates
@@ -143,7 +143,7 @@ class SinusoidalPositionalEncoding(PositionalEncoding):
 
 
 class LearnedPositionalEncoding(PositionalEncoding):
-    """x̃_n = x_n + W_p[:, n], W_p a trained (max_len, d_model) matrix.
+    """x̃_n = x_n + W_p[n], W_p a trained (max_len, d_model) matrix, one row per position.
 
     Args:
         d_model: the width C of the vectors.
@@ -165,7 +165,7 @@ class LearnedPositionalEncoding(PositionalEncoding):
         nn.init.normal_(self.weight, std=0.02)
 
     def vectors(self, positions: Tensor) -> Tensor:
-        return self.weight[self._check(positions)]  # (T, C) or (B, T, C): W_p[:, n]
+        return self.weight[self._check(positions)]  # (T, C) or (B, T, C): W_p[n]
 
 
 class RotaryEmbedding(PositionalEncoding):
