@@ -30,6 +30,7 @@ FLAGS = {
     "model": "--model",
     "out": "--out",
     "pad_to": "--pad-to",
+    "port": "--port",
     "seed": "--seed",
     "setting": "--set",
     "steps": "--steps",

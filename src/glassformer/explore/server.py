@@ -24,6 +24,7 @@ import json
 import socket
 import threading
 
+from ..named import naming
 from ..structured import loads_json
 from .data import explore_data, model_info
 from .page import page_html
@@ -191,10 +192,8 @@ class LocalServer:
             self.socket.bind((host, port))
         except OSError as err:
             self.socket.close()
-            raise ValueError(
-                f"cannot listen on {host}:{port} ({err.strerror}): "
-                "choose another --port (0: any free one)"
-            ) from None
+            msg = f"cannot listen on {host}:{port} ({err.strerror}): choose another (port=0: any)"
+            raise naming(ValueError(msg), names=("port",)) from None
         self.socket.listen(128)  # connections wait from now on, before uvicorn has started
         shown = f"[{host}]" if family == socket.AF_INET6 else host
         self.url = f"http://{shown}:{self.socket.getsockname()[1]}/"
