@@ -59,7 +59,6 @@ def _cases() -> dict[str, dict[str, Any]]:
     return cases
 
 
-
 def base_sources(base: str, into: Path) -> Path:
     """The ``src`` folder of ``base``: a folder given as is, or a git revision extracted."""
     folder = Path(base)
@@ -84,22 +83,31 @@ def base_sources(base: str, into: Path) -> Path:
 def compare(
     name: str, spec: dict[str, Any], base_src: Path, seconds: float, threads: int
 ) -> dict[str, Any]:
-    """The paired run of one case: this checkout's sources against the base's."""
-    specs = {
-        "base": {**spec, "src": str(base_src), "threads": threads},
-        "this": {**spec, "src": str(ROOT / "src"), "threads": threads},
-    }
-    got = paired.run("benchmarks.versions_case", specs, seconds)
-    if "error" in got:
-        return {"case": name, "error": got["error"]}
-    per = got["steps_per_block"]
-    this = [t / per["this"] for t in got["blocks"]["this"]["step"]]
-    base = [t / per["base"] for t in got["blocks"]["base"]["step"]]
+    """The paired runs of one case, this checkout's sources against the base's: two runs of
+    ``seconds / 2``, fresh processes started in one order and then the other, rounds pooled.
+    (Two processes of the same sources, paired, have differed by 2x on a short step of two
+    threads, the slow one either; a pair of runs in both orders shows such a split as spread
+    and keeps it out of the median.)"""
+    src = {"base": str(base_src), "this": str(ROOT / "src")}
+    this: list[float] = []
+    base: list[float] = []
+    splits = []
+    for order in (("base", "this"), ("this", "base")):
+        specs = {n: {**spec, "src": src[n], "threads": threads} for n in order}
+        got = paired.run("benchmarks.versions_case", specs, seconds / 2)
+        if "error" in got:
+            return {"case": name, "error": got["error"]}
+        per = got["steps_per_block"]
+        this_run = [t / per["this"] for t in got["blocks"]["this"]["step"]]
+        base_run = [t / per["base"] for t in got["blocks"]["base"]["step"]]
+        splits.append(statistics.median(a / b for a, b in zip(this_run, base_run, strict=True)))
+        this, base = this + this_run, base + base_run
     return {
         "case": name,
         "this_ms": statistics.median(this),
         "base_ms": statistics.median(base),
         "ratio": paired.per_block(this, base),
+        "ratio_by_order": splits,
         "rounds": len(this),
     }
 
@@ -109,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--base", required=True, help="git revision or folder of the base sources")
     cases = _cases()
     ap.add_argument("--cases", default=",".join(cases), help=",".join(cases))
-    ap.add_argument("--seconds", type=float, default=30.0, help="paired rounds per case")
+    ap.add_argument("--seconds", type=float, default=30.0, help="seconds a case")
     ap.add_argument("--threads", type=int, default=2, help="torch threads per case (2)")
     ap.add_argument("--out", default="bench-results/versions.json")
     args = ap.parse_args(argv)
@@ -125,19 +133,23 @@ def main(argv: list[str] | None = None) -> None:
             r = compare(name, cases[name], base_src, args.seconds, args.threads)
             results.append(r)
             if "error" in r:
-                rows.append([name, "-", "-", r["error"][:60]])
+                rows.append([name, "-", "-", r["error"][:60], "-"])
                 continue
             q = r["ratio"]
+            by_order = "/".join(f"{x:.3f}" for x in r["ratio_by_order"])
             rows.append([name, f"{r['base_ms']:.2f}", f"{r['this_ms']:.2f}",
                          f"{q['median']:.3f} ({q['min']:.3f}-{q['max']:.3f}, "
-                         f"{r['rounds']} rounds)"])  # fmt: skip
+                         f"{r['rounds']} rounds)", by_order])  # fmt: skip
             print(f"{name}: this / base {q['median']:.3f}", flush=True)
     where = when_and_where()
     print_table(
         f"glassformer against {args.base} ({where['cpu']}, {where['date']})",
-        ["case", "base ms/step", "this ms/step", "this / base: median (min-max)"],
+        ["case", "base ms/step", "this ms/step", "this / base: median (min-max)", "by order"],
         rows,
-        ["paired rounds of short blocks, each version in its own process; >1: this is slower"],
+        [
+            "paired rounds of short blocks, each version in its own process; >1: this is slower",
+            "by order: the median of each run (base started first / this started first)",
+        ],
     )
     write_json(args.out, {"base": args.base, "where": where, "cases": results})
 
