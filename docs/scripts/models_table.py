@@ -251,7 +251,9 @@ def render(rows: list[Row] | None = None) -> dict[str, str]:
 
 glassformer's presets (`--model NAME`, `glassformer.presets.preset(NAME)`) and the Hugging Face
 architectures it converts (`glassformer.interop.huggingface`), at their published sizes, by
-the choices that "NPFL140 Lecture Notes", *Differences in Architectures of Notable Models*, sets
+the choices that
+["NPFL140 Lecture Notes"](../references.md#npfl140-lecture-notes-transformer-architecture),
+*Differences in Architectures of Notable Models*, sets
 side by side: where the norm sits, how positions enter, the activation, whether the output
 matrix is the input embedding, how many key/value heads the query heads share, and how long a
 context is. A preset's vocabulary is a placeholder that a tokenizer overrides (256 in the tiny
@@ -268,7 +270,8 @@ transformers and a parameter here).
 {table}
 
 "place": pre-norm normalises each sub-layer's input (GPT-2, Llama), post-norm its output
-after the residual sum (Vaswani et al., BERT, BART); "+ embeddings": a norm right after the
+after the residual sum ([Vaswani et al.](../references.md#vaswani-et-al-2017), BERT, BART);
+"+ embeddings": a norm right after the
 input embedding as well. "heads": query heads / key-value heads; fewer key-value heads is
 grouped-query attention (see [Multi-head and cross-attention](../concepts/multi-head.md)).
 "positions": see [Positional encodings](../concepts/positional.md). Regenerate with

@@ -54,8 +54,8 @@ def add_lora(
         alpha: the update is scaled by alpha / r.
         dropout: dropout on the x that enters A, while the model trains.
         keep: full paths of parts that keep training (e.g. ``classifier``).
-        where, rank_name: the names messages give the targets and the rank (a run's
-            ``train.lora_targets``, ``train.lora_rank``).
+        where: the name messages give the targets (a run's ``train.lora_targets``).
+        rank_name: the name messages give the rank (a run's ``train.lora_rank``).
 
     Raises:
         ValueError: a target that names no Linear (the message lists the model's Linears), a
