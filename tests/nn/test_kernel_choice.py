@@ -15,7 +15,7 @@ def layer_and_input(t=6, h=4, h_kv=2, c=32):
 
 def heads(mha, x):
     """q (B, H, T, D), k and v (B, H_kv, T, D) of self-attention, as the module splits them."""
-    q, k, v = mha.self_projections(x)
+    q, k, v = mha.projections(x)
     b, t, _ = x.shape
     split = lambda u, n: u.view(b, t, n, mha.head_dim).transpose(1, 2)  # noqa: E731
     return split(q, mha.n_head), split(k, mha.n_kv_head), split(v, mha.n_kv_head)

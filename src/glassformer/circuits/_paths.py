@@ -159,7 +159,7 @@ def _input_from(block, seen: dict, delta: Tensor, component: str, heads: list[in
     """Replace ``heads`` of q, k or v (B, T, n, D) by their value on norm1(r + Δ)."""
 
     def patch(x: Tensor, hook) -> Tensor:
-        q, k, v = block.attn.self_projections(block.ln1(seen["resid_pre"] + delta))
+        q, k, v = block.attn.projections(block.ln1(seen["resid_pre"] + delta))
         u = {"q": q, "k": k, "v": v}[component].reshape(x.shape)
         x = x.clone()
         x[:, :, heads] = u[:, :, heads]

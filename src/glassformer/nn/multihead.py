@@ -295,12 +295,6 @@ class MultiHeadAttention(nn.Module):
             return q, k, place(self.v_proj(x))
         return q, self.keys(z), self.v_proj(z)
 
-    def self_projections(
-        self, x: Tensor, packing: TokenPacking | None = None
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """Q, K, V (Eq. 4) of the tokens x: ``projections(x, packing=packing)``."""
-        return self.projections(x, None, packing)
-
     def queries(self, x: Tensor) -> Tensor:
         """Q of the tokens x (..., C), flat (..., H·D): W^Q, W^{QK} ("shared") or x ("dot")."""
         if self.scores == "separate":
