@@ -2,6 +2,7 @@
 
     python docs/scripts/outputs.py                          # the Concepts pages (seconds)
     python docs/scripts/outputs.py --check                  # fail if a committed output differs
+    python docs/scripts/outputs.py --concepts attention     # one Concepts page
     python docs/scripts/outputs.py --tutorials look-inside  # a real run of a tutorial (minutes)
 
 A page shows the output of a block in a ``text`` block right under it, which includes the
@@ -51,7 +52,7 @@ IMAGES = ROOT / "docs" / "images" / "tutorials"
 MAX_LINES = 40  # a longer output shows its first and last lines
 HEAD = 12
 PROGRESS = re.compile(r"(step \d+/\d+: |scoring: \d+/)")  # a run's progress, one line a while
-INCLUDE = re.compile(r'\A\n*```text[^\n]*\n--8<-- "(docs/outputs/[\w./-]+)"\n```')
+INCLUDE = re.compile(r'\A\n*( *)```text[^\n]*\n\1--8<-- "(docs/outputs/[\w./-]+)"\n\1```')
 # Commands a tutorial gives that its real run leaves out (tests/docs/test_walk.py says why).
 NOT_RUN = re.compile(r"torchrun |glassformer explore (?!.*--export)")
 
@@ -78,6 +79,7 @@ class Block:
     text: str
     line: int  # the first line of its code, 1-based, as tests/docs/conftest.py counts
     end: int  # the offset just after its closing fence
+    indent: str = ""  # inside a folded section (??? success "Checks"): its indentation
 
     @property
     def output(self) -> Path:
@@ -98,10 +100,9 @@ NEEDS = {"fine-tune": [("classifier", 2)]}  # reviews.csv
 
 def blocks(page: Path) -> list[Block]:
     text = page.read_text(encoding="utf-8")
-    found = [m for m in STEPS.FENCE.finditer(text) if m[1] in ("python", "bash")]
+    found = [f for f in STEPS.fences(text) if f.lang in ("python", "bash")]
     return [
-        Block(page, n, m[1], m[2], text.count("\n", 0, m.start(2)) + 1, m.end())
-        for n, m in enumerate(found, 1)
+        Block(page, n, f.lang, f.body, f.line, f.end, f.indent) for n, f in enumerate(found, 1)
     ]
 
 
@@ -109,13 +110,13 @@ def shown(block: Block) -> str | None:
     """The output file (a path from the checkout) the page includes right under ``block``."""
     text = block.page.read_text(encoding="utf-8")
     match = INCLUDE.match(text[block.end :])
-    return match[1] if match else None
+    return match[2] if match else None
 
 
 def include(block: Block) -> str:
     """The text block a page puts under ``block`` to show its output."""
-    path = block.output.relative_to(ROOT).as_posix()
-    return f'```text title="Output"\n--8<-- "{path}"\n```'
+    path, at = block.output.relative_to(ROOT).as_posix(), block.indent
+    return f'{at}```text title="Output"\n{at}--8<-- "{path}"\n{at}```'
 
 
 def show(page: Path, time_file: Path | None = None) -> None:
@@ -188,10 +189,19 @@ def run_python(code: str, where: str) -> str:
 # ---------------------------------------------------------------- the Concepts pages
 
 
-def concept_outputs() -> dict[Path, str]:
-    """The output file of each Python block of the Concepts pages that prints something."""
+def concept_pages(stems: list[str] = ()) -> list[Path]:
+    """The Concepts pages, or those named (``attention``, ``positional``, ...)."""
+    pages = sorted((ROOT / "docs" / "concepts").glob("*.md"))
+    unknown = set(stems) - {p.stem for p in pages}
+    if unknown:
+        raise SystemExit(f"no Concepts page {sorted(unknown)}: {[p.stem for p in pages]}")
+    return [p for p in pages if not stems or p.stem in stems]
+
+
+def concept_outputs(pages: list[Path]) -> dict[Path, str]:
+    """The output file of each Python block of ``pages`` that prints something."""
     made = {}
-    for page in sorted((ROOT / "docs" / "concepts").glob("*.md")):
+    for page in pages:
         for block in blocks(page):
             if block.kind != "python":
                 continue
@@ -202,9 +212,11 @@ def concept_outputs() -> dict[Path, str]:
     return made
 
 
-def write_concepts(check: bool) -> list[str]:
-    """Write (or with ``check``, compare) the Concepts pages' outputs; the problems found."""
-    made = concept_outputs()
+def write_concepts(check: bool, stems: list[str] = ()) -> list[str]:
+    """Write (or with ``check``, compare) the outputs of the Concepts pages (or of those named);
+    the problems found."""
+    pages = concept_pages(stems)
+    made = concept_outputs(pages)
     problems = []
     for path, text in made.items():
         if check:
@@ -214,9 +226,11 @@ def write_concepts(check: bool) -> list[str]:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
     if not check:
-        for page in sorted((ROOT / "docs" / "concepts").glob("*.md")):
+        for page in pages:
             show(page)
-    stale = set((OUT / "concepts").glob("*.txt")) - set(made) if (OUT / "concepts").is_dir() else []
+    numbered = re.compile("(" + "|".join(re.escape(page.stem) for page in pages) + r")-\d+")
+    files = (OUT / "concepts").glob("*.txt")
+    stale = {f for f in files if numbered.fullmatch(f.stem)} - set(made)
     problems += [f"{p.relative_to(ROOT)}: no block prints it" for p in sorted(stale)]
     return problems
 
@@ -400,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare, write nothing")
     parser.add_argument("--tutorials", nargs="+", default=[], metavar="PAGE",
                         help="run these tutorials for real (minutes each)")  # fmt: skip
+    parser.add_argument("--concepts", nargs="+", default=[], metavar="PAGE",
+                        help="only these Concepts pages (default all)")  # fmt: skip
     parser.add_argument("--keep", type=Path, help="copy every picture a tutorial writes here")
     parser.add_argument("--skip", nargs="+", default=[], metavar="COMMAND",
                         help="leave out the commands that start so (too long to run)")  # fmt: skip
@@ -408,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         for stem in args.tutorials:
             write_tutorial(stem, PICTURES.get(stem, []), args.keep, args.skip)
         return 0
-    problems = write_concepts(args.check)
+    problems = write_concepts(args.check, args.concepts)
     for problem in problems:
         print(problem, file=sys.stderr)
     return 1 if problems else 0

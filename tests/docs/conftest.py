@@ -18,7 +18,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)  # ```text title="Output" too
+# a fenced block (```text title="Output" too), at the margin or indented in a folded section
+# (??? success "Checks"): its indentation, language and lines, closed at the same indentation
+FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>\w*)[^\n]*\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
 # a table row whose first cell is a command: | `glassformer predict ...` | what it does |
 ROW = re.compile(r"^\| `((?:glassformer|torchrun) [^`]+)` \|", re.M)
 
@@ -41,6 +43,28 @@ def load_script(stem: str):
     return module
 
 
+@dataclass(frozen=True)
+class Fence:
+    """A fenced block of a page: its language, its lines without their indentation, the
+    offsets of its start and of the end of its closing fence, and its first line (1-based)."""
+
+    lang: str
+    body: str
+    start: int
+    end: int
+    line: int
+    indent: str
+
+
+def fences(text: str) -> list[Fence]:
+    """The fenced blocks of a page's text, in order."""
+    return [
+        Fence(m["lang"], re.sub(f"(?m)^{m['indent']}", "", m["body"]), m.start(), m.end(),
+              text.count("\n", 0, m.start("body")) + 1, m["indent"])
+        for m in FENCE.finditer(text)
+    ]  # fmt: skip
+
+
 def name(page: Path) -> str:
     return page.relative_to(ROOT).as_posix()
 
@@ -50,13 +74,12 @@ def steps(page: Path) -> list[Step]:
     Python blocks, in page order. The reference pages quote usage lines, not commands."""
     text = page.read_text(encoding="utf-8")
     found: list[tuple[int, Step]] = []
-    for m in FENCE.finditer(text):
-        start = text.count("\n", 0, m.start(2)) + 1
-        if m[1] == "python":
-            found.append((m.start(), Step("python", m[2], start)))
-        elif m[1] == "bash":
-            for offset, command in _command_lines(m[2]):
-                found.append((m.start() + offset, Step("shell", command, start + offset)))
+    for f in fences(text):
+        if f.lang == "python":
+            found.append((f.start, Step("python", f.body, f.line)))
+        elif f.lang == "bash":
+            for offset, command in _command_lines(f.body):
+                found.append((f.start + offset, Step("shell", command, f.line + offset)))
     if "reference" not in page.relative_to(ROOT).parts:
         for m in ROW.finditer(text):
             if not _inside_fence(text, m.start()):
@@ -89,7 +112,7 @@ def _command_lines(block: str) -> list[tuple[int, str]]:
 
 
 def _inside_fence(text: str, index: int) -> bool:
-    return any(m.start() < index < m.end() for m in FENCE.finditer(text))
+    return any(f.start < index < f.end for f in fences(text))
 
 
 def make_docs_mkdocs_args() -> list[str]:

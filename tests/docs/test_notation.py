@@ -15,7 +15,7 @@ CONCEPTS = ROOT / "docs" / "concepts"
 NOTATION = CONCEPTS / "notation.md"
 PAGES = sorted(p for p in CONCEPTS.glob("*.md") if p != NOTATION)
 FORMULA = re.compile(r"\\\((.*?)\\\)|\$\$(.*?)\$\$", re.S)
-FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+FENCE = re.compile(r"^( *)```.*?^\1```", re.S | re.M)  # at the margin or in a fold
 # the notes' letters for what the site writes otherwise (notation.md, last column)
 NOTES_LETTERS = {
     r"\\sqrt\s*\{?D\b": "the width is C: √C",
