@@ -20,7 +20,7 @@ from .conftest import ROOT, load_script
 from .test_examples import same_up_to_rounding
 
 TUTORIALS = ROOT / "docs" / "tutorials"
-SNIPPET = re.compile(r'^--8<-- "(docs/outputs/[^"]+)"$', re.M)
+SNIPPET = re.compile(r'^ *--8<-- "(docs/outputs/[^"]+)"$', re.M)  # in a fold too
 
 
 
@@ -154,5 +154,5 @@ def test_every_block_of_a_page_is_read():
     them from the pages' parsing (tests/docs/conftest.py FENCE)."""
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         text = page.read_text(encoding="utf-8")
-        opened = re.findall(r"^```(python|bash)\s*$", text, re.M)
+        opened = re.findall(r"^ *```(python|bash)\s*$", text, re.M)  # in a fold too
         assert [b.kind for b in OUTPUTS.blocks(page)] == opened, page
