@@ -23,7 +23,6 @@ TUTORIALS = ROOT / "docs" / "tutorials"
 SNIPPET = re.compile(r'^ *--8<-- "(docs/outputs/[^"]+)"$', re.M)  # in a fold too
 
 
-
 OUTPUTS = load_script("outputs")
 RUN = sorted(p.stem for p in (OUTPUTS.OUT / "tutorials").glob("*.json"))
 
