@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 # a fenced block (```text title="Output" too), at the margin or indented in a folded section
 # (??? success "Checks"): its indentation, language and lines, closed at the same indentation
-FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>\w*)[^\n]*\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
+FENCE = re.compile(
+    r"^(?P<indent> *)```(?P<lang>\w*)[^\n]*\n(?P<body>.*?)^(?P=indent)```", re.S | re.M
+)
 # a table row whose first cell is a command: | `glassformer predict ...` | what it does |
 ROW = re.compile(r"^\| `((?:glassformer|torchrun) [^`]+)` \|", re.M)
 

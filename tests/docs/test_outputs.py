@@ -20,8 +20,7 @@ from .conftest import ROOT, load_script
 from .test_examples import same_up_to_rounding
 
 TUTORIALS = ROOT / "docs" / "tutorials"
-SNIPPET = re.compile(r'^ *--8<-- "(docs/outputs/[^"]+)"$', re.M)  # indented in a folded section too
-
+SNIPPET = re.compile(r'^ *--8<-- "(docs/outputs/[^"]+)"$', re.M)  # in a fold too
 
 
 OUTPUTS = load_script("outputs")
