@@ -63,11 +63,15 @@ def test_each_symbol_of_the_table_has_one_row():
 
 
 def test_the_table_opens_the_concepts_section():
-    """First in the Concepts section, after an overview page (concepts/index.md) if any."""
+    """First in the Concepts section after the pages that open it: the overview
+    (concepts/index.md) and "The transformer in one picture", which a newcomer reads first
+    (the table is a reference to skim beside the pages)."""
     nav = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_Loader)["nav"]
     concepts = next(entry["Concepts"] for entry in nav if "Concepts" in entry)
     pages = [path for entry in concepts for path in entry.values()]
-    pages = [path for path in pages if path != "concepts/index.md"]
+    opening = ("concepts/index.md", "concepts/one-picture.md")
+    assert pages[: pages.index("concepts/notation.md")] == list(opening), pages
+    pages = [path for path in pages if path not in opening]
     assert pages[0] == "concepts/notation.md", pages
 
 

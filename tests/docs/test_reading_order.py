@@ -68,15 +68,19 @@ def test_classifier_tutorial_uses_one_model_throughout():
 
 
 def test_a_newcomer_is_given_a_path_a_glossary_and_the_sources():
-    """The home page gives a newcomer a reading path and links the Glossary and References; the
-    concept pages that assume only linear algebra (1 to 5 of the overview) link the glossary
-    where they first use a term (the strict build checks that each link's anchor exists)."""
+    """The home page gives a newcomer a reading path that starts with "The transformer in one
+    picture" and links the Glossary and References; the concept pages that assume only linear
+    algebra (1 to 6 of the overview, the picture first) link the glossary where they first use
+    a term (the strict build checks that each link's anchor exists)."""
     home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
     assert "## New to transformers? Start here" in home
+    path = home.split("## New to transformers? Start here", 1)[1].split("\n## ", 1)[0]
+    steps = re.findall(r"^\d+\. .*?\]\(([\w./-]+\.md)\)", path, re.M)
+    assert steps[0] == "concepts/one-picture.md", steps
     assert "(glossary.md)" in home and "(references.md)" in home
     overview = OVERVIEW.read_text(encoding="utf-8")
     rows = re.findall(r"^\| (\d+) \| \[[^\]]+\]\(([\w.-]+\.md)\)", overview, re.M)
-    first_five = [page for n, page in rows if int(n) <= 5]
-    assert len(first_five) == 5
-    for page in first_five:
+    first_six = [page for n, page in rows if int(n) <= 6]
+    assert first_six[0] == "one-picture.md" and len(first_six) == 6
+    for page in first_six:
         assert "](../glossary.md#" in (OVERVIEW.parent / page).read_text(encoding="utf-8"), page
