@@ -253,7 +253,7 @@ def run(nb: dict, folder: Path, env: dict, setup: str) -> list[dict]:
     import nbformat
     from nbclient import NotebookClient
 
-    node = nbformat.from_dict(copy.deepcopy(nb))
+    node = nbformat.reads(NOTEBOOKS.dumps(nb), as_version=4)
     node.cells.insert(0, nbformat.v4.new_code_cell(setup, id="setup"))
     for cell in node.cells:
         if cell.cell_type == "code":
