@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint bench demo docs clean chromium
+.PHONY: install test lint bench demo docs lab clean chromium
 
 # A fresh virtual environment with the CPU build of PyTorch (pinned by constraints.txt)
 # and the package in editable mode with its test and dev extras. The tests also read two real
@@ -52,6 +52,16 @@ demo: $(STAMP)
 docs: $(STAMP)
 	$(PY) docs/scripts/benchmark_pages.py
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# The Concepts pages and the tutorials as notebooks (docs/scripts/notebooks.py; the site ships
+# the same ones), written into notebooks/ and opened in JupyterLab there. A notebook already
+# in notebooks/ is kept, with the reader's changes: delete it to get the page's current one. Their kernel is
+# .venv's Python; .venv/bin comes first on the PATH, so the tutorials' `!glassformer` lines
+# find the command. The recurrence page includes a benchmark table, made first as for `docs`.
+lab: $(STAMP)
+	$(PY) docs/scripts/benchmark_pages.py
+	$(PY) docs/scripts/notebooks.py --keep notebooks
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/jupyter lab notebooks/
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

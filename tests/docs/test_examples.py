@@ -1,39 +1,40 @@
-"""Every ```python block of the pages that give no shell command runs as written, each on its
-own in a fresh namespace and an empty folder, so the examples cannot rot. The pages that give
-commands (the README, the tutorials, ...) are walked as a whole, their Python blocks in page
-order after the commands before them: tests/docs/test_walk.py.
+"""Every ```python block of the pages that give no shell command, and are no notebook, runs as
+written, each on its own in a fresh namespace and an empty folder, so the examples cannot rot.
+The pages that give commands (the README, the tutorials, ...) are walked as a whole, their
+Python blocks in page order after the commands before them: tests/docs/test_walk.py. The
+Concepts pages are notebooks too (docs/scripts/notebooks.py): their blocks run there, each
+page's in one kernel in page order, and print what the page shows: tests/docs/test_notebooks.py.
 
-What a Concepts page's block prints, the page shows under it (docs/scripts/outputs.py writes
-the file it includes): here the block's output must equal that file, its words exactly and its
-numbers within 5% or two units of their last printed digit. Float rounding differs between CPUs
-(AMD or Intel, with AVX-512 or without), and a few hundred training steps carry that difference
-into the printed digits: a 600-step run of "The road to Q and K" ends at validation loss 1.152
-on one machine and 1.194 on another."""
+What a page's block prints and the page shows under it must equal that file, its words exactly
+and its numbers within 5% or two units of their last printed digit (``same_up_to_rounding``,
+which test_notebooks.py uses too). Float rounding differs between CPUs (AMD or Intel, with
+AVX-512 or without), and a few hundred training steps carry that difference into the printed
+digits: a 600-step run of "The road to Q and K" ends at validation loss 1.152 on one machine
+and 1.194 on another.
+
+Cost: the guide and reference pages' blocks, a few seconds in all.
+"""
 
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
 from .conftest import PAGES, ROOT, load_script, name, steps, walked
 
+OUTPUTS = load_script("outputs")
+NOTEBOOKS = {name(page) for page in load_script("notebooks").pages()}  # run in test_notebooks.py
 BLOCKS = [
     (name(page), step.line, step.text)
     for page in PAGES
-    if not walked(page)
+    if not walked(page) and name(page) not in NOTEBOOKS
     for step in steps(page)
     if step.kind == "python"
 ]
 
-OUTPUTS = load_script("outputs")
-
 
 @pytest.mark.parametrize(("page", "line", "code"), BLOCKS, ids=[f"{p}:{n}" for p, n, _ in BLOCKS])
-def test_example_runs(page, line, code, tmp_path, monkeypatch, request):
+def test_example_runs(page, line, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    if "road_to_qk import compare" in code:
-        trained_once(request.getfixturevalue("road_to_qk_runs"), monkeypatch)
     printed = OUTPUTS.run_python(code, f"{page} line {line}")
     block = next(b for b in OUTPUTS.blocks(ROOT / page) if b.line == line)
     path = OUTPUTS.shown(block)
@@ -46,25 +47,6 @@ def test_example_runs(page, line, code, tmp_path, monkeypatch, request):
             f"{page} line {line} prints other than {path} shows: "
             f"run python docs/scripts/outputs.py\n--- printed\n{printed}"
         )
-
-
-def trained_once(road_to_qk_runs, monkeypatch) -> None:
-    """``compare("runs")`` of glassformer.examples.road_to_qk gives the runs and results that
-    the suite trains once (tests/conftest.py, also read by tests/examples/test_road_to_qk.py):
-    the same call, seeded by the config, so the same numbers; the runs are copied to the
-    block's ``runs``. Any other call trains as usual."""
-    from glassformer.examples import road_to_qk
-
-    shared, results = road_to_qk_runs
-    train = road_to_qk.compare
-
-    def compare(out, **settings):
-        if settings or Path(out) != Path("runs"):
-            return train(out, **settings)
-        shutil.copytree(shared / "runs", out)
-        return results
-
-    monkeypatch.setattr(road_to_qk, "compare", compare)
 
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -96,12 +78,14 @@ def test_rounding_is_all_that_may_differ():
 
 def test_the_docs_hold_examples():
     pages = {page for page, _, _ in BLOCKS}
-    assert len(pages) >= 10, sorted(pages)
+    assert len(pages) >= 10 and len(NOTEBOOKS) >= 10, (sorted(pages), sorted(NOTEBOOKS))
 
 
 def test_every_python_block_runs_somewhere():
-    """A page's Python blocks run here, or in the walk of the page (test_walk.py)."""
+    """A page's Python blocks run here, in the walk of the page (test_walk.py), or in its
+    notebook (test_notebooks.py)."""
     for page in PAGES:
         blocks = [s for s in steps(page) if s.kind == "python"]
         here = [b for b in BLOCKS if b[0] == name(page)]
-        assert walked(page) or len(here) == len(blocks), name(page)
+        elsewhere = walked(page) or name(page) in NOTEBOOKS
+        assert elsewhere or len(here) == len(blocks), name(page)
