@@ -13,14 +13,12 @@ import re
 import pytest
 import torch
 
-from glassformer import DecoderLM, ModelConfig
+from glassformer import DecoderLM, EncoderDecoder, ModelConfig, preset
 from glassformer.circuits import patch_residual
 from glassformer.explore import View, explore_data, show, show_grid, show_trace
 from glassformer.inspect import trace
 from glassformer.models.hooked import ActivationCache
 from glassformer.tokenizers import CharTokenizer
-
-from .conftest import PROMPTS
 
 TEXT = "abcab"
 
@@ -187,9 +185,20 @@ def test_the_grid_view_labels_a_patching_grid(model):
         show_grid(torch.zeros(5))
 
 
-def test_cross_attention_of_an_encoder_decoder(models):
-    model = models["seq2seq"]
-    data = explore_data(model, *PROMPTS["seq2seq"])
+def test_cross_attention_of_an_encoder_decoder():
+    torch.manual_seed(0)
+    tok = CharTokenizer().train("hello ")
+    config = preset(
+        "tiny-seq2seq",
+        vocab_size=tok.vocab_size,
+        d_model=32,
+        n_head=4,
+        n_layer=2,
+        d_ff=64,
+        max_len=32,
+    )
+    model = EncoderDecoder(config).set_tokenizer(tok).eval()
+    data = explore_data(model, "hello", "olleh")
     ids = torch.tensor([data["tokens"]["encoder"]["ids"]])
     target = torch.tensor([data["tokens"]["decoder"]["ids"]])
     with torch.no_grad():
