@@ -3,6 +3,11 @@
 // around 0 (red above, blue below) when the values have both signs, else from 0 (white) to
 // the largest (blue); the scale beside the grid gives its range, a hover the value.
 
+// An axis label as text: "layer 0" as it is, a token's edge whitespace made visible.
+function axisLabel(x) {
+  return /^\s|\s$|[\n\t]/.test(x) ? shown(x) : String(x);
+}
+
 // The heatmap of `values` (R rows of C), rows and columns labelled; describe(r, c, v): the
 // tooltip's text. Every cell keeps its value in data-value.
 function gridHeatmap({ name, values, rows, columns, rowAxis, colAxis, label, describe }) {
@@ -22,9 +27,9 @@ function gridHeatmap({ name, values, rows, columns, rowAxis, colAxis, label, des
     transform: `translate(11,${top}) rotate(-90)` }, `${rowAxis} \u2192`));
   if (labels) {
     columns.forEach((c, m) => svg.append(svgEl("text", { class: "clabel", "data-pos": m, x: 0, y: 0,
-      transform: `translate(${left + m * cell + cell * 0.7},${top - 4}) rotate(-60)` }, shown(c))));
+      transform: `translate(${left + m * cell + cell * 0.7},${top - 4}) rotate(-60)` }, axisLabel(c))));
     rows.forEach((r, n) => svg.append(svgEl("text", { class: "rlabel", "data-pos": n,
-      x: left - 4, y: top + n * cell + cell * 0.72, "text-anchor": "end" }, shown(r))));
+      x: left - 4, y: top + n * cell + cell * 0.72, "text-anchor": "end" }, axisLabel(r))));
   }
   values.forEach((row, n) => row.forEach((v, m) => svg.append(svgEl("rect", {
     class: "cell", x: left + m * cell, y: top + n * cell, width: cell, height: cell,
@@ -69,7 +74,7 @@ function renderGrid() {
   $("grid").replaceChildren(gridHeatmap({
     name: "grid", values: g.values[page], rows: g.rows, columns: g.columns,
     rowAxis: g.axes[1], colAxis: g.axes[2], label: g.label,
-    describe: (r, c, v) => `${where}${shown(g.rows[r])}, ${shown(g.columns[c])}: ` +
+    describe: (r, c, v) => `${where}${axisLabel(g.rows[r])}, ${axisLabel(g.columns[c])}: ` +
       `${g.label} = ${short(v, 6)}`,
   }));
 }
