@@ -33,7 +33,7 @@ from ..models import DecoderClassifier, DecoderLM, EncoderDecoder, EncoderMLM, E
 from ..models.heads import ClassificationHead
 from ..models.tokens import drop_undefined_ids
 
-__all__ = ["explore_data", "model_info"]
+__all__ = ["explore_data", "lens_data", "model_info", "rounded"]
 
 KINDS = (DecoderLM, DecoderClassifier, EncoderModel, EncoderDecoder)
 WHAT = ("the text", "the target")  # how error messages name the inputs
@@ -121,7 +121,7 @@ def _attention(rec, model) -> list[dict]:
                 "stack": stack,
                 "kind": kind,
                 "keys": "encoder" if kind == "cross" else stack,
-                "weights": _rounded(weights, 7),
+                "weights": rounded(weights, 7),
                 "allowed": [
                     [["".join("1" if a else "0" for a in row) for row in head] for head in layer]
                     for layer in allowed.tolist()
@@ -139,8 +139,8 @@ def _residual(rec) -> dict[str, list[dict]]:
             {
                 "layer": r.layer,
                 "sublayer": r.sublayer,
-                "update_norm": _rounded(r.update_norm[0], sig=6),
-                "after_norm": _rounded(r.after_norm[0], sig=6),
+                "update_norm": rounded(r.update_norm[0], sig=6),
+                "after_norm": rounded(r.after_norm[0], sig=6),
             }
             for r in rec.stream(stack)
         ]
@@ -155,7 +155,7 @@ def _predictions(model, out, inputs, k: int) -> dict:
         return {
             "kind": "class",
             "labels": model.class_names(),
-            "probs": _rounded(probs, sig=6),
+            "probs": rounded(probs, sig=6),
             "predicted": int(probs.argmax()),
         }
     if not isinstance(model, DecoderLM | EncoderDecoder | EncoderMLM):
@@ -165,7 +165,7 @@ def _predictions(model, out, inputs, k: int) -> dict:
     top = probs.topk(min(k, probs.shape[-1]), dim=-1)
     rows = [
         [[tok.id_to_token(i), i, p] for i, p in zip(ids, ps, strict=True)]
-        for ids, ps in zip(top.indices.tolist(), _rounded(top.values, sig=6), strict=True)
+        for ids, ps in zip(top.indices.tolist(), rounded(top.values, sig=6), strict=True)
     ]
     if isinstance(model, EncoderMLM):
         ids = inputs.kwargs["input_ids"][0].tolist()
@@ -180,21 +180,12 @@ def _circuits(model, inputs, position: int, k: int) -> tuple[dict, dict]:
     output, cache = circuits.circuit_cache(model, **inputs.kwargs)
     tok = model.tokenizer
     try:
-        lens = circuits.logit_lens(cache, k=min(k, model.config.vocab_size))
+        lens = lens_data(circuits.logit_lens(cache, k=min(k, model.config.vocab_size)), tok)
     except ValueError as err:
-        lens_data: dict = {"error": str(err)}
-    else:
-        lens_data = {
-            "labels": lens.labels,
-            "tokens": [
-                [[tok.id_to_token(i) for i in at] for at in layer]
-                for layer in lens.ids[:, 0].tolist()
-            ],
-            "probs": _rounded(lens.probs[:, 0], sig=4),
-        }
+        lens = {"error": str(err)}
     if output.logits is None:  # a body without a head (BertModel): nothing is predicted
         why = f"a {type(model).__name__} has no head: it predicts no token or class to attribute"
-        return lens_data, {"error": why, "answer": None, "position": position}
+        return lens, {"error": why, "answer": None, "position": position}
     classify = isinstance(model, ClassificationHead)
     logits = output.logits[0] if classify else output.logits[0, position]
     answer = int((logits if classify else drop_undefined_ids(logits, tok)).argmax())
@@ -205,17 +196,31 @@ def _circuits(model, inputs, position: int, k: int) -> tuple[dict, dict]:
             cache, answer, position=position, **({} if mask is None else {"attention_mask": mask})
         )
     except ValueError as err:
-        return lens_data, {"error": str(err), "answer": name, "position": position}
+        return lens, {"error": str(err), "answer": name, "position": position}
     kinds = ["self", "cross"] if isinstance(model, EncoderDecoder) else ["self"]
-    return lens_data, {
+    return lens, {
         "answer": name,
         "position": None if classify else position,
         "logit": float(dla.logit[0]),
-        "heads": {kind: _rounded(dla.heads(kind)[..., 0], sig=6) for kind in kinds},
+        "heads": {kind: rounded(dla.heads(kind)[..., 0], sig=6) for kind in kinds},
     }
 
 
-def _rounded(t: Tensor, decimals: int | None = None, *, sig: int | None = None) -> list:
+def lens_data(lens, tok, batch: int = 0) -> dict:
+    """A LogitLens of every position (``position=None``, ``return_type="top_k"``) as the page
+    reads it: each layer's label, and its top-k tokens and probabilities (4 digits) at each
+    position of example ``batch`` (a token by its id without a tokenizer ``tok``)."""
+    name = str if tok is None else tok.id_to_token
+    return {
+        "labels": lens.labels,
+        "tokens": [
+            [[name(i) for i in at] for at in layer] for layer in lens.ids[:, batch].tolist()
+        ],
+        "probs": rounded(lens.probs[:, batch], sig=4),
+    }
+
+
+def rounded(t: Tensor, decimals: int | None = None, *, sig: int | None = None) -> list:
     """``t`` as nested lists of floats, rounded to ``decimals`` places or ``sig`` significant
     digits (finite values only: a NaN or infinity is an error, never silently drawn)."""
     t = t.detach().double().cpu()

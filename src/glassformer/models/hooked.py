@@ -21,6 +21,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from inspect import signature
 from typing import Any
 
 from torch import Tensor
@@ -40,11 +41,28 @@ class ActivationCache(dict):
     ``cache["resid_post", 1, "encoder"]``) when exactly one point matches.
 
     ``run_with_cache`` also records ``model``, the model the pass ran (so that analyses such
-    as glassformer.circuits need only the cache), and ``training``, its train/eval mode then;
-    both are None for a cache built by hand."""
+    as glassformer.circuits need only the cache), ``training``, its train/eval mode then, and
+    ``inputs``, the tensors it was given by argument name (``input_ids``, ``attention_mask``,
+    ``decoder_input_ids``, ...); all are None for a cache built by hand.
+
+    ``cache.show("pattern", layer=1)`` draws the pass in a notebook (also ``"residual"``,
+    ``"lens"``): the explorer's views, glassformer.explore.views.show_cache."""
 
     model: Any = None
     training: bool | None = None
+    inputs: dict[str, Tensor] | None = None
+    # what draws ``show``: glassformer.explore (a floor above models) sets it when imported
+    viewer: Callable[..., Any] | None = None
+
+    def show(self, what: str = "pattern", layer: int = 0, **options: Any) -> Any:
+        """An interactive view of this pass, inline in a notebook (glassformer.explore's
+        ``show_cache``, which documents ``what`` and the options): the attention pattern of
+        ``layer`` with controls for the head and the layer, the residual stream, the lens."""
+        if ActivationCache.viewer is None:
+            raise RuntimeError(
+                "cache.show draws with the explorer: import glassformer.explore first"
+            )
+        return ActivationCache.viewer(self, what, layer, **options)
 
     def __getitem__(self, key: str | tuple) -> Tensor:
         if isinstance(key, tuple):
@@ -175,6 +193,7 @@ class HookedModel:
         run its written-out path; asking for ``hook_result`` computes each head's term."""
         cache = ActivationCache()
         cache.model, cache.training = self, self.training
+        cache.inputs = _named_tensors(self.forward, args, kwargs)
 
         def store(tensor: Tensor, hook: HookPoint) -> None:
             cache[hook.name] = tensor.detach()
@@ -184,6 +203,15 @@ class HookedModel:
         with self.hooks([*hooks, (_one_of(wanted), store)]):
             out = self(*args, **kwargs)
         return out, cache
+
+
+def _named_tensors(forward: Callable, args: tuple, kwargs: dict) -> dict[str, Tensor]:
+    """The tensors of a call ``forward(*args, **kwargs)`` by the name of their argument."""
+    try:
+        bound = signature(forward).bind_partial(*args, **kwargs)
+    except (TypeError, ValueError):  # a signature that does not bind: nothing is named
+        return {}
+    return {k: v for k, v in bound.arguments.items() if isinstance(v, Tensor)}
 
 
 def _one_of(names: list[str]) -> Callable[[str], bool]:

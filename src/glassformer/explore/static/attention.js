@@ -151,7 +151,7 @@ function overview(a) {
       canvas.addEventListener("click", () => {
         state.layer = l; state.head = String(h); state.view = "heatmap";
         $("layer-select").value = l; $("head-select").value = h; $("view-select").value = "heatmap";
-        renderAttention(); renderGraph();
+        render("attention", "graph");
       });
       grid.append(canvas);
     }
@@ -163,6 +163,7 @@ function overview(a) {
 // attends to it, and in the token row the keys it attends to, shaded by weight.
 function highlight(stack, pos, asKey) {
   clearHighlight();
+  if (!PANELS.includes("attention")) return;  // a view without attention (the lens's tokens)
   const { a, heads } = current();
   const box = $("attn");
   if (a.stack === stack && !asKey) {

@@ -124,8 +124,10 @@ function hover(node, describe) {
     tip.textContent = text;
     tip.hidden = false;
     const x = Math.min(event.clientX + 12, window.innerWidth - tip.offsetWidth - 4);
+    const below = event.clientY + 14 + tip.offsetHeight <= window.innerHeight;  // else above
     tip.style.left = `${Math.max(0, x)}px`;
-    tip.style.top = `${event.clientY + 14}px`;
+    const y = below ? event.clientY + 14 : Math.max(0, event.clientY - tip.offsetHeight - 8);
+    tip.style.top = `${y}px`;
   });
   node.addEventListener("mouseleave", () => { $("tooltip").hidden = true; });
 }

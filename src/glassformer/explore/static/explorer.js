@@ -7,6 +7,22 @@ const boot = JSON.parse(document.getElementById("boot").textContent);
 const info = boot.info;
 const state = { data: null, attn: 0, layer: 0, head: "0", view: "heatmap", position: 0, runs: 0 };
 
+// The panels and what draws each. The whole page shows the first seven; a view (boot.view,
+// glassformer.explore.views: one input in a notebook or a docs page) names the ones it shows.
+const RENDER = {
+  tokens: () => renderTokens(), attention: () => renderAttention(), graph: () => renderGraph(),
+  residual: () => renderResidual(), lens: () => renderLens(),
+  attribution: () => renderAttribution(), predictions: () => renderPredictions(),
+  grid: () => renderGrid(), trace: () => renderTrace(),
+};
+const PANELS = boot.view ? boot.view.panels :
+  ["tokens", "attention", "graph", "residual", "lens", "attribution", "predictions"];
+
+// Draw those of `names` that are on show.
+function render(...names) {
+  for (const name of names) if (PANELS.includes(name)) RENDER[name]();
+}
+
 // ---- input and running ---------------------------------------------------------------------
 function status(text, isError) {
   const s = $("status");
@@ -36,40 +52,42 @@ async function run() {
 
 function show(data) {
   state.data = data;
-  state.position = data.position;
-  const select = $("attn-select");
-  select.replaceChildren(...data.attention.map((a, i) => el("option", { value: i },
-    `${a.stack} ${a.kind}-attention`)));
-  state.attn = Math.min(state.attn, data.attention.length - 1);
-  select.value = state.attn;
-  $("layer-select").replaceChildren(...data.attention[0].weights.map((_, l) =>
-    el("option", { value: l }, `${l}`)));
-  $("layer-select").value = state.layer;
-  const heads = data.attention[0].weights[0].map((_, h) => el("option", { value: h }, `${h}`));
-  heads.push(el("option", { value: "all" }, "all heads"));
-  $("head-select").replaceChildren(...heads);
-  $("head-select").value = state.head;
+  state.position = data.position || 0;
+  if (data.attention) attentionControls(data);
   $("views").hidden = false;
-  const counts = Object.entries(data.tokens).map(([s, t]) => `${t.tokens.length} ${s} tokens`);
-  status(`${counts.join(", ")}`);
+  if (data.tokens) {
+    const counts = Object.entries(data.tokens).map(([s, t]) => `${t.tokens.length} ${s} tokens`);
+    status(`${counts.join(", ")}`);
+  }
   renderAll();
   state.runs += 1;
   document.body.dataset.runs = String(state.runs);
 }
 
+// The attention, layer and head choices of the data's attention.
+function attentionControls(data) {
+  const select = $("attn-select");
+  select.replaceChildren(...data.attention.map((a, i) => el("option", { value: i },
+    `${a.stack} ${a.kind}-attention`)));
+  state.attn = Math.min(state.attn, data.attention.length - 1);
+  select.value = state.attn;
+  const a = data.attention[state.attn];
+  $("layer-select").replaceChildren(...a.weights.map((_, l) =>
+    el("option", { value: l }, `${l}`)));
+  $("layer-select").value = state.layer;
+  const heads = a.weights[0].map((_, h) => el("option", { value: h }, `${h}`));
+  heads.push(el("option", { value: "all" }, "all heads"));
+  $("head-select").replaceChildren(...heads);
+  $("head-select").value = state.head;
+}
+
 function renderAll() {
-  renderTokens();
-  renderAttention();
-  renderGraph();
-  renderResidual();
-  renderLens();
-  renderAttribution();
-  renderPredictions();
+  render(...PANELS);
 }
 
 // ---- tokens --------------------------------------------------------------------------------
 function readoutStack() {
-  const p = state.data.predictions;
+  const p = state.data.predictions || {};
   if (p.stack) return p.stack;
   return state.data.tokens.decoder ? "decoder" : "encoder";
 }
@@ -90,7 +108,7 @@ function renderTokens() {
       span.addEventListener("click", () => {
         if (stack !== readoutStack()) return;
         state.position = pos;
-        renderTokens(); renderLens(); renderPredictions();
+        render("tokens", "lens", "predictions");
       });
       row.append(span);
     });
@@ -122,16 +140,17 @@ function init() {
     $("text").previousElementSibling.textContent = "source";
   }
   $("attn-select").addEventListener("change", (e) => {
-    state.attn = Number(e.target.value); renderAttention(); renderGraph();
+    state.attn = Number(e.target.value); render("attention", "graph");
   });
   $("layer-select").addEventListener("change", (e) => {
-    state.layer = Number(e.target.value); renderAttention(); renderGraph();
+    state.layer = Number(e.target.value); render("attention", "graph");
   });
   $("head-select").addEventListener("change", (e) => {
-    state.head = e.target.value; renderAttention(); renderGraph();
+    state.head = e.target.value; render("attention", "graph");
   });
   $("view-select").addEventListener("change", (e) => { state.view = e.target.value; renderAttention(); });
-  $("threshold").addEventListener("input", renderGraph);
+  $("threshold").addEventListener("input", () => render("graph"));
+  if (boot.view) { showView(boot.view); return; }
   if (boot.mode === "exported") {
     $("text").value = boot.data.input.text;
     $("target").value = boot.data.input.target || "";
@@ -148,6 +167,29 @@ function init() {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); run(); }
   });
   if (info.text) run();
+}
+
+// A view: the panels it names and nothing else (no header, no input), starting at its layer
+// and head; it tells the page around it (a notebook's output, a docs page) its height.
+function showView(view) {
+  document.body.classList.add("view");  // explorer.css hides the header and the input
+  for (const section of document.querySelectorAll("#views > section")) {
+    section.hidden = !PANELS.includes(section.id.replace(/-view$/, ""));
+  }
+  state.attn = view.attn || 0;
+  state.layer = view.layer || 0;
+  state.head = String(view.head || 0);
+  show(boot.data);
+  const height = () => {
+    if (window.parent === window) return;
+    const h = Math.ceil(document.documentElement.getBoundingClientRect().height);
+    window.parent.postMessage({ glassformerView: view.id, height: h }, "*");
+  };
+  new ResizeObserver(height).observe(document.documentElement);
+  window.addEventListener("message", (e) => {
+    if (e.data === "glassformer-view-height") height();  // the page around asks again
+  });
+  height();
 }
 
 init();
