@@ -77,20 +77,41 @@ def test_tutorial_outputs_belong_to_their_blocks(stem):
 # Tutorial blocks that stand alone (seeded, needing nothing an earlier command made) and print
 # what the page shows: run again here, so that a change in what the code prints fails here
 # until the tutorial is run again (the other outputs need the tutorial's training runs).
-STANDALONE = [("look-inside", 4)]  # trace of a seeded tiny model: well under a second
+STANDALONE = [
+    ("look-inside", 4),  # trace of a seeded tiny model: well under a second
+    ("fine-tune", 3),  # the labelled lines, made from the plays with a seeded shuffle: a second
+]
+SEEDED = ("manual_seed", "random.Random(")
 
 
 @pytest.mark.parametrize(("stem", "index"), STANDALONE)
 def test_standalone_tutorial_blocks_print_what_the_page_shows(stem, index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     block = OUTPUTS.blocks(TUTORIALS / f"{stem}.md")[index - 1]
-    assert block.kind == "python" and "manual_seed" in block.text, block.line
+    assert block.kind == "python" and any(s in block.text for s in SEEDED), block.line
     printed = OUTPUTS.shorten(OUTPUTS.run_python(block.text, f"{stem}.md line {block.line}"))
     shown = block.output.read_text(encoding="utf-8")
     assert same_up_to_rounding(printed, shown), (
         f"{stem}.md line {block.line} prints other than {OUTPUTS.shown(block)} shows: "
         f"run python docs/scripts/outputs.py --tutorials {stem}\n--- printed\n{printed}"
     )
+
+
+def test_the_fine_tune_table_gives_what_its_run_printed():
+    """Pre-train, then fine-tune compares its two classifiers in a table: the accuracies there
+    are those its ``glassformer eval`` commands printed, in order, and the last row's, of a
+    model that always gives the same label, is the share of the larger label in the lines
+    scored, as the page's data block printed it."""
+    page = TUTORIALS / "fine-tune.md"
+    blocks = OUTPUTS.blocks(page)
+    evals = next(b for b in blocks if b.kind == "bash" and "glassformer eval" in b.text)
+    printed = re.findall(r"^  accuracy +(\S+)$", evals.output.read_text(encoding="utf-8"), re.M)
+    made = next(b for b in blocks if b.kind == "python").output.read_text(encoding="utf-8")
+    real = int(re.search(r"^spelling-dev\.csv: \d+ lines, (\d+)% real$", made, re.M)[1])
+    text = page.read_text(encoding="utf-8")
+    table = re.findall(r"^\|[^|\n]+\|[^|\n]+\| (\d\.\d{3}) \|$", text, re.M)
+    assert len(printed) == 2
+    assert table == [f"{float(a):.3f}" for a in printed] + [f"{max(real, 100 - real) / 100:.3f}"]
 
 
 @pytest.mark.parametrize("stem", RUN)
