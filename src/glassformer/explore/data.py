@@ -106,6 +106,23 @@ def _positions(inputs) -> dict[str, int]:
     return {stack: len(labels) - 1 for stack, labels in inputs.tokens.items()}
 
 
+def attention_entry(model, stack: str, kind: str, weights: Tensor, allowed: Tensor) -> dict:
+    """What the page draws of one (stack, kind): the weights A (L, H, T, S) rounded to 7
+    decimals, the mask as (L, H) lists of T rows of '0'/'1' (1 = may attend), the layers'
+    attention graphs as specs."""
+    return {
+        "stack": stack,
+        "kind": kind,
+        "keys": "encoder" if kind == "cross" else stack,
+        "weights": rounded(weights, 7),
+        "allowed": [
+            [["".join("1" if a else "0" for a in row) for row in head] for head in layer]
+            for layer in allowed.tolist()
+        ],
+        "graphs": [spec_text(g) for g in attention_graphs(model, stack, kind)],
+    }
+
+
 def _attention(rec, model) -> list[dict]:
     """One entry per (stack, kind): weights (L, H, T, S), allowed (L, H, T rows of '0'/'1')."""
     found = []
@@ -115,20 +132,7 @@ def _attention(rec, model) -> list[dict]:
     for stack, kind in kinds:
         weights = rec.weights(kind, stack)[:, 0]  # (L, H, T, S)
         allowed = rec.masks(kind, stack)[:, 0]  # (L, H, T, S) bool
-        graphs = attention_graphs(model, stack, kind)
-        found.append(
-            {
-                "stack": stack,
-                "kind": kind,
-                "keys": "encoder" if kind == "cross" else stack,
-                "weights": rounded(weights, 7),
-                "allowed": [
-                    [["".join("1" if a else "0" for a in row) for row in head] for head in layer]
-                    for layer in allowed.tolist()
-                ],
-                "graphs": [spec_text(g) for g in graphs],
-            }
-        )
+        found.append(attention_entry(model, stack, kind, weights, allowed))
     return found
 
 

@@ -19,11 +19,10 @@ import torch
 from torch import Tensor
 
 from .. import circuits
-from ..inspect.graph_plots import spec_text
-from ..inspect.graph_view import attention_graphs, stacks_of
+from ..inspect.graph_view import stacks_of
 from ..inspect.readout import NO_BATCH
 from ..models import EncoderDecoder
-from .data import lens_data, model_info, rounded
+from .data import attention_entry, lens_data, model_info, rounded
 
 __all__ = ["WHATS", "cache_data", "grid_data", "trace_data"]
 
@@ -147,17 +146,7 @@ def _attention(cache, model, stack: str, prefix: str, kind: str, batch: int) -> 
         )
     else:  # the mask was not cached: every cell is drawn as allowed
         allowed = torch.ones(L, H, T, S, dtype=torch.bool)
-    return {
-        "stack": stack,
-        "kind": kind,
-        "keys": "encoder" if kind == "cross" else stack,
-        "weights": rounded(weights, 7),
-        "allowed": [
-            [["".join("1" if a else "0" for a in row) for row in head] for head in layer]
-            for layer in allowed.tolist()
-        ],
-        "graphs": [spec_text(g) for g in attention_graphs(model, stack, kind)],
-    }
+    return attention_entry(model, stack, kind, weights, allowed)
 
 
 def _residual(cache, prefix: str, batch: int) -> list[dict]:
