@@ -74,7 +74,7 @@ def explore_data(model, text: str, target: str | None = None, *, top_k: int = 5)
         "model": model_info(model),
         "input": {"text": text, "target": target},
         "tokens": {
-            stack: {"tokens": labels, "ids": inputs.kwargs[_ids_key(stack, model)][0].tolist()}
+            stack: {"tokens": labels, "ids": inputs.kwargs[ids_key(stack, model)][0].tolist()}
             for stack, labels in inputs.tokens.items()
         },
         "attention": _attention(rec, model),
@@ -96,7 +96,8 @@ def _task(model) -> str:
     return "lm" if isinstance(model, DecoderLM) else "encode"
 
 
-def _ids_key(stack: str, model) -> str:
+def ids_key(stack: str, model) -> str:
+    """The argument of the model's forward that holds the stack's token ids."""
     seq2seq_decoder = stack == "decoder" and isinstance(model, EncoderDecoder)
     return "decoder_input_ids" if seq2seq_decoder else "input_ids"
 

@@ -21,8 +21,7 @@ from torch import Tensor
 from .. import circuits
 from ..inspect.graph_view import stacks_of
 from ..inspect.readout import NO_BATCH
-from ..models import EncoderDecoder
-from .data import attention_entry, lens_data, model_info, rounded
+from .data import attention_entry, ids_key, lens_data, model_info, rounded
 
 __all__ = ["WHATS", "cache_data", "grid_data", "trace_data"]
 
@@ -85,13 +84,10 @@ def _batch_size(cache) -> int:
 
 def _tokens(cache, stacks: dict, batch: int, given) -> dict:
     """{stack: {"tokens": labels, "ids": ids}} of example ``batch``."""
-    model, inputs = cache.model, getattr(cache, "inputs", None) or {}
-    keys = {"encoder": "input_ids", "decoder": "input_ids"}
-    if isinstance(model, EncoderDecoder):
-        keys["decoder"] = "decoder_input_ids"
+    model, inputs = cache.model, cache.inputs or {}
     found = {}
     for stack, prefix in stacks.items():
-        ids = inputs.get(keys[stack])
+        ids = inputs.get(ids_key(stack, model))
         ids = [] if ids is None else ids[batch].tolist()
         length = len(ids) or _length(cache, prefix)
         labels = given.get(stack) if isinstance(given, dict) else given
