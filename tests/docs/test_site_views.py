@@ -11,6 +11,8 @@ from pathlib import Path
 
 import torch
 
+from ..explore.conftest import heatmap
+
 ROOT = Path(__file__).resolve().parents[2]
 FRAME = "article .glassformer-view iframe"
 
@@ -20,18 +22,6 @@ def hook():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def cells(frame) -> tuple[tuple[str, str], torch.Tensor]:
-    svg = frame.locator("svg.heatmap")
-    found = svg.locator("rect.cell").evaluate_all(
-        "cs => cs.map(c => [+c.dataset.row, +c.dataset.col, +c.dataset.value])"
-    )
-    T = max(r for r, _, _ in found) + 1
-    grid = torch.zeros(T, T, dtype=torch.float64)
-    for r, c, v in found:
-        grid[r, c] = v
-    return (svg.get_attribute("data-layer"), svg.get_attribute("data-head")), grid
 
 
 def test_the_attention_page_carries_a_live_view(browser, built_site):
@@ -58,8 +48,8 @@ def test_the_attention_page_carries_a_live_view(browser, built_site):
         frame = page.frame_locator(FRAME)
         frame.locator("svg.heatmap rect.cell").first.wait_for(timeout=20_000)
 
-        where, grid = cells(frame)
-        assert where == ("0", "0")
+        *where, grid = heatmap(frame)
+        assert where == ["0", "0"]
         assert (grid - A[0, 0]).abs().max() <= 1e-6  # the model's A (to 7 decimals)
         hatched = frame.locator('rect.cell[data-allowed="0"]').count()
         assert hatched == int((cache["blocks.0.attn.hook_mask"][0, 0] == 0).sum())
@@ -73,8 +63,8 @@ def test_the_attention_page_carries_a_live_view(browser, built_site):
 
         frame.locator("#layer-select").select_option("1")
         frame.locator("#head-select").select_option("3")
-        where, grid = cells(frame)
-        assert where == ("1", "3") and (grid - A[1, 3]).abs().max() <= 1e-6
+        *where, grid = heatmap(frame)
+        assert where == ["1", "3"] and (grid - A[1, 3]).abs().max() <= 1e-6
 
         height = frame.locator("html").evaluate("e => e.getBoundingClientRect().height")
         page.wait_for_function(

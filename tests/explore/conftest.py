@@ -8,6 +8,7 @@ import io
 from pathlib import Path
 
 import pytest
+import torch
 
 from glassformer import load_model
 from glassformer.cli import main
@@ -59,3 +60,16 @@ def serving(model, **options):
         yield server.url
     finally:
         server.stop()
+
+
+def heatmap(frame) -> tuple[str, str, torch.Tensor]:
+    """The layer, the head and the (T, S) weights of the heatmap the view draws."""
+    svg = frame.locator("svg.heatmap")
+    found = svg.locator("rect.cell").evaluate_all(
+        "cs => cs.map(c => [+c.dataset.row, +c.dataset.col, +c.dataset.value])"
+    )
+    T = max(r for r, _, _ in found) + 1
+    grid = torch.zeros(T, T, dtype=torch.float64)
+    for r, c, v in found:
+        grid[r, c] = v
+    return svg.get_attribute("data-layer"), svg.get_attribute("data-head"), grid

@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from .conftest import heatmap
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts" / "explorer"
 SETUP = """\
@@ -167,19 +169,6 @@ def expected_pattern() -> torch.Tensor:
     finally:
         torch.set_num_threads(threads)
     return torch.stack([cache["pattern", layer][0] for layer in range(2)]).double()
-
-
-def heatmap(frame) -> tuple[str, str, torch.Tensor]:
-    """The layer, the head and the (T, S) weights of the heatmap the view draws."""
-    svg = frame.locator("svg.heatmap")
-    found = svg.locator("rect.cell").evaluate_all(
-        "cs => cs.map(c => [+c.dataset.row, +c.dataset.col, +c.dataset.value])"
-    )
-    T = max(r for r, _, _ in found) + 1
-    grid = torch.zeros(T, T, dtype=torch.float64)
-    for r, c, v in found:
-        grid[r, c] = v
-    return svg.get_attribute("data-layer"), svg.get_attribute("data-head"), grid
 
 
 @pytest.mark.slow
