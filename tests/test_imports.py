@@ -28,8 +28,9 @@ Edge = tuple[str, str, str]  # (importer, imported, "file:line")
 # package's own __init__). Each imports only from floors below its own.
 FLOORS: list[tuple[str, ...]] = [
     # plain Python: bounds, what errors name, the command line's names, preset shapes,
-    # progress, writes, parsing, tasks
-    ("limits", "named", "names", "preset_shapes", "progress", "safe_write", "structured", "tasks"),
+    # progress, writes, parsing, tasks, the drawers the package registers
+    ("limits", "named", "names", "preset_shapes", "progress", "safe_write", "structured", "tasks",
+     "drawing"),
     ("graphs", "machine", "tokenizers"),  # graph algebra and kernels; the machine's memory; text
     ("nn",),  # the layers of the notes
     ("fast",),  # the fast paths over nn

@@ -50,8 +50,6 @@ def attention_pass():
 
 
 def attention():
-    import glassformer.explore  # noqa: F401 (gives the cache its views)
-
     tokens, cache = attention_pass()
     return cache.show("pattern", layer=0, head=0, tokens=tokens)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import drawing
+
 __version__ = "0.1.0"
 
 # ruff: noqa: F401 (the imports below are the list of public names)
@@ -62,3 +64,13 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+def _show_cache(cache: Any, what: str, layer: int, **options: Any) -> Any:
+    """``cache.show(...)``: the explorer's view of a cached pass (explore.views.show_cache)."""
+    from .explore.views import show_cache
+
+    return show_cache(cache, what, layer, **options)
+
+
+drawing.register("cache", _show_cache)

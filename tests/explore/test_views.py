@@ -239,3 +239,25 @@ def test_a_cache_without_the_pattern_says_how_to_cache_it(model, cached):
     _, cache = model.run_with_cache(ids, names=lambda n: n.endswith("resid_pre"))
     with pytest.raises(ValueError, match="run_with_cache"):
         cache.show("pattern")
+
+
+def test_cache_show_needs_no_import_of_the_explorer():
+    """In a fresh process: ``import glassformer`` loads no explorer; a cache's ``show`` draws
+    with it all the same (the package registers the drawer, glassformer/drawing.py)."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+import glassformer
+assert "glassformer.explore" not in sys.modules and "torch" not in sys.modules
+import torch
+from glassformer import DecoderLM, preset
+model = DecoderLM(preset("tiny", vocab_size=9, n_layer=1, d_model=8, max_len=8)).eval()
+_, cache = model.run_with_cache(torch.tensor([[1, 2, 3]]))
+assert "glassformer.explore" not in sys.modules
+print(type(cache.show("pattern")).__module__)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "glassformer.explore.views"

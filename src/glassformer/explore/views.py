@@ -13,8 +13,8 @@ Each returns a ``View``: Jupyter draws it through ``_repr_html_``, an ``<iframe 
 holding the explorer's page (its data embedded), so that several views of one notebook keep
 apart, and none touches the notebook's own styles; the page tells the frame its height.
 ``view.html()`` is the page itself and ``view.save(path)`` writes it, to open from disk.
-``cache.show`` (glassformer.models.hooked.ActivationCache) is drawn here: importing
-glassformer.explore gives every cache its views.
+``cache.show`` (glassformer.models.hooked.ActivationCache) is drawn here: the package's
+``__init__`` registers ``show_cache`` as its drawer (glassformer/drawing.py).
 """
 
 from __future__ import annotations
@@ -176,5 +176,3 @@ def show_grid(
     )
     return View(data, ["grid"], title=title or "grid")
 
-
-ActivationCache.viewer = show_cache  # cache.show(...) draws with the explorer

@@ -26,6 +26,7 @@ from typing import Any
 
 from torch import Tensor
 
+from .. import drawing
 from ..nn.hooks import HookFn, HookPoint, hook_points
 
 __all__ = ["ActivationCache", "HookedModel"]
@@ -51,18 +52,11 @@ class ActivationCache(dict):
     model: Any = None
     training: bool | None = None
     inputs: dict[str, Tensor] | None = None
-    # what draws ``show``: glassformer.explore (a floor above models) sets it when imported
-    viewer: Callable[..., Any] | None = None
-
     def show(self, what: str = "pattern", layer: int = 0, **options: Any) -> Any:
         """An interactive view of this pass, inline in a notebook (glassformer.explore's
         ``show_cache``, which documents ``what`` and the options): the attention pattern of
         ``layer`` with controls for the head and the layer, the residual stream, the lens."""
-        if ActivationCache.viewer is None:
-            raise RuntimeError(
-                "cache.show draws with the explorer: import glassformer.explore first"
-            )
-        return ActivationCache.viewer(self, what, layer, **options)
+        return drawing.draw("cache", self, what, layer, **options)
 
     def __getitem__(self, key: str | tuple) -> Tensor:
         if isinstance(key, tuple):
