@@ -54,14 +54,16 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # The Concepts pages and the tutorials as notebooks (docs/scripts/notebooks.py; the site ships
-# the same ones), written into notebooks/ and opened in JupyterLab there. A notebook already
-# in notebooks/ is kept, with the reader's changes: delete it to get the page's current one. Their kernel is
-# .venv's Python; .venv/bin comes first on the PATH, so the tutorials' `!glassformer` lines
-# find the command. The recurrence page includes a benchmark table, made first as for `docs`.
+# the same ones), written into notebooks/ and opened in JupyterLab, which serves the checkout so
+# that their links reach the site's pages (built into site/ first, by `make docs`, when it is
+# not there). A notebook already in notebooks/ is kept, with the reader's changes: delete it to
+# get the page's current one. Their kernel is .venv's Python; .venv/bin comes first on the
+# PATH, so the tutorials' `!glassformer` lines find the command.
 lab: $(STAMP)
-	$(PY) docs/scripts/benchmark_pages.py
-	$(PY) docs/scripts/notebooks.py --keep notebooks
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/jupyter lab notebooks/
+	test -f site/index.html || $(MAKE) docs
+	$(PY) docs/scripts/notebooks.py --keep --site site notebooks
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/jupyter lab \
+	    --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -57,6 +57,7 @@ class Prose:
     ``concepts/attention.md``)."""
 
     page: str
+    site: str = SITE  # the built site's root, from the notebook's folder
     files: dict[str, Path] = field(default_factory=dict)  # beside the notebooks: path -> file
 
     def cell(self, text: str) -> tuple[str, dict]:
@@ -73,7 +74,7 @@ class Prose:
             return f"[{words}]({self.url(target)})"
 
         def autoref(m: re.Match) -> str:
-            return f"[{m[1]}]({SITE}{api_page(m[2])}#{m[2]})"
+            return f"[{m[1]}]({self.site}{api_page(m[2])}#{m[2]})"
 
         text = AUTOREF.sub(autoref, LINK.sub(link, text))
         return math(text), attachments
@@ -84,7 +85,7 @@ class Prose:
         where = self.page if not path else resolve(self.page, path)
         if where.endswith(".md"):
             where = where[:-3] + ".html"  # use_directory_urls: false
-        return f"{SITE}{where}{hash_}{anchor}"
+        return f"{self.site}{where}{hash_}{anchor}"
 
     def image(self, target: str, attachments: dict) -> str | None:
         path = resolve(self.page, target)

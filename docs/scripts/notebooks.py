@@ -1,7 +1,7 @@
 """The Concepts pages and the tutorials as Jupyter notebooks, made from the pages' Markdown.
 
     python docs/scripts/notebooks.py notebooks          # notebooks/concepts/, notebooks/tutorials/
-    python docs/scripts/notebooks.py --keep notebooks   # leave those already there (make lab)
+    python docs/scripts/notebooks.py --keep --site site notebooks   # make lab
 
 One notebook (nbformat 4.5) per Concepts page with Python code (not the Overview, nor Notation,
 which has none) and per tutorial, read with the pages' own parser (``fences()`` of
@@ -22,7 +22,8 @@ tests/docs/conftest.py, the output includes of docs/scripts/outputs.py):
 
 The notebooks are written with sorted keys and numbered cell ids, so each run writes the same
 bytes. docs/hooks/notebooks.py ships them with the site (site/notebooks/<section>/<page>.ipynb);
-``make lab`` writes them into notebooks/ and opens JupyterLab there.
+``make lab`` writes them into notebooks/ with ``--site site`` (their links into the site reach
+the site built in site/) and opens JupyterLab on the checkout, in notebooks/.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import re
 import shlex
 import shutil
@@ -75,9 +77,13 @@ def place(page: Path) -> str:
     return f"{page.parent.name}/{page.stem}.ipynb"
 
 
-def notebook(page: Path, text: str | None = None) -> tuple[dict, dict[str, Path]]:
+def notebook(
+    page: Path, text: str | None = None, site: str = MARKDOWN.SITE
+) -> tuple[dict, dict[str, Path]]:
     """The notebook of ``page`` (a file under docs/; ``text``: its Markdown, read from it when
-    not given), and the files to write beside the notebooks (the SVG pictures it shows)."""
+    not given), and the files to write beside the notebooks (the SVG pictures it shows).
+    ``site``: the built site's root as a link from the notebook (its place in the site's own
+    notebooks/ unless told)."""
     text = page.read_text(encoding="utf-8") if text is None else text
     title = re.search(r"^# .*\n", text, re.M)
     if title:  # what the notebook is, under the page's title
@@ -87,7 +93,7 @@ def notebook(page: Path, text: str | None = None) -> tuple[dict, dict[str, Path]
             "the top (Run > Run All Cells).*\n"
         )
         text = text[: title.end()] + note + text[title.end() :]
-    prose = MARKDOWN.Prose(f"{page.parent.name}/{page.name}")
+    prose = MARKDOWN.Prose(f"{page.parent.name}/{page.name}", site)
     cells = _cells(text, prose, tutorial=page.parent.name == "tutorials", hidden=False, level=1)
     for n, cell in enumerate(cells, 1):
         cell["id"] = f"cell-{n}"
@@ -240,11 +246,16 @@ def dumps(nb: dict) -> str:
     return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write(folder: Path, keep: bool = False) -> list[Path]:
+def write(folder: Path, keep: bool = False, site: Path | None = None) -> list[Path]:
     """Every page's notebook under ``folder`` (``concepts/<page>.ipynb``,
     ``tutorials/<page>.ipynb``) and the pictures they link beside them; the notebooks written.
-    With ``keep``, a notebook already there is left as it is (a reader's work)."""
-    made = [(page, *notebook(page)) for page in pages()]  # all made before any is written
+    With ``keep``, a notebook already there is left as it is (a reader's work); ``site``, the
+    built site's folder that their links reach (the notebooks' place in the site unless told)."""
+    root = MARKDOWN.SITE
+    if site is not None:  # each notebook lies one folder down: concepts/, tutorials/
+        root = Path(os.path.relpath(site.resolve(), (folder / "concepts").resolve())).as_posix()
+        root += "/"
+    made = [(page, *notebook(page, site=root)) for page in pages()]  # all before any written
     written = []
     for page, nb, files in made:
         target = folder / place(page)
@@ -263,9 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="where to write them (make lab: notebooks)")
     parser.add_argument("--keep", action="store_true", help="leave the notebooks already there")
+    parser.add_argument(
+        "--site", type=Path, help="the built site's folder, reached by their links (make lab: site)"
+    )
     args = parser.parse_args(argv)
     try:
-        written = write(args.folder, args.keep)
+        written = write(args.folder, args.keep, args.site)
     except ValueError as error:
         print(f"notebooks.py: {error}", file=sys.stderr)
         return 2

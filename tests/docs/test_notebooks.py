@@ -16,10 +16,15 @@ once for the suite, also for tests/examples/test_road_to_qk.py); test_examples.p
 these blocks before, went from 59 s to 22 s of CPU. The conversion tests take seconds, the
 site test reads the site the docs tests build once.
 
-The tutorials' notebooks are not run here: their commands are the walk's (test_walk.py runs
-them in-process with the pictures drawn once each), and run as the notebook runs them, each
-``!glassformer`` a process of its own drawing every picture, the Look inside tutorial took
-108 s of CPU against the walk's 37 s.
+Every tutorial's notebook runs the same way, with the walk's step scaling
+(``GLASSFORMER_TEST_SCALE``, test_walk.py): its ``!glassformer`` lines in-process with the
+pictures drawn once for each kind, as the walk runs commands (tests/docs/commands.py), a failing
+command failing its cell; the folder the kernel starts in stays empty (the tutorials change into
+their own), the checkout's ``git status`` unchanged. Their printed numbers come from runs
+shortened 500 times, so only the Python cells that read no run (no ``runs/``) are compared
+with the page. The Look inside tutorial as a notebook with its commands as processes, each
+drawing every picture, took 108 s of CPU; in-process, about the walk's 37 s and 4-5 s for the
+kernel.
 """
 
 from __future__ import annotations
@@ -28,17 +33,20 @@ import base64
 import json
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, load_script, name
+from .conftest import ROOT, load_script, name, steps
 from .test_examples import same_up_to_rounding
+from .test_walk import SCALE, git_status
 
 NOTEBOOKS = load_script("notebooks")
 OUTPUTS = NOTEBOOKS.OUTPUTS
 CONCEPTS = [page for page in NOTEBOOKS.pages() if page.parent.name == "concepts"]
+TUTORIALS = [page for page in NOTEBOOKS.pages() if page.parent.name == "tutorials"]
 TIMEOUT = 900  # seconds a cell may take (the longest, road-to-qk's, trains nothing here)
 
 # A made-up Concepts page with every construct the pages use.
@@ -308,6 +316,57 @@ def test_concept_notebook_prints_what_the_page_shows(page, tmp_path, request):
         )
 
 
+# the tutorials' commands run as the walk runs them (tests/docs/commands.py)
+IN_PROCESS = """
+import importlib.util
+_spec = importlib.util.spec_from_file_location("docs_commands", {commands!r})
+_commands = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_commands)
+_commands.in_kernel(get_ipython())
+"""
+# a file a tutorial takes from an earlier one (outputs.py's NEEDS), made by that page's block
+MADE_BEFORE = """
+import os
+from pathlib import Path
+_start, _folder = os.getcwd(), Path({folder!r}).expanduser()
+_folder.mkdir(parents=True, exist_ok=True)
+os.chdir(_folder)
+exec({code!r}, {{}})
+os.chdir(_start)
+"""
+
+
+def tutorial_setup(page: Path) -> str:
+    setup = ONE_THREAD + IN_PROCESS.format(commands=str(ROOT / "tests/docs/commands.py"))
+    folder = shlex.split(steps(page)[0].text, comments=True)[2]  # mkdir -p ~/F && cd ~/F
+    for stem, index in OUTPUTS.NEEDS.get(page.stem, []):
+        block = OUTPUTS.blocks(ROOT / "docs/tutorials" / f"{stem}.md")[index - 1]
+        setup += MADE_BEFORE.format(folder=folder, code=block.text)
+    return setup
+
+
+@pytest.mark.slow  # a kernel per page, then its runs: 10 s to a minute a page
+@pytest.mark.parametrize("page", TUTORIALS, ids=lambda p: p.stem)
+def test_tutorial_notebook_runs(page, tmp_path):
+    nb, _ = NOTEBOOKS.notebook(page)
+    status = git_status()
+    (tmp_path / "home").mkdir()
+    (tmp_path / "run").mkdir()
+    ran = run(nb, tmp_path / "run", kernel_env(tmp_path / "home", SCALE), tutorial_setup(page))
+    blocks = iter(b for b in OUTPUTS.blocks(page) if b.kind in ("python", "bash"))
+    for cell, done in zip(nb["cells"], ran, strict=True):
+        if cell["cell_type"] != "code":
+            continue
+        block = next(blocks)
+        if block.kind == "python" and "runs/" not in block.text:  # trains nothing, reads no run
+            assert same_up_to_rounding(OUTPUTS.shorten(printed(done)), printed(cell)), (
+                f"{name(page)} line {block.line} prints other than the page shows: python "
+                f"docs/scripts/outputs.py --tutorials {page.stem}\n--- printed\n{printed(done)}"
+            )
+    assert not any((tmp_path / "run").iterdir()), "the tutorial writes where the reader started"
+    assert git_status() == status
+
+
 def test_the_concept_notebooks_cover_the_pages_test_examples_leaves():
     from .test_examples import BLOCKS
 
@@ -327,6 +386,32 @@ def links(nb: dict) -> list[str]:
     return NOTEBOOKS.MARKDOWN.LINK_TARGET.findall(text)
 
 
+def reaches_the_site(nb: dict, folder: Path, page: str) -> int:
+    """Every link of ``nb`` (lying in ``folder``) reaches a file, and the anchor in it; how
+    many it has."""
+    reached = 0
+    for target in links(nb):
+        if target.startswith(("attachment:", "https:", "http:")):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (folder / path).resolve()
+        assert file.is_file(), f"{page}: {target} ({file}) is not in the site"
+        if anchor:
+            assert f'id="{anchor}"' in file.read_text(encoding="utf-8"), (page, target)
+        reached += 1
+    return reached
+
+
+def test_make_labs_notebooks_reach_the_built_site(built_site, tmp_path):
+    """``make lab``'s notebooks (notebooks.py --site: written outside the site) link the built
+    site's pages, and the pictures written beside them."""
+    lab = tmp_path / "notebooks"
+    NOTEBOOKS.write(lab, site=built_site)
+    for page in NOTEBOOKS.pages():
+        nb = json.loads((lab / NOTEBOOKS.place(page)).read_text(encoding="utf-8"))
+        assert reaches_the_site(nb, (lab / NOTEBOOKS.place(page)).parent, name(page)), name(page)
+
+
 def test_the_site_carries_every_notebook_and_links_it_from_its_page(built_site):
     """Each notebook in the built site (site/notebooks/<section>/<page>.ipynb), the same bytes
     as the generator writes; its page's link to it under the title; every link of the notebook
@@ -341,13 +426,6 @@ def test_the_site_carries_every_notebook_and_links_it_from_its_page(built_site):
         assert link, f"{name(page)}: no link to its notebook"
         assert (built_site / page.parent.name / link[1]).resolve() == shipped.resolve()
         assert "<code>make lab</code>" in html[link.end() : link.end() + 400]
-        for target in links(nb):
-            if target.startswith(("attachment:", "https:", "http:")):
-                continue
-            path, _, anchor = target.partition("#")
-            file = (shipped.parent / path).resolve()
-            assert file.is_file(), f"{name(page)}: {target} ({file}) is not in the site"
-            if anchor:
-                assert f'id="{anchor}"' in file.read_text(encoding="utf-8"), (name(page), target)
+        reaches_the_site(nb, shipped.parent, name(page))
     for plain in ("concepts/index.html", "concepts/notation.html", "guide/models.html"):
         assert "notebook-link" not in (built_site / plain).read_text(encoding="utf-8"), plain

@@ -1,4 +1,4 @@
-"""The README, Getting started, the tutorials and the guides, walked as a reader types them.
+"""The README, Getting started and the guides, walked as a reader types them.
 
 Each page that gives shell commands (in a ```bash block or in the first column of a table) is
 walked on its own, in a fresh folder: its commands and its Python blocks in page order, the
@@ -7,16 +7,13 @@ run under the name the earlier one wrote. ``make demo`` runs the command its Mak
 runs; ``cd`` and ``mkdir -p`` change and make folders (``~`` is the walk's own home folder).
 The runs are shortened by ``GLASSFORMER_TEST_SCALE`` (read by glassformer/cli/scale.py,
 applied by glassformer/runs/scale.py: steps, evaluations and generated examples times 0.002),
-nothing else: the commands are the page's. The commands' pictures (``inspect`` and ``train``)
-are drawn and written by the library once for each kind of picture per walk (the file name,
-its numbers aside: ``masks.png``, ``self_attention_decoder_layer#_head#.png``, ``loss.png``);
-a later picture of a kind already drawn is written as a copy of that one (``PICTURES``):
-drawing is most of what these commands cost, and the drawing code is checked on its own by
-tests/inspect/ and tests/runs/.
+nothing else: the commands are the page's. ``glassformer`` runs in-process, its pictures drawn
+once for each kind of picture per walk (tests/docs/commands.py says how).
 
-A page either starts by changing into a scratch folder (the tutorials), or writes nothing
-outside ``runs/`` (which .gitignore covers) in the folder it starts in, standing for the
-reader's checkout; and the repository's own ``git status`` is the same after the walk.
+A page either starts by changing into a scratch folder, or writes nothing outside ``runs/``
+(which .gitignore covers) in the folder it starts in, standing for the reader's checkout; and
+the repository's own ``git status`` is the same after the walk. The tutorials are run as their
+notebooks are (tests/docs/test_notebooks.py), with the same commands and the same scaling.
 """
 
 from __future__ import annotations
@@ -28,35 +25,16 @@ import re
 import shlex
 import subprocess
 from pathlib import Path
-from unittest import mock
 
 import pytest
 import torch
 
-import glassformer.inspect._draw as draw
-import glassformer.runs.curves as curves
-from glassformer.cli import main
-
+from .commands import glassformer, make_recipe, not_walked
 from .conftest import PAGES, ROOT, Step, name, steps, walked
 
-WALKED = [page for page in PAGES if walked(page)]
+# The tutorials run as notebooks instead (test_notebooks.py), their commands as here.
+WALKED = [page for page in PAGES if walked(page) and page.parent.name != "tutorials"]
 SCALE = "0.002"  # the demo's 1000 steps: 2
-# Commands that are not walked, each with the reason and where it is tested instead.
-NOT_WALKED = {
-    r"glassformer explore (?!.*--export)": "serves until stopped: tests/explore/test_server.py "
-    "starts the server and reads its page",
-    r"torchrun ": "starts several processes: tests/training/test_torchrun.py runs train "
-    "under torchrun",
-    r"make (test|docs|install|lint|bench)\b": "set-up, lint, this test suite and the site: "
-    "CI runs them",
-    r"\.venv/bin/python -m pytest": "this test suite",
-    r"(\.venv/bin/)?python -m benchmarks": "the benchmarks: tests/test_benchmarks.py runs each "
-    "one on its smallest shapes",
-    r"cp bench-results/|\.venv/bin/python docs/scripts/benchmark_pages\.py": "the benchmark "
-    "pages: tests/docs/test_benchmark_pages.py",
-    r"python -m glassformer\.examples\.karate": "a worked example with its own options: "
-    "tests/examples/test_karate.py runs its main()",
-}
 # The reader's own files that the command-line pages name (reviews.csv, pairs.tsv, ...):
 # written before a command that reads one, when the page has not made it itself.
 REVIEWS = "label,text\n" + "pos,plot was very clever\nneg,cast was very dull\n" * 20
@@ -68,42 +46,6 @@ OWN_FILES = {
     "dev.tsv": PAIRS,
     "notes.txt": "Monday. Fixed the gate; the hinge needs oil.\nTuesday. Rain all day.\n" * 20,
 }
-
-
-class PictureKinds:
-    """The walk's stand-in for ``replace_file`` in the picture writers (glassformer/inspect/
-    _draw.py, glassformer/runs/curves.py): the first picture of each kind is drawn and written
-    by the library; a later one of the same kind gets a copy of its bytes, undrawn."""
-
-    def __init__(self):
-        self.drawn: dict[str, bytes] = {}  # kind -> the PNG drawn for it
-
-    @staticmethod
-    def kind(path) -> str:
-        return re.sub(r"\d+", "#", Path(path).name)
-
-    def writer(self, replace_file):
-        def write(path, produce):
-            kind = self.kind(path)
-            if kind in self.drawn:
-                return replace_file(path, lambda tmp: Path(tmp).write_bytes(self.drawn[kind]))
-            written = replace_file(path, produce)
-            self.drawn[kind] = Path(path).read_bytes()
-            return written
-
-        return write
-
-    @contextlib.contextmanager
-    def once_each(self):
-        """Inside: the picture writers write each kind once (their ``replace_file``)."""
-        with contextlib.ExitStack() as stack:
-            for module in (draw, curves):
-                writer = self.writer(module.replace_file)
-                stack.enter_context(mock.patch.object(module, "replace_file", writer))
-            yield
-
-
-PICTURES = PictureKinds()  # one per test process: the pages of a walk share it
 
 
 def git_status() -> str:
@@ -133,10 +75,10 @@ class Walk:
         self.log: list[str] = []
 
     def shell(self, step: Step) -> None:
-        for reason_of, reason in NOT_WALKED.items():
-            if re.match(reason_of, step.text):
-                self.log.append(f"not walked: {step.text} ({reason})")
-                return
+        reason = not_walked(step.text)
+        if reason:
+            self.log.append(f"not walked: {step.text} ({reason})")
+            return
         for command in _split_and(shlex.split(step.text, comments=True)):
             self.one(command, step)
 
@@ -161,13 +103,8 @@ class Walk:
             if arg in OWN_FILES and not Path(arg).exists():
                 Path(arg).write_text(OWN_FILES[arg], encoding="utf-8")
                 self.own_files.add(Path(arg).resolve())
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), PICTURES.once_each():
-            code = main(argv)
-        self.log.append(f"glassformer {shlex.join(argv)}: exit {code}")
-        assert code == 0, f"{where}: exit status {code}\n{err.getvalue()}"
-        assert "Traceback" not in err.getvalue(), f"{where}\n{err.getvalue()}"
-        assert out.getvalue(), f"{where}: printed nothing"
+        glassformer(argv, where)
+        self.log.append(f"glassformer {shlex.join(argv)}")
 
     def python(self, step: Step, page: str) -> None:
         code = compile(step.text, f"{page} line {step.line}", "exec")
@@ -187,16 +124,6 @@ class Walk:
             for p in files_under(self.start)
             if p not in self.own_files and not any(p.is_relative_to(a) for a in allowed)
         )
-
-
-def make_recipe(target: str) -> list[str]:
-    """The command of a one-line Makefile recipe, e.g. ``demo`` -> ``glassformer train``."""
-    text = (ROOT / "Makefile").read_text(encoding="utf-8")
-    recipe = re.search(rf"^{re.escape(target)}:.*\n\t(.+)\n(?!\t)", text, re.M)
-    assert recipe, f"make {target}: not a one-line recipe of the Makefile"
-    argv = shlex.split(recipe[1].replace("$(VENV)/bin/", ""))
-    assert argv[0] == "glassformer", f"make {target} runs {recipe[1]}"
-    return argv
 
 
 def _split_and(argv: list[str]) -> list[list[str]]:
@@ -239,11 +166,10 @@ def test_page_walks_as_written(page, walk):
     assert git_status() == status
 
 
-def test_the_walk_covers_the_readme_and_the_tutorials():
+def test_the_walk_covers_the_readme_and_the_guides():
     walked_names = {name(p) for p in WALKED}
-    tutorials = {name(p) for p in (ROOT / "docs" / "tutorials").glob("*.md")}
     assert {"README.md", "docs/getting-started.md", "docs/guide/command-line.md"} <= walked_names
-    assert tutorials <= walked_names
+    assert not any(n.startswith("docs/tutorials/") for n in walked_names)  # their notebooks run
 
 
 def test_each_tutorial_starts_in_a_scratch_folder():

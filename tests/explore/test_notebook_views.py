@@ -5,8 +5,9 @@ small seeded model, runs ``run_with_cache`` and calls ``cache.show("pattern", la
 opens it with Playwright on the system's Chromium, runs all its cells from the Run menu, and
 reads the view back: it renders (layer 1, head 0), its frame is sized to its page, a hover on
 a cell shows A_nm of that layer and head as the test computes it from the same model, and the
-head control redraws the heatmap with the other head's weights. The server is shut down
-through its API at the end."""
+head control redraws the heatmap with the other head's weights. The notebook lies as ``make
+lab`` lays it out (notebooks/concepts/ beside the built site/): a link of its Markdown into the
+site opens the site's page in JupyterLab. The server is shut down through its API at the end."""
 
 from __future__ import annotations
 
@@ -40,10 +41,12 @@ config = ModelConfig(vocab_size=tok.vocab_size, d_model=32, n_layer=2, n_head=4,
 model = DecoderLM(config).set_tokenizer(tok).eval()
 ids = torch.tensor([tok.encode("abcab", add_bos=True)])"""
 SHOW = """\
-import glassformer.explore
-
 out, cache = model.run_with_cache(ids)
 cache.show("pattern", layer=1)"""
+HEADING = "# Views\n\nSee [the Attention page](../../site/concepts/attention.html#attention)."
+SITE_PAGE = (
+    '<!doctype html><title>Attention</title><h1 id="attention">Attention, the site\'s page</h1>'
+)
 SETTINGS = {  # JupyterLab's user settings: no news fetched, the notebook's kernel started
     "apputils-extension/notification": {
         "fetchNews": "false",
@@ -66,19 +69,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def notebook(cells: list[str]) -> dict:
+def notebook(cells: list[str], heading: str) -> dict:
+    """A notebook of a Markdown cell (``heading``), then a code cell per source."""
+    first = {"cell_type": "markdown", "id": "cell-0", "metadata": {}, "source": heading}
+    code = [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": f"cell-{i}",
+            "metadata": {},
+            "outputs": [],
+            "source": source,
+        }
+        for i, source in enumerate(cells, 1)
+    ]
     return {
-        "cells": [
-            {
-                "cell_type": "code",
-                "execution_count": None,
-                "id": f"cell-{i}",
-                "metadata": {},
-                "outputs": [],
-                "source": source,
-            }
-            for i, source in enumerate(cells)
-        ],
+        "cells": [first, *code],
         "metadata": {
             "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}
         },
@@ -174,9 +180,12 @@ def expected_pattern() -> torch.Tensor:
 @pytest.mark.slow
 def test_cache_show_renders_in_jupyterlab_and_answers_hover_and_head(browser, tmp_path):
     A = expected_pattern()  # (L, H, T, S)
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "views.ipynb").write_text(json.dumps(notebook([SETUP, SHOW])), encoding="utf-8")
+    root = tmp_path / "root"  # as make lab lays it out: notebooks/ beside the built site/
+    (root / "notebooks" / "concepts").mkdir(parents=True)
+    (root / "site" / "concepts").mkdir(parents=True)
+    (root / "site" / "concepts" / "attention.html").write_text(SITE_PAGE, encoding="utf-8")
+    written = json.dumps(notebook([SETUP, SHOW], HEADING))
+    (root / "notebooks" / "concepts" / "views.ipynb").write_text(written, encoding="utf-8")
     with jupyter_lab(tmp_path) as (url, token):
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
@@ -190,7 +199,7 @@ def test_cache_show_renders_in_jupyterlab_and_answers_hover_and_head(browser, tm
             ),
         )
         try:
-            page.goto(f"{url}/lab/tree/views.ipynb?token={token}")
+            page.goto(f"{url}/lab/tree/notebooks/concepts/views.ipynb?token={token}")
             page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
             idle = page.locator(".jp-StatusBar-TextItem", has_text="Python 3 (ipykernel) | Idle")
             idle.wait_for(timeout=60_000)  # its kernel started (running before it starts another)
@@ -228,6 +237,12 @@ def test_cache_show_renders_in_jupyterlab_and_answers_hover_and_head(browser, tm
             assert heatmap(frame)[:2] == ("0", "2")
             assert (heatmap(frame)[2] - A[0, 2]).abs().max() <= 2e-7
             assert errors == []
+
+            # a link into the site, as docs/scripts/notebooks.py --site writes it for make lab
+            page.locator(".jp-RenderedMarkdown a", has_text="the Attention page").click()
+            opened = page.frame_locator(".jp-HTMLViewer iframe")
+            opened.locator("h1#attention").wait_for(timeout=30_000)
+            assert opened.locator("h1#attention").inner_text() == "Attention, the site's page"
         finally:
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=ARTIFACTS / "notebook-view.png")  # what the test last saw
