@@ -1,5 +1,5 @@
 """The pages' shell commands as the tests run them, in the walk of a page (test_walk.py) and
-in a tutorial's notebook kernel (test_notebooks.py): ``glassformer`` in-process through
+in a tutorial's notebook kernel (test_tutorial_notebooks.py): ``glassformer`` in-process through
 ``glassformer.cli.main``, its pictures drawn once for each kind (``PictureKinds``), the commands
 that serve, start several processes or run the suite left out with the reason. No pytest here:
 a notebook's kernel loads this file as it is.

@@ -83,7 +83,7 @@ def test_the_docs_hold_examples():
 
 def test_every_python_block_runs_somewhere():
     """A page's Python blocks run here, in the walk of the page (test_walk.py), or in its
-    notebook (test_notebooks.py)."""
+    notebook (test_notebooks.py, test_tutorial_notebooks.py)."""
     for page in PAGES:
         blocks = [s for s in steps(page) if s.kind == "python"]
         here = [b for b in BLOCKS if b[0] == name(page)]

@@ -14,40 +14,24 @@ Cost (2-core Intel Xeon shared with other work, load average 6-8): the Concepts 
 its import of PyTorch, and the rest the pages' blocks and the road to Q and K's runs (trained
 once for the suite, also for tests/examples/test_road_to_qk.py); test_examples.py, which ran
 these blocks before, went from 59 s to 22 s of CPU. The conversion tests take seconds, the
-site test reads the site the docs tests build once.
-
-Every tutorial's notebook runs the same way, with the walk's step scaling
-(``GLASSFORMER_TEST_SCALE``, test_walk.py): its ``!glassformer`` lines in-process with the
-pictures drawn once for each kind, as the walk runs commands (tests/docs/commands.py), a failing
-command failing its cell; the folder the kernel starts in stays empty (the tutorials change into
-their own), the checkout's ``git status`` unchanged. Their printed numbers come from runs
-shortened 500 times, so only the Python cells that read no run (no ``runs/``) are compared
-with the page. The Look inside tutorial as a notebook with its commands as processes, each
-drawing every picture, took 108 s of CPU; in-process, about the walk's 37 s and 4-5 s for the
-kernel.
+site test reads the site the docs tests build once. The tutorials' notebooks run in
+test_tutorial_notebooks.py.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import re
-import shlex
-import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, load_script, name, steps
+from .conftest import ROOT, name
+from .kernels import NOTEBOOKS, ONE_THREAD, OUTPUTS, kernel_env, printed, run
 from .test_examples import same_up_to_rounding
-from .test_walk import SCALE, git_status
 
-NOTEBOOKS = load_script("notebooks")
-OUTPUTS = NOTEBOOKS.OUTPUTS
 CONCEPTS = [page for page in NOTEBOOKS.pages() if page.parent.name == "concepts"]
-TUTORIALS = [page for page in NOTEBOOKS.pages() if page.parent.name == "tutorials"]
-TIMEOUT = 900  # seconds a cell may take (the longest, road-to-qk's, trains nothing here)
 
 # A made-up Concepts page with every construct the pages use.
 PAGE = '''# A made-up page
@@ -236,19 +220,6 @@ def test_the_command_line_writes_them(tmp_path, capsys):
 # ------------------------------------------------------------------ running the notebooks
 
 
-def kernel_env(home: Path, scale: str | None = None) -> dict[str, str]:
-    """The kernel's environment: the checkout's package, a home folder of the test's own, one
-    thread, and (the tutorials) the walk's step scaling."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HOME": str(home)}
-    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env.pop("GLASSFORMER_TEST_SCALE", None)
-    if scale:
-        env["GLASSFORMER_TEST_SCALE"] = scale
-    return env
-
-
-ONE_THREAD = "import torch\ntorch.set_num_threads(1)"
 # compare("runs") of glassformer.examples.road_to_qk: the runs the suite trained once, copied
 TRAINED_ONCE = """
 import shutil
@@ -264,30 +235,6 @@ def _trained_once(out, _train=road_to_qk.compare, **settings):
 
 road_to_qk.compare = _trained_once
 """
-
-
-def run(nb: dict, folder: Path, env: dict, setup: str) -> list[dict]:
-    """``nb`` executed top to bottom in a fresh kernel started in ``folder``, after ``setup``
-    (a cell of its own, left out of the answer): its cells as run."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    node = nbformat.reads(NOTEBOOKS.dumps(nb), as_version=4)
-    node.cells.insert(0, nbformat.v4.new_code_cell(setup, id="setup"))
-    for cell in node.cells:
-        if cell.cell_type == "code":
-            cell.outputs = []
-    client = NotebookClient(
-        node, timeout=TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
-    )
-    client.execute(env=env)
-    return json.loads(nbformat.writes(node))["cells"][1:]
-
-
-def printed(cell: dict) -> str:
-    return "".join(
-        "".join(o["text"]) for o in cell["outputs"] if o.get("name") == "stdout"
-    )
 
 
 @pytest.mark.slow  # a kernel per page, then its cells: 3 s to 20 s a page
@@ -314,57 +261,6 @@ def test_concept_notebook_prints_what_the_page_shows(page, tmp_path, request):
             f"{where} prints other than the page shows: python docs/scripts/outputs.py "
             f"--concepts {page.stem}\n--- printed\n{got}"
         )
-
-
-# the tutorials' commands run as the walk runs them (tests/docs/commands.py)
-IN_PROCESS = """
-import importlib.util
-_spec = importlib.util.spec_from_file_location("docs_commands", {commands!r})
-_commands = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_commands)
-_commands.in_kernel(get_ipython())
-"""
-# a file a tutorial takes from an earlier one (outputs.py's NEEDS), made by that page's block
-MADE_BEFORE = """
-import os
-from pathlib import Path
-_start, _folder = os.getcwd(), Path({folder!r}).expanduser()
-_folder.mkdir(parents=True, exist_ok=True)
-os.chdir(_folder)
-exec({code!r}, {{}})
-os.chdir(_start)
-"""
-
-
-def tutorial_setup(page: Path) -> str:
-    setup = ONE_THREAD + IN_PROCESS.format(commands=str(ROOT / "tests/docs/commands.py"))
-    folder = shlex.split(steps(page)[0].text, comments=True)[2]  # mkdir -p ~/F && cd ~/F
-    for stem, index in OUTPUTS.NEEDS.get(page.stem, []):
-        block = OUTPUTS.blocks(ROOT / "docs/tutorials" / f"{stem}.md")[index - 1]
-        setup += MADE_BEFORE.format(folder=folder, code=block.text)
-    return setup
-
-
-@pytest.mark.slow  # a kernel per page, then its runs: 10 s to a minute a page
-@pytest.mark.parametrize("page", TUTORIALS, ids=lambda p: p.stem)
-def test_tutorial_notebook_runs(page, tmp_path):
-    nb, _ = NOTEBOOKS.notebook(page)
-    status = git_status()
-    (tmp_path / "home").mkdir()
-    (tmp_path / "run").mkdir()
-    ran = run(nb, tmp_path / "run", kernel_env(tmp_path / "home", SCALE), tutorial_setup(page))
-    blocks = iter(b for b in OUTPUTS.blocks(page) if b.kind in ("python", "bash"))
-    for cell, done in zip(nb["cells"], ran, strict=True):
-        if cell["cell_type"] != "code":
-            continue
-        block = next(blocks)
-        if block.kind == "python" and "runs/" not in block.text:  # trains nothing, reads no run
-            assert same_up_to_rounding(OUTPUTS.shorten(printed(done)), printed(cell)), (
-                f"{name(page)} line {block.line} prints other than the page shows: python "
-                f"docs/scripts/outputs.py --tutorials {page.stem}\n--- printed\n{printed(done)}"
-            )
-    assert not any((tmp_path / "run").iterdir()), "the tutorial writes where the reader started"
-    assert git_status() == status
 
 
 def test_the_concept_notebooks_cover_the_pages_test_examples_leaves():

@@ -13,7 +13,7 @@ once for each kind of picture per walk (tests/docs/commands.py says how).
 A page either starts by changing into a scratch folder, or writes nothing outside ``runs/``
 (which .gitignore covers) in the folder it starts in, standing for the reader's checkout; and
 the repository's own ``git status`` is the same after the walk. The tutorials are run as their
-notebooks are (tests/docs/test_notebooks.py), with the same commands and the same scaling.
+notebooks are (tests/docs/test_tutorial_notebooks.py), with the same commands and the same scaling.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import torch
 from .commands import glassformer, make_recipe, not_walked
 from .conftest import PAGES, ROOT, Step, name, steps, walked
 
-# The tutorials run as notebooks instead (test_notebooks.py), their commands as here.
+# The tutorials run as notebooks instead (test_tutorial_notebooks.py), their commands as here.
 WALKED = [page for page in PAGES if walked(page) and page.parent.name != "tutorials"]
 SCALE = "0.002"  # the demo's 1000 steps: 2
 # The reader's own files that the command-line pages name (reviews.csv, pairs.tsv, ...):
