@@ -6,14 +6,17 @@ opens it with Playwright on the system's Chromium, runs all its cells from the R
 reads the view back: it renders (layer 1, head 0), its frame is sized to its page, a hover on
 a cell shows A_nm of that layer and head as the test computes it from the same model, and the
 head control redraws the heatmap with the other head's weights. The notebook lies as ``make
-lab`` lays it out (notebooks/concepts/ beside the built site/): a link of its Markdown into the
-site opens the site's page in JupyterLab. The server is shut down through its API at the end."""
+lab`` lays it out (notebooks/concepts/ beside the built site/): saved and opened again, it
+draws the view from its saved output (the user's own notebook is trusted); a link of its
+Markdown into the site opens the site's page in JupyterLab. The server is shut down through
+its API at the end."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -237,6 +240,20 @@ def test_cache_show_renders_in_jupyterlab_and_answers_hover_and_head(browser, tm
             assert heatmap(frame)[:2] == ("0", "2")
             assert (heatmap(frame)[2] - A[0, 2]).abs().max() <= 2e-7
             assert errors == []
+
+            # saved, the notebook is the user's own (signed, so trusted): opened again, its
+            # view is drawn from the saved output, no cell run
+            page.locator(".lm-MenuBar-itemLabel", has_text="File").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Save Notebook$")).click()
+            saved = root / "notebooks" / "concepts" / "views.ipynb"
+            deadline = time.monotonic() + 30
+            while "glassformer-view" not in saved.read_text(encoding="utf-8"):
+                assert time.monotonic() < deadline, "the notebook was not saved"
+                time.sleep(0.2)
+            page.reload()
+            frame.locator("svg.heatmap rect.cell").first.wait_for(timeout=60_000)
+            assert heatmap(frame)[:2] == ("1", "0")  # the saved page: as first drawn
+            assert (heatmap(frame)[2] - A[1, 0]).abs().max() <= 2e-7
 
             # a link into the site, as docs/scripts/notebooks.py --site writes it for make lab
             page.locator(".jp-RenderedMarkdown a", has_text="the Attention page").click()
