@@ -197,3 +197,28 @@ def test_converting_from_hugging_face_checks_room_for_the_copy(monkeypatch):
     monkeypatch.setattr(budget_module, "available_memory", lambda device: 1000)
     with pytest.raises(ValueError, match=r"more than the 1000 B of memory available on this"):
         from_huggingface(hf_model)
+
+
+def test_counting_loads_no_compiler():
+    """Counting loads no TorchDynamo (seconds at the start of every command that loads a
+    model): a small model is built on the CPU, a large one with learned positions on the meta
+    device without its initial values. In a fresh process, so that nothing else has loaded it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from glassformer.models.size import count_parameters\n"
+        "from glassformer.presets import preset\n"
+        "from glassformer.models import EncoderDecoder\n"
+        "one, two = preset('tiny-llama', vocab_size=50), preset('tiny-seq2seq', vocab_size=50)\n"
+        "print(count_parameters(one, 'DecoderLM'), count_parameters(two, EncoderDecoder))\n"
+        "print(count_parameters(preset('gpt2'), 'DecoderLM'))\n"
+        "assert 'torch._dynamo' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    one, two = preset("tiny-llama", vocab_size=50), preset("tiny-seq2seq", vocab_size=50)
+    expected = [DecoderLM(one).num_parameters(), EncoderDecoder(two).num_parameters()]
+    expected.append(gpt2_count(50257, 1024, 768, 12))
+    assert [int(n) for n in done.stdout.split()] == expected
