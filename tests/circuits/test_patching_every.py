@@ -130,6 +130,8 @@ def test_progress_bar_counts_the_runs_on_stderr_and_is_off_when_asked(capsys):
     patch_path_receivers(model, clean, corrupted, metric, (0, 1), progress=True)
     assert "path patching: sender → each head's q" in capsys.readouterr().err
     patch_heads_every(model, clean, corrupted, metric, progress=False)
+    import ipykernel  # noqa: F401 (loaded as a notebook runner loads it: still no notebook)
+
     patch_blocks(model, clean, corrupted, metric)  # None: stderr is not a terminal here
     assert capsys.readouterr().err == ""
     with pytest.raises(TypeError, match=r"progress must be True, False or None .*got 'bar'"):

@@ -153,7 +153,7 @@ def shaped(values: Tensor, *grid: int) -> Tensor:
 def progress_bar(total: int, what: str, progress: bool | None):
     """A tqdm bar over ``total`` runs described by ``what``, shown as ``progress`` says."""
     if progress is None:
-        progress = sys.stderr.isatty() or "ipykernel" in sys.modules
+        progress = sys.stderr.isatty() or _in_a_notebook()
     if not isinstance(progress, bool):
         raise TypeError(
             f"progress must be True, False or None (a bar on a terminal); got {progress!r}"
@@ -161,6 +161,14 @@ def progress_bar(total: int, what: str, progress: bool | None):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=what, unit="run", disable=not progress, dynamic_ncols=True)
+
+
+def _in_a_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel: IPython's shell there is ipykernel's (a program
+    that only imports ipykernel, as a notebook runner does, is not in one)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
 
 
 def _put(source: Tensor, index: tuple, target: tuple) -> HookFn:
