@@ -55,15 +55,21 @@ docs: $(STAMP)
 
 # The Concepts pages and the tutorials as notebooks (docs/scripts/notebooks.py; the site ships
 # the same ones), written into notebooks/ and opened in JupyterLab, which serves the checkout so
-# that their links reach the site's pages (built into site/ first, by `make docs`, when it is
-# not there). A notebook already in notebooks/ is kept, with the reader's changes: delete it to
-# get the page's current one. Their kernel is .venv's Python; .venv/bin comes first on the
-# PATH, so the tutorials' `!glassformer` lines find the command.
-lab: $(STAMP)
-	test -f site/index.html || $(MAKE) docs
+# that their links reach the site's pages in site/ (built first by `make docs` when a page, a
+# docstring or the site's configuration is newer than it). A notebook already in notebooks/ is
+# kept, with the reader's changes: delete it to get the page's current one. Their kernel is
+# .venv's Python; .venv/bin comes first on the PATH, so the tutorials' `!glassformer` lines
+# find the command (as root, in a container, JupyterLab is told that is allowed).
+lab: $(STAMP) site/index.html
 	$(PY) docs/scripts/notebooks.py --keep --site site notebooks
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/jupyter lab \
-	    --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks
+	    --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks \
+	    $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+
+SITE_SOURCES := mkdocs.yml $(shell find docs src/glassformer -type f \
+    -not -path '*/__pycache__/*' -not -path 'docs/benchmarks/generated/*')
+site/index.html: $(SITE_SOURCES) | $(STAMP)
+	$(MAKE) docs
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
