@@ -308,6 +308,19 @@ def test_make_labs_notebooks_reach_the_built_site(built_site, tmp_path):
         assert reaches_the_site(nb, (lab / NOTEBOOKS.place(page)).parent, name(page)), name(page)
 
 
+def test_make_lab_writes_them_beside_the_site_it_serves():
+    """``make lab`` (a dry run: ``make -n``) writes the notebooks into notebooks/ with their
+    links into site/, and serves the checkout, so that ``notebooks/concepts/x.ipynb``'s
+    ``../../site/...`` is a file JupyterLab can open."""
+    import subprocess
+
+    dry = subprocess.run(["make", "-n", "lab"], cwd=ROOT, capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stderr
+    assert "docs/scripts/notebooks.py --keep --site site notebooks" in dry.stdout
+    assert f'--ServerApp.root_dir="{ROOT}"' in dry.stdout
+    assert "--LabApp.default_url=/lab/tree/notebooks" in dry.stdout
+
+
 def test_the_site_carries_every_notebook_and_links_it_from_its_page(built_site):
     """Each notebook in the built site (site/notebooks/<section>/<page>.ipynb), the same bytes
     as the generator writes; its page's link to it under the title; every link of the notebook
