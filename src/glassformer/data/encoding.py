@@ -74,7 +74,9 @@ class LMDataset(Dataset):
             stream.extend(tokenizer.encode(text, add_bos=add_bos, add_eos=True))
         if not stream:
             raise ValueError("texts is empty: allowed at least one document")
-        self.stream = torch.tensor(stream, dtype=torch.long)  # (N,) every token, in order
+        # (N,) every token, in order (through NumPy: torch.tensor of a long list of Python ints
+        # takes 4x as long, 0.9 s for the 4.3 million of the built-in Shakespeare)
+        self.stream = torch.from_numpy(np.array(stream, dtype=np.int64))
         bounds = [0, len(stream)] if pack else [*doc_starts, len(stream)]
         starts: list[int] = []
         for lo, hi in itertools.pairwise(bounds):
