@@ -1,5 +1,6 @@
 """Tiny checkpoints of each family for the explorer's tests, trained once per session by the
-command line, and helpers to run the explorer's server in a thread."""
+command line, helpers to run the explorer's server in a thread, and a browser page that keeps
+its script errors."""
 
 from __future__ import annotations
 
@@ -73,3 +74,18 @@ def heatmap(frame) -> tuple[str, str, torch.Tensor]:
     for r, c, v in found:
         grid[r, c] = v
     return svg.get_attribute("data-layer"), svg.get_attribute("data-head"), grid
+
+
+@contextlib.contextmanager
+def recording_page(browser, width: int, height: int):
+    """A page of ``browser`` in a context of its own (a ``width`` × ``height`` viewport) whose
+    script errors and console errors collect in ``page.errors``; closed after."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda err: page.errors.append(str(err)))
+    page.on("console", lambda m: m.type == "error" and page.errors.append(m.text))
+    try:
+        yield page
+    finally:
+        context.close()

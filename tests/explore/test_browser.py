@@ -19,7 +19,7 @@ from glassformer.inspect import capture
 from glassformer.inspect.inputs import encode_inputs
 from glassformer.tokenizers import CharTokenizer
 
-from .conftest import PROMPTS, serving
+from .conftest import PROMPTS, recording_page, serving
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts" / "explorer"
 SECTIONS = ("tokens", "attention", "graph", "residual", "lens", "attribution", "predictions")
@@ -27,13 +27,8 @@ SECTIONS = ("tokens", "attention", "graph", "residual", "lens", "attribution", "
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda err: page.errors.append(str(err)))
-    page.on("console", lambda m: m.type == "error" and page.errors.append(m.text))
-    yield page
-    context.close()
+    with recording_page(browser, 1200, 900) as page:
+        yield page
 
 
 def save(page, name: str) -> None:

@@ -13,6 +13,8 @@ from glassformer.explore import show_grid, show_trace
 from glassformer.inspect import trace
 from glassformer.tokenizers import CharTokenizer
 
+from .conftest import recording_page
+
 
 @pytest.fixture(scope="module")
 def cached():
@@ -30,13 +32,8 @@ def cached():
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1000, "height": 800})
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda err: page.errors.append(str(err)))
-    page.on("console", lambda m: m.type == "error" and page.errors.append(m.text))
-    yield page
-    context.close()
+    with recording_page(browser, 1000, 800) as page:
+        yield page
 
 
 def opened(page, view, tmp_path):
