@@ -5,7 +5,7 @@
 
 One notebook (nbformat 4.5) per Concepts page with Python code (not the Overview, nor Notation,
 which has none) and per tutorial, read with the pages' own parser (``fences()`` of
-tests/docs/conftest.py, the output includes of docs/scripts/outputs.py):
+tests/docs/pages.py, the output includes of docs/scripts/outputs.py):
 
 * a ```python block becomes a code cell; the output the page shows under it (its ```text
   include of docs/outputs/...) becomes the cell's recorded output;
@@ -57,7 +57,7 @@ def _load(stem: str):
     return sys.modules[name]
 
 
-OUTPUTS = _load("outputs")  # blocks(), INCLUDE; OUTPUTS.STEPS: tests/docs/conftest.py
+OUTPUTS = _load("outputs")  # blocks(), INCLUDE; OUTPUTS.STEPS: tests/docs/pages.py
 MARKDOWN = _load("notebook_markdown")
 
 

@@ -58,8 +58,8 @@ NOT_RUN = re.compile(r"torchrun |glassformer explore (?!.*--export)")
 
 
 def _walk_parsing():
-    """tests/docs/conftest.py: how the pages' blocks and commands are read (no pytest needed)."""
-    spec = importlib.util.spec_from_file_location("docs_steps", ROOT / "tests/docs/conftest.py")
+    """tests/docs/pages.py: how the pages' blocks and commands are read (no pytest needed)."""
+    spec = importlib.util.spec_from_file_location("docs_steps", ROOT / "tests/docs/pages.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclass looks itself up there
     spec.loader.exec_module(module)
@@ -77,7 +77,7 @@ class Block:
     index: int
     kind: str
     text: str
-    line: int  # the first line of its code, 1-based, as tests/docs/conftest.py counts
+    line: int  # the first line of its code, 1-based, as tests/docs/pages.py counts
     end: int  # the offset just after its closing fence
     indent: str = ""  # inside a folded section (??? success "Checks"): its indentation
 

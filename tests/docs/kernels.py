@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from .conftest import ROOT, load_script
+from .pages import ROOT, load_script
 
 NOTEBOOKS = load_script("notebooks")
 OUTPUTS = NOTEBOOKS.OUTPUTS

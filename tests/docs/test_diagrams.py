@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from .conftest import ROOT, load_script
+from .pages import ROOT, load_script
 
 FOLDER = ROOT / "docs" / "images" / "diagrams"
 CONCEPTS = ROOT / "docs" / "concepts"

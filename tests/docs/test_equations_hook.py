@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from .conftest import ROOT
+from .pages import ROOT
 
 spec = importlib.util.spec_from_file_location("docs_equations", ROOT / "docs/hooks/equations.py")
 equations = importlib.util.module_from_spec(spec)

@@ -19,7 +19,7 @@ import re
 
 import pytest
 
-from .conftest import PAGES, ROOT, load_script, name, steps, walked
+from .pages import PAGES, ROOT, load_script, name, steps, walked
 
 OUTPUTS = load_script("outputs")
 NOTEBOOKS = {name(page) for page in load_script("notebooks").pages()}  # run in test_notebooks.py

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, name
 from .kernels import NOTEBOOKS, ONE_THREAD, OUTPUTS, kernel_env, printed, run
+from .pages import ROOT, name
 from .test_examples import same_up_to_rounding
 
 CONCEPTS = [page for page in NOTEBOOKS.pages() if page.parent.name == "concepts"]

@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from .conftest import ROOT, load_script
+from .pages import ROOT, load_script
 from .test_examples import same_up_to_rounding
 
 TUTORIALS = ROOT / "docs" / "tutorials"
@@ -171,7 +171,7 @@ def test_every_tutorial_starts_with_its_time(page):
 
 def test_every_block_of_a_page_is_read():
     """The shown outputs' text blocks (```text title="Output") do not hide the blocks after
-    them from the pages' parsing (tests/docs/conftest.py FENCE)."""
+    them from the pages' parsing (tests/docs/pages.py FENCE)."""
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         text = page.read_text(encoding="utf-8")
         opened = re.findall(r"^ *```(python|bash)\s*$", text, re.M)  # in a fold too

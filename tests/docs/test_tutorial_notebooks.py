@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, name, steps
 from .kernels import NOTEBOOKS, ONE_THREAD, OUTPUTS, kernel_env, printed, run
+from .pages import ROOT, name, steps
 from .test_examples import same_up_to_rounding
 from .test_walk import SCALE, git_status
 

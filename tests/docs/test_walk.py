@@ -30,7 +30,7 @@ import pytest
 import torch
 
 from .commands import glassformer, make_recipe, not_walked
-from .conftest import PAGES, ROOT, Step, name, steps, walked
+from .pages import PAGES, ROOT, Step, name, steps, walked
 
 # The tutorials run as notebooks instead (test_tutorial_notebooks.py), their commands as here.
 WALKED = [page for page in PAGES if walked(page) and page.parent.name != "tutorials"]
