@@ -52,6 +52,7 @@ class ActivationCache(dict):
     model: Any = None
     training: bool | None = None
     inputs: dict[str, Tensor] | None = None
+
     def show(self, what: str = "pattern", layer: int = 0, **options: Any) -> Any:
         """An interactive view of this pass, inline in a notebook (glassformer.explore's
         ``show_cache``, which documents ``what`` and the options): the attention pattern of

@@ -69,9 +69,10 @@ def _measure(config: ModelConfig, architecture: str | type) -> tuple[dict[str, i
     key = (cls, repr(config))
     if (found := _last.get(key)) is not None:
         return found
+    large = _rough_size(config) > ON_CPU
     with torch.random.fork_rng(devices=[]), contextlib.ExitStack() as building:  # RNG untouched
-        if _rough_size(config) > ON_CPU:
-            building.enter_context(torch.device("meta"))
+        building.enter_context(torch.device("meta" if large else "cpu"))  # whatever the default
+        if large:
             building.enter_context(_Unfilled())
         model = cls(config)
     parts = dict.fromkeys(PARTS, 0)
